@@ -1,0 +1,207 @@
+//! The atomic bit array: 64-byte blocks of eight `AtomicU64`s, and the exact
+//! count of set bits kept in cache-padded shards.
+//!
+//! The insert and lookup protocols, and why `Relaxed` is enough for them,
+//! are in `src/PROTOCOLS.md`.
+
+use crossbeam::utils::CachePadded;
+
+use crate::layout::{LineProbe, WordProbe};
+use crate::sizing::{BLOCK_BYTES, WORDS_PER_BLOCK};
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::Error;
+
+/// One cache line of bits.
+#[repr(C, align(64))]
+pub(crate) struct Block([AtomicU64; WORDS_PER_BLOCK]);
+
+impl Block {
+    fn new() -> Self {
+        Block(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+/// Most shards of the set-bit count; a power of two.
+const MAX_SHARDS: usize = 32;
+
+pub(crate) struct BitArray {
+    blocks: Box<[Block]>,
+    /// Set bits, summed over shards. A shard is picked by the low bits of the
+    /// block index, so threads working on different blocks rarely share one.
+    set_bits: Box<[CachePadded<AtomicUsize>]>,
+}
+
+impl BitArray {
+    /// An all-zero array of `blocks` blocks (a power of two).
+    pub(crate) fn new(blocks: usize) -> Result<Self, Error> {
+        debug_assert!(blocks.is_power_of_two());
+        let bytes = blocks.saturating_mul(BLOCK_BYTES);
+        let mut storage = Vec::new();
+        storage
+            .try_reserve_exact(blocks)
+            .map_err(|_| Error::AllocationFailed { bytes })?;
+        storage.extend((0..blocks).map(|_| Block::new()));
+        let shards = blocks.min(MAX_SHARDS);
+        Ok(BitArray {
+            blocks: storage.into_boxed_slice(),
+            set_bits: (0..shards)
+                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
+        })
+    }
+
+    pub(crate) fn num_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Bytes allocated: the blocks and the counter shards.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.blocks.len() * BLOCK_BYTES
+            + self.set_bits.len() * std::mem::size_of::<CachePadded<AtomicUsize>>()
+    }
+
+    #[inline(always)]
+    fn word(&self, block_index: usize, word: usize) -> &AtomicU64 {
+        &self.blocks[block_index].0[word]
+    }
+
+    /// Sets `mask` in a word, adds the bits it turned on to the count, and
+    /// returns the word's previous value.
+    #[inline(always)]
+    fn set(&self, block_index: usize, word: usize, mask: u64) -> u64 {
+        // Relaxed: bits only go 0 -> 1 and publish nothing else; the RMW still
+        // reads the latest value, so exactly one caller sees each bit turn on.
+        let previous = self.word(block_index, word).fetch_or(mask, Ordering::Relaxed);
+        let turned_on = (mask & !previous).count_ones() as usize;
+        if turned_on != 0 {
+            let shard = block_index & (self.set_bits.len() - 1);
+            // Relaxed: an independent tally; readers only sum it.
+            self.set_bits[shard].fetch_add(turned_on, Ordering::Relaxed);
+        }
+        previous
+    }
+
+    /// Test-before-set insert of a [`LineProbe`]: loads both words and calls
+    /// `fetch_or` only on a word that lacks bits. Returns true if this call
+    /// turned on at least one bit.
+    #[inline(always)]
+    pub(crate) fn insert_line(&self, probe: &LineProbe) -> bool {
+        let block = &self.blocks[probe.block_index].0;
+        // Relaxed: a stale 0 only costs a redundant fetch_or; a 1 never reverts.
+        let low = block[probe.low_word].load(Ordering::Relaxed);
+        // Relaxed: as above.
+        let high = block[probe.high_word].load(Ordering::Relaxed);
+        let mut new = false;
+        if low & probe.low_mask != probe.low_mask {
+            let previous = self.set(probe.block_index, probe.low_word, probe.low_mask);
+            new |= previous & probe.low_mask != probe.low_mask;
+        }
+        if high & probe.high_mask != probe.high_mask {
+            let previous = self.set(probe.block_index, probe.high_word, probe.high_mask);
+            new |= previous & probe.high_mask != probe.high_mask;
+        }
+        new
+    }
+
+    #[inline(always)]
+    pub(crate) fn contains_line(&self, probe: &LineProbe) -> bool {
+        let block = &self.blocks[probe.block_index].0;
+        // Relaxed: a bit set by an insert that happens-before this call is
+        // visible (coherence); bits carry no other data to synchronize.
+        let low = block[probe.low_word].load(Ordering::Relaxed);
+        // Relaxed: as above.
+        let high = block[probe.high_word].load(Ordering::Relaxed);
+        (low & probe.low_mask == probe.low_mask) & (high & probe.high_mask == probe.high_mask)
+    }
+
+    /// Test-and-set of a [`WordProbe`]: one `fetch_or`, so of racing inserts
+    /// of one absent item exactly one sees the bits missing.
+    #[inline(always)]
+    pub(crate) fn insert_word(&self, probe: &WordProbe) -> bool {
+        // Relaxed: a 1 never reverts, so seeing all bits set is final; a stale
+        // value only sends us to the fetch_or, which decides.
+        let current = self.word(probe.block_index, probe.word).load(Ordering::Relaxed);
+        if current & probe.mask == probe.mask {
+            return false;
+        }
+        let previous = self.set(probe.block_index, probe.word, probe.mask);
+        previous & probe.mask != probe.mask
+    }
+
+    #[inline(always)]
+    pub(crate) fn contains_word(&self, probe: &WordProbe) -> bool {
+        // Relaxed: bits only go 0 -> 1 and publish nothing else.
+        let current = self.word(probe.block_index, probe.word).load(Ordering::Relaxed);
+        current & probe.mask == probe.mask
+    }
+
+    /// The exact number of set bits (a sum of shards; concurrent inserts may
+    /// or may not be counted).
+    pub(crate) fn set_bits(&self) -> usize {
+        self.set_bits
+            .iter()
+            // Relaxed: a snapshot of independent tallies; no data hangs off them.
+            .map(|shard| shard.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// ORs every word of `other` (same size) into `self`.
+    pub(crate) fn union(&self, other: &BitArray) {
+        for (block_index, block) in other.blocks.iter().enumerate() {
+            for (word, bits) in block.0.iter().enumerate() {
+                // Relaxed: bits only go 0 -> 1; a concurrent insert into
+                // `other` may or may not be carried over.
+                let wanted = bits.load(Ordering::Relaxed);
+                // Relaxed: as above; skip the fetch_or when nothing is missing.
+                let have = self.word(block_index, word).load(Ordering::Relaxed);
+                if wanted & !have != 0 {
+                    self.set(block_index, word, wanted);
+                }
+            }
+        }
+    }
+
+    /// A copy of the current bits (concurrent inserts may or may not be in
+    /// it). The copy's count is recounted from its own words, so it is exact.
+    pub(crate) fn snapshot(&self) -> Self {
+        let blocks: Box<[Block]> = self
+            .blocks
+            .iter()
+            .map(|block| {
+                Block(std::array::from_fn(|word| {
+                    // Relaxed: a point-in-time copy of monotone bits.
+                    AtomicU64::new(block.0[word].load(Ordering::Relaxed))
+                }))
+            })
+            .collect();
+        let copy = BitArray {
+            blocks,
+            set_bits: (0..self.set_bits.len())
+                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
+        };
+        let total = copy
+            .blocks
+            .iter()
+            .flat_map(|block| &block.0)
+            // Relaxed: the copy is not shared yet.
+            .map(|word| word.load(Ordering::Relaxed).count_ones() as usize)
+            .sum();
+        // Relaxed: the copy is not shared yet.
+        copy.set_bits[0].store(total, Ordering::Relaxed);
+        copy
+    }
+
+    pub(crate) fn clear(&mut self) {
+        for block in self.blocks.iter() {
+            for word in &block.0 {
+                // Relaxed: `&mut self` excludes every other access.
+                word.store(0, Ordering::Relaxed);
+            }
+        }
+        for shard in self.set_bits.iter() {
+            // Relaxed: `&mut self` excludes every other access.
+            shard.store(0, Ordering::Relaxed);
+        }
+    }
+}

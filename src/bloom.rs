@@ -1,0 +1,531 @@
+//! `BloomFilter`: the lock-free, fixed-capacity Bloom filter.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+
+use crate::bits::BitArray;
+use crate::builder::BloomFilterBuilder;
+use crate::layout::{LineProbe, WordProbe};
+use crate::sizing::{self, Geometry, BLOCK_BYTES};
+use crate::{DefaultHasher, Error, Layout};
+
+/// A fixed-capacity Bloom filter that any number of threads insert into and
+/// query at once, through `&self`.
+///
+/// Built for a capacity and a target false-positive rate, it rounds its size
+/// up to a power of two of 64-byte blocks and reports what it really holds in
+/// [`capacity`](BloomFilter::capacity): the number of items at which the
+/// expected rate, computed for its blocked layout, reaches the target. All
+/// of an item's bits live in one cache line, and all come from one 64-bit
+/// hash of the item (wyhash, seeded from OS entropy unless you give a seed).
+///
+/// Share it as `Arc<BloomFilter<T>>`; it is `Send + Sync` whatever `T` is,
+/// since it stores no `T`.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use atomic_bloom::BloomFilter;
+///
+/// let seen: Arc<BloomFilter<str>> = Arc::new(BloomFilter::new(100_000, 0.01)?);
+/// let workers: Vec<_> = (0..4)
+///     .map(|worker| {
+///         let seen = Arc::clone(&seen);
+///         std::thread::spawn(move || {
+///             for page in 0..1000 {
+///                 seen.insert(&format!("https://example.com/{}", page * 4 + worker));
+///             }
+///         })
+///     })
+///     .collect();
+/// for worker in workers {
+///     worker.join().unwrap();
+/// }
+/// assert!(seen.contains("https://example.com/3999"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Consistency
+///
+/// Bits only ever go from 0 to 1 (until [`clear`](BloomFilter::clear), which
+/// takes `&mut self`). An insert that *happens-before* a lookup (the thread
+/// joined, or handed over through a channel, a mutex or a release/acquire
+/// pair) is always seen: no false negatives. A lookup racing an insert of the
+/// same item may or may not see it. Under [`Layout::CacheLine`] two threads
+/// racing to insert the same absent item may both get `true`; under
+/// [`Layout::Word`] exactly one does. [`len_estimate`](BloomFilter::len_estimate)
+/// is a snapshot that may or may not include inserts still in flight.
+pub struct BloomFilter<T: ?Sized, S = DefaultHasher> {
+    bits: BitArray,
+    block_mask: usize,
+    geometry: Geometry,
+    target_rate: f64,
+    hasher: S,
+    _item: PhantomData<fn(&T)>,
+}
+
+impl<T: ?Sized> BloomFilter<T, DefaultHasher> {
+    /// A filter for `capacity` items at false-positive rate `rate`, with the
+    /// default [`Layout::CacheLine`] and a random seed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroCapacity`], [`Error::InvalidFalsePositiveRate`] (not in
+    /// (0, 1), or NaN), [`Error::TooLarge`], [`Error::AllocationFailed`],
+    /// [`Error::SeedUnavailable`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::BloomFilter;
+    ///
+    /// let f: BloomFilter<str> = BloomFilter::new(1_000_000, 0.01)?;
+    /// assert!(f.insert("a"));
+    /// assert!(!f.insert("a"));
+    /// assert!(f.contains("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(capacity: usize, rate: f64) -> Result<Self, Error> {
+        Self::builder(capacity, rate).build()
+    }
+
+    /// A builder for a filter of `capacity` items at `rate`, to set a seed, a
+    /// layout or a hasher.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{BloomFilter, Layout};
+    ///
+    /// let f: BloomFilter<str> = BloomFilter::builder(1_000_000, 0.01)
+    ///     .seed(7)
+    ///     .layout(Layout::Word)
+    ///     .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(capacity: usize, rate: f64) -> BloomFilterBuilder<T, DefaultHasher> {
+        BloomFilterBuilder::new(capacity, rate)
+    }
+}
+
+impl<T: ?Sized, S> BloomFilter<T, S> {
+    pub(crate) fn from_parts(geometry: Geometry, target_rate: f64, hasher: S) -> Result<Self, Error> {
+        Ok(BloomFilter {
+            bits: BitArray::new(geometry.blocks)?,
+            block_mask: geometry.blocks - 1,
+            geometry,
+            target_rate,
+            hasher,
+            _item: PhantomData,
+        })
+    }
+
+    /// Inserts the item whose hash is `hash` (from [`hash_item`](Self::hash_item)
+    /// or the same hasher); returns true if it was not in the filter before.
+    ///
+    /// For callers that hash once and use the hash several times.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::BloomFilter;
+    ///
+    /// let f: BloomFilter<str> = BloomFilter::new(1000, 0.01)?;
+    /// let hash = f.hash_item("a");
+    /// assert!(f.insert_hash(hash));
+    /// assert!(f.contains("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn insert_hash(&self, hash: u64) -> bool {
+        let bits_per_word = self.geometry.bits_per_word;
+        match self.geometry.layout {
+            Layout::CacheLine => {
+                let probe = LineProbe::new(hash, self.block_mask, bits_per_word);
+                self.bits.insert_line(&probe)
+            }
+            Layout::Word => {
+                let probe = WordProbe::new(hash, self.block_mask, bits_per_word);
+                self.bits.insert_word(&probe)
+            }
+        }
+    }
+
+    /// Whether the item whose hash is `hash` may be in the filter.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::BloomFilter;
+    ///
+    /// let f: BloomFilter<str> = BloomFilter::new(1000, 0.01)?;
+    /// f.insert("a");
+    /// assert!(f.contains_hash(f.hash_item("a")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        let bits_per_word = self.geometry.bits_per_word;
+        match self.geometry.layout {
+            Layout::CacheLine => {
+                let probe = LineProbe::new(hash, self.block_mask, bits_per_word);
+                self.bits.contains_line(&probe)
+            }
+            Layout::Word => {
+                let probe = WordProbe::new(hash, self.block_mask, bits_per_word);
+                self.bits.contains_word(&probe)
+            }
+        }
+    }
+
+    /// Items at which the expected false-positive rate reaches the target,
+    /// after the size was rounded up to a power of two: at least the
+    /// capacity asked for, often more.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1_000_000, 0.01)?;
+    /// assert!(f.capacity() >= 1_000_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.geometry.capacity
+    }
+
+    /// The false-positive rate the filter was built for.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(f.target_fpr(), 0.01);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn target_fpr(&self) -> f64 {
+        self.target_rate
+    }
+
+    /// Bytes the filter allocated: its bit array and its counter shards.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1_000_000, 0.01)?;
+    /// assert!(f.memory_bytes() >= f.num_bits() / 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn memory_bytes(&self) -> usize {
+        self.bits.memory_bytes()
+    }
+
+    /// Bits in the bit array (a power of two, at least 512).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(10, 0.01)?;
+    /// assert_eq!(f.num_bits(), 512);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_bits(&self) -> usize {
+        self.bits.num_blocks() * BLOCK_BYTES * 8
+    }
+
+    /// Bits of the array per item at [`capacity`](Self::capacity): the
+    /// memory price of the layout and the rate.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1_000_000, 0.01)?;
+    /// assert!(f.bits_per_item() > 9.0 && f.bits_per_item() < 16.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bits_per_item(&self) -> f64 {
+        self.num_bits() as f64 / self.capacity() as f64
+    }
+
+    /// k: the bits set per item (bits that land on the same position of a
+    /// word count once in the array, so an item may set fewer).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// assert!(f.num_hashes() >= 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_hashes(&self) -> u32 {
+        self.geometry.num_hashes()
+    }
+
+    /// The layout the filter was built with.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{BloomFilter, Layout};
+    /// let f: BloomFilter<u64> = BloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(f.layout(), Layout::CacheLine);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn layout(&self) -> Layout {
+        self.geometry.layout
+    }
+
+    /// The hasher the filter hashes items with.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::BloomFilter;
+    /// let f: BloomFilter<u64> = BloomFilter::builder(1000, 0.01).seed(9).build()?;
+    /// assert_eq!(f.hasher().seed(), 9);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hasher(&self) -> &S {
+        &self.hasher
+    }
+
+    /// The exact number of bits set (a snapshot under concurrent inserts).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// f.insert(&1);
+    /// assert!(f.set_bits() >= 1 && f.set_bits() <= f.num_hashes() as usize);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_bits(&self) -> usize {
+        self.bits.set_bits()
+    }
+
+    /// Items inserted, estimated from the number of set bits.
+    ///
+    /// One item sets a given bit with a probability fixed by the layout, so
+    /// `X` set bits of `m` after `n` items have the expectation
+    /// `m (1 - (1 - p)^n)`; this inverts it (the seed's `-(m/k) ln(1 - X/m)`
+    /// with `k` adapted to throws that share a word). Within about 1% of the
+    /// truth for filters of 10,000 items or more, up to their capacity.
+    /// Duplicates set no new bits and are not counted.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(100_000, 0.01)?;
+    /// for i in 0..50_000u64 {
+    ///     f.insert(&i);
+    /// }
+    /// let estimate = f.len_estimate() as f64;
+    /// assert!((estimate - 50_000.0).abs() < 1_500.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn len_estimate(&self) -> usize {
+        // `as` saturates: a full array estimates usize::MAX.
+        sizing::items_from_set_bits(&self.geometry, self.set_bits()).round() as usize
+    }
+
+    /// True if nothing has been inserted since the filter was built or cleared.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// assert!(f.is_empty());
+    /// f.insert(&3);
+    /// assert!(!f.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.set_bits() == 0
+    }
+
+    /// The false-positive rate expected now, at [`len_estimate`](Self::len_estimate)
+    /// items, from the same layout-exact formula that sized the filter.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(10_000, 0.01)?;
+    /// assert_eq!(f.estimated_fpr(), 0.0);
+    /// for i in 0..f.capacity() as u64 {
+    ///     f.insert(&i);
+    /// }
+    /// assert!(f.estimated_fpr() > 0.007 && f.estimated_fpr() < 0.013);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn estimated_fpr(&self) -> f64 {
+        sizing::expected_rate(&self.geometry, self.len_estimate() as f64)
+    }
+
+    /// ORs `other` into `self`: afterwards `self` contains every item either
+    /// held. Safe to call while other threads insert into either filter.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SizeMismatch`], [`Error::HashCountMismatch`],
+    /// [`Error::LayoutMismatch`] or [`Error::HasherMismatch`] (a different
+    /// seed) when the filters were not built alike: their bits would not
+    /// mean the same items.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::BloomFilter;
+    ///
+    /// let a: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(1).build()?;
+    /// let b: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(1).build()?;
+    /// b.insert("from b");
+    /// a.union(&b)?;
+    /// assert!(a.contains("from b"));
+    ///
+    /// let other_seed: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(2).build()?;
+    /// assert!(a.union(&other_seed).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn union(&self, other: &Self) -> Result<(), Error>
+    where
+        S: PartialEq,
+    {
+        if self.layout() != other.layout() {
+            return Err(Error::LayoutMismatch {
+                ours: self.layout(),
+                theirs: other.layout(),
+            });
+        }
+        if self.num_bits() != other.num_bits() {
+            return Err(Error::SizeMismatch {
+                ours: self.num_bits() / 8,
+                theirs: other.num_bits() / 8,
+            });
+        }
+        if self.num_hashes() != other.num_hashes() {
+            return Err(Error::HashCountMismatch {
+                ours: self.num_hashes(),
+                theirs: other.num_hashes(),
+            });
+        }
+        if self.hasher != other.hasher {
+            return Err(Error::HasherMismatch);
+        }
+        self.bits.union(&other.bits);
+        Ok(())
+    }
+
+    /// Removes every item.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let mut f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// f.insert(&1);
+    /// f.clear();
+    /// assert!(!f.contains(&1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn clear(&mut self) {
+        self.bits.clear();
+    }
+
+    #[doc(hidden)]
+    /// The (block, word) an item hash touches first; for loom models that
+    /// need two items sharing a word.
+    pub fn __first_word_of_hash(&self, hash: u64) -> (usize, usize) {
+        let bits_per_word = self.geometry.bits_per_word;
+        match self.geometry.layout {
+            Layout::CacheLine => {
+                let probe = LineProbe::new(hash, self.block_mask, bits_per_word);
+                (probe.block_index, probe.low_word)
+            }
+            Layout::Word => {
+                let probe = WordProbe::new(hash, self.block_mask, bits_per_word);
+                (probe.block_index, probe.word)
+            }
+        }
+    }
+}
+
+impl<T: ?Sized + Hash, S: BuildHasher> BloomFilter<T, S> {
+    /// Inserts `item`; returns true if it was not in the filter before.
+    ///
+    /// A false positive makes a new item look old (`false`), at the filter's
+    /// rate. Under [`Layout::Word`], of several threads inserting the same
+    /// absent item at once exactly one gets `true`; under
+    /// [`Layout::CacheLine`] more than one may.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<str> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// assert!(f.insert("a"));
+    /// assert!(!f.insert("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn insert(&self, item: &T) -> bool {
+        self.insert_hash(self.hash_item(item))
+    }
+
+    /// Whether `item` may be in the filter: always true for an inserted item,
+    /// true for an absent one at about the filter's false-positive rate.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<[u8]> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// f.insert(b"key");
+    /// assert!(f.contains(b"key"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn contains(&self, item: &T) -> bool {
+        self.contains_hash(self.hash_item(item))
+    }
+
+    /// The 64-bit hash the filter derives all of `item`'s positions from.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<str> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(f.hash_item("a"), f.hash_item("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn hash_item(&self, item: &T) -> u64 {
+        self.hasher.hash_one(item)
+    }
+}
+
+/// A snapshot copy: holds every insert that completed before `clone` began,
+/// and perhaps some that were in flight.
+impl<T: ?Sized, S: Clone> Clone for BloomFilter<T, S> {
+    fn clone(&self) -> Self {
+        BloomFilter {
+            bits: self.bits.snapshot(),
+            block_mask: self.block_mask,
+            geometry: self.geometry,
+            target_rate: self.target_rate,
+            hasher: self.hasher.clone(),
+            _item: PhantomData,
+        }
+    }
+}
+
+impl<T: ?Sized, S: fmt::Debug> fmt::Debug for BloomFilter<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BloomFilter")
+            .field("layout", &self.layout())
+            .field("capacity", &self.capacity())
+            .field("target_fpr", &self.target_rate)
+            .field("num_hashes", &self.num_hashes())
+            .field("memory_bytes", &self.memory_bytes())
+            .field("len_estimate", &self.len_estimate())
+            .field("hasher", &self.hasher)
+            .finish()
+    }
+}

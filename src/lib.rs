@@ -1,0 +1,75 @@
+//! Lock-free probabilistic filters for multithreaded services.
+//!
+//! One filter is shared as `Arc<Filter>` by every worker thread, and every
+//! operation takes `&self`: no locks, no `&mut`, no per-thread copies.
+//!
+//! * [`BloomFilter`]: a fixed-capacity Bloom filter. All of an item's bits
+//!   live in one 64-byte cache line ([`Layout::CacheLine`], the default), or
+//!   in one 64-bit word ([`Layout::Word`]), where an insert is a single
+//!   atomic test-and-set and exactly one of several racing inserters of the
+//!   same item is told it was new.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use atomic_bloom::{BloomFilter, Layout};
+//!
+//! // A crawler's visited set: 1M URLs at a 1% false-positive rate.
+//! let visited: Arc<BloomFilter<str>> = Arc::new(
+//!     BloomFilter::builder(1_000_000, 0.01).layout(Layout::Word).build()?,
+//! );
+//! let worker = {
+//!     let visited = Arc::clone(&visited);
+//!     std::thread::spawn(move || visited.insert("https://example.com/"))
+//! };
+//! let was_new = worker.join().unwrap();
+//! assert!(was_new);
+//! assert!(visited.contains("https://example.com/"));
+//! assert!(!visited.insert("https://example.com/")); // seen before
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Accuracy
+//!
+//! Filters are sized with the exact expected false-positive rate of their
+//! blocked layout (plain Bloom formulas under-size blocked filters), then
+//! rounded up to a power of two of blocks; [`BloomFilter::capacity`] reports
+//! how many items the rounded filter holds at the target rate, and the
+//! measured rate at that many items stays at the target.
+//!
+//! # Consistency
+//!
+//! Bits only go from 0 to 1. An insert that happens-before a lookup (through
+//! a join, a channel, a lock or any release/acquire pair) is always seen by
+//! it; a lookup that races an insert of the same item may or may not see it.
+//! Counts such as [`BloomFilter::len_estimate`] are snapshots.
+//!
+//! # Crate features
+//!
+//! * `rayon` (default): [`BloomFilter::par_insert`] inserts from a rayon
+//!   parallel iterator.
+//!
+//! Model checks of every atomic protocol live in `loom-tests/`; they compile
+//! this crate with `RUSTFLAGS="--cfg atomic_bloom_loom"`, which swaps the
+//! atomics in `src/sync.rs` for loom's. It is not a cargo feature.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod bits;
+mod bloom;
+mod builder;
+mod error;
+mod hash;
+mod layout;
+#[cfg(feature = "rayon")]
+mod parallel;
+mod sizing;
+mod sync;
+
+pub use bloom::BloomFilter;
+pub use builder::BloomFilterBuilder;
+pub use error::Error;
+pub use hash::DefaultHasher;
+pub use layout::Layout;
