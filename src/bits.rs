@@ -65,20 +65,23 @@ impl BitArray {
         &self.blocks[block_index].0[word]
     }
 
-    /// Sets `mask` in a word, adds the bits it turned on to the count, and
-    /// returns the word's previous value.
+    /// Sets `mask` in a word; returns the word's previous value.
     #[inline(always)]
     fn set(&self, block_index: usize, word: usize, mask: u64) -> u64 {
         // Relaxed: bits only go 0 -> 1 and publish nothing else; the RMW still
         // reads the latest value, so exactly one caller sees each bit turn on.
-        let previous = self.word(block_index, word).fetch_or(mask, Ordering::Relaxed);
-        let turned_on = (mask & !previous).count_ones() as usize;
+        self.word(block_index, word).fetch_or(mask, Ordering::Relaxed)
+    }
+
+    /// Adds bits this call turned on to the count: one RMW per insert, on a
+    /// shard picked by the block index.
+    #[inline(always)]
+    fn count(&self, block_index: usize, turned_on: u32) {
         if turned_on != 0 {
             let shard = block_index & (self.set_bits.len() - 1);
             // Relaxed: an independent tally; readers only sum it.
-            self.set_bits[shard].fetch_add(turned_on, Ordering::Relaxed);
+            self.set_bits[shard].fetch_add(turned_on as usize, Ordering::Relaxed);
         }
-        previous
     }
 
     /// Test-before-set insert of a [`LineProbe`]: loads both words and calls
@@ -91,16 +94,17 @@ impl BitArray {
         let low = block[probe.low_word].load(Ordering::Relaxed);
         // Relaxed: as above.
         let high = block[probe.high_word].load(Ordering::Relaxed);
-        let mut new = false;
+        let mut turned_on = 0;
         if low & probe.low_mask != probe.low_mask {
             let previous = self.set(probe.block_index, probe.low_word, probe.low_mask);
-            new |= previous & probe.low_mask != probe.low_mask;
+            turned_on += (probe.low_mask & !previous).count_ones();
         }
         if high & probe.high_mask != probe.high_mask {
             let previous = self.set(probe.block_index, probe.high_word, probe.high_mask);
-            new |= previous & probe.high_mask != probe.high_mask;
+            turned_on += (probe.high_mask & !previous).count_ones();
         }
-        new
+        self.count(probe.block_index, turned_on);
+        turned_on != 0
     }
 
     #[inline(always)]
@@ -125,7 +129,9 @@ impl BitArray {
             return false;
         }
         let previous = self.set(probe.block_index, probe.word, probe.mask);
-        previous & probe.mask != probe.mask
+        let turned_on = (probe.mask & !previous).count_ones();
+        self.count(probe.block_index, turned_on);
+        turned_on != 0
     }
 
     #[inline(always)]
@@ -155,7 +161,8 @@ impl BitArray {
                 // Relaxed: as above; skip the fetch_or when nothing is missing.
                 let have = self.word(block_index, word).load(Ordering::Relaxed);
                 if wanted & !have != 0 {
-                    self.set(block_index, word, wanted);
+                    let previous = self.set(block_index, word, wanted);
+                    self.count(block_index, (wanted & !previous).count_ones());
                 }
             }
         }

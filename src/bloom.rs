@@ -138,18 +138,14 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// assert!(f.contains("a"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn insert_hash(&self, hash: u64) -> bool {
-        let bits_per_word = self.geometry.bits_per_word;
+        let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
         match self.geometry.layout {
             Layout::CacheLine => {
-                let probe = LineProbe::new(hash, self.block_mask, bits_per_word);
-                self.bits.insert_line(&probe)
+                self.bits.insert_line(&LineProbe::new(hash, block_mask, bits_per_word))
             }
-            Layout::Word => {
-                let probe = WordProbe::new(hash, self.block_mask, bits_per_word);
-                self.bits.insert_word(&probe)
-            }
+            Layout::Word => self.bits.insert_word(&WordProbe::new(hash, block_mask, bits_per_word)),
         }
     }
 
@@ -165,17 +161,15 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// assert!(f.contains_hash(f.hash_item("a")));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        let bits_per_word = self.geometry.bits_per_word;
+        let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
         match self.geometry.layout {
             Layout::CacheLine => {
-                let probe = LineProbe::new(hash, self.block_mask, bits_per_word);
-                self.bits.contains_line(&probe)
+                self.bits.contains_line(&LineProbe::new(hash, block_mask, bits_per_word))
             }
             Layout::Word => {
-                let probe = WordProbe::new(hash, self.block_mask, bits_per_word);
-                self.bits.contains_word(&probe)
+                self.bits.contains_word(&WordProbe::new(hash, block_mask, bits_per_word))
             }
         }
     }
@@ -435,14 +429,13 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// The (block, word) an item hash touches first; for loom models that
     /// need two items sharing a word.
     pub fn __first_word_of_hash(&self, hash: u64) -> (usize, usize) {
-        let bits_per_word = self.geometry.bits_per_word;
         match self.geometry.layout {
             Layout::CacheLine => {
-                let probe = LineProbe::new(hash, self.block_mask, bits_per_word);
+                let probe = LineProbe::new(hash, self.block_mask, 1);
                 (probe.block_index, probe.low_word)
             }
             Layout::Word => {
-                let probe = WordProbe::new(hash, self.block_mask, bits_per_word);
+                let probe = WordProbe::new(hash, self.block_mask, 1);
                 (probe.block_index, probe.word)
             }
         }

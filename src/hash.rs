@@ -105,10 +105,35 @@ pub(crate) const POSITION_BITS: u32 = 6;
 /// pick a word inside the block) are skipped.
 pub(crate) const POSITIONS_PER_WORD: u32 = (64 - 4) / POSITION_BITS;
 
-/// A mask with up to `count` bits (fewer where positions collide), each at a
-/// position taken from the next 6-bit field of `material >> 4`.
+/// A mask with up to `count` bits (fewer where positions collide), each at
+/// a position taken from the next 6-bit field of `first >> 4`, then of
+/// `second >> 4` once `first` has given its ten.
 #[inline(always)]
-pub(crate) fn bit_mask(material: u64, count: u32) -> u64 {
+pub(crate) fn bit_mask(first: u64, second: u64, count: u32) -> u64 {
+    let mut mask = field_mask(first, count.min(POSITIONS_PER_WORD));
+    if count > POSITIONS_PER_WORD {
+        mask |= field_mask(second, count - POSITIONS_PER_WORD);
+    }
+    mask
+}
+
+/// Two masks of `count` bits each, from `first` and `second`, built in one
+/// loop so the two chains of shifts overlap.
+#[inline(always)]
+pub(crate) fn bit_mask_pair(first: u64, second: u64, count: u32) -> (u64, u64) {
+    let (mut first_fields, mut second_fields) = (first >> 4, second >> 4);
+    let (mut first_mask, mut second_mask) = (0u64, 0u64);
+    for _ in 0..count {
+        first_mask |= 1u64 << (first_fields & 63);
+        second_mask |= 1u64 << (second_fields & 63);
+        first_fields >>= POSITION_BITS;
+        second_fields >>= POSITION_BITS;
+    }
+    (first_mask, second_mask)
+}
+
+#[inline(always)]
+fn field_mask(material: u64, count: u32) -> u64 {
     let mut fields = material >> 4;
     let mut mask = 0u64;
     for _ in 0..count {

@@ -1,6 +1,6 @@
 //! Where an item's bits live inside its 64-byte block.
 
-use crate::hash::{bit_mask, position_words, POSITIONS_PER_WORD};
+use crate::hash::{bit_mask, bit_mask_pair, position_words};
 
 /// How an item's `k` bits are placed inside its 64-byte block.
 ///
@@ -57,15 +57,17 @@ pub(crate) struct LineProbe {
 }
 
 impl LineProbe {
+    /// `bits_per_word` bits in each of the two words.
     #[inline(always)]
     pub(crate) fn new(hash: u64, block_mask: usize, bits_per_word: u32) -> Self {
         let (low, high) = position_words(hash);
+        let (low_mask, high_mask) = bit_mask_pair(low, high, bits_per_word);
         LineProbe {
             block_index: hash as usize & block_mask,
             low_word: (low & 3) as usize,
-            low_mask: bit_mask(low, bits_per_word),
+            low_mask,
             high_word: 4 + (high & 3) as usize,
-            high_mask: bit_mask(high, bits_per_word),
+            high_mask,
         }
     }
 }
@@ -79,17 +81,15 @@ pub(crate) struct WordProbe {
 }
 
 impl WordProbe {
+    /// `bits_per_word` bits in the word: the first ten from the first
+    /// material word, the rest from the second.
     #[inline(always)]
     pub(crate) fn new(hash: u64, block_mask: usize, bits_per_word: u32) -> Self {
         let (first, second) = position_words(hash);
-        let mut mask = bit_mask(first, bits_per_word.min(POSITIONS_PER_WORD));
-        if bits_per_word > POSITIONS_PER_WORD {
-            mask |= bit_mask(second, bits_per_word - POSITIONS_PER_WORD);
-        }
         WordProbe {
             block_index: hash as usize & block_mask,
             word: (first & 7) as usize,
-            mask,
+            mask: bit_mask(first, second, bits_per_word),
         }
     }
 }
