@@ -1,0 +1,128 @@
+//! Every `Error` variant, with a message that says what to do; no input
+//! panics.
+
+use atomic_bloom::{BloomFilter, Error, Layout};
+
+fn build(capacity: usize, rate: f64, layout: Layout) -> Result<BloomFilter<str>, Error> {
+    BloomFilter::builder(capacity, rate).seed(1).layout(layout).build()
+}
+
+#[test]
+fn zero_capacity() {
+    let err = build(0, 0.01, Layout::CacheLine).unwrap_err();
+    assert_eq!(err, Error::ZeroCapacity);
+    assert!(err.to_string().contains("at least 1"));
+}
+
+#[test]
+fn rates_outside_zero_one_and_nan() {
+    for rate in [0.0, -0.0, 1.0, -0.5, 1.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let err = build(1000, rate, Layout::CacheLine).unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidFalsePositiveRate { .. }),
+            "rate {rate}: {err:?}"
+        );
+        assert!(err.to_string().contains("such as 0.01"), "{err}");
+    }
+}
+
+#[test]
+fn too_large_for_the_address_space() {
+    for layout in [Layout::CacheLine, Layout::Word] {
+        let err = build(usize::MAX, 1e-9, layout).unwrap_err();
+        assert!(matches!(err, Error::TooLarge { .. }), "{err:?}");
+        assert!(err.to_string().contains("lower the capacity"), "{err}");
+    }
+}
+
+#[test]
+fn allocation_failure_is_an_error_not_an_abort() {
+    // 2^55 bytes fits in isize but in no machine's address space.
+    let err = build(1 << 55, 0.01, Layout::CacheLine).unwrap_err();
+    assert!(matches!(err, Error::AllocationFailed { .. }), "{err:?}");
+    assert!(err.to_string().contains("could not allocate"), "{err}");
+}
+
+#[test]
+fn union_refuses_filters_built_differently() {
+    let base = build(1000, 0.01, Layout::CacheLine).unwrap();
+
+    let bigger = build(100_000, 0.01, Layout::CacheLine).unwrap();
+    assert!(matches!(base.union(&bigger), Err(Error::SizeMismatch { .. })));
+
+    let other_layout = build(1000, 0.01, Layout::Word).unwrap();
+    assert!(matches!(base.union(&other_layout), Err(Error::LayoutMismatch { .. })));
+
+    // Same size (one block, the minimum), different k.
+    let one_block = build(1, 0.01, Layout::CacheLine).unwrap();
+    let other_k = build(1, 0.3, Layout::CacheLine).unwrap();
+    assert_eq!(one_block.num_bits(), other_k.num_bits());
+    assert_ne!(one_block.num_hashes(), other_k.num_hashes());
+    assert!(matches!(one_block.union(&other_k), Err(Error::HashCountMismatch { .. })));
+
+    let other_seed: BloomFilter<str> =
+        BloomFilter::builder(1000, 0.01).seed(2).build().unwrap();
+    let err = base.union(&other_seed).unwrap_err();
+    assert_eq!(err, Error::HasherMismatch);
+    assert!(err.to_string().contains("same `.seed(..)`"));
+
+    for err in [
+        base.union(&bigger).unwrap_err(),
+        base.union(&other_layout).unwrap_err(),
+        one_block.union(&other_k).unwrap_err(),
+    ] {
+        assert!(err.to_string().contains("build both"), "{err}");
+    }
+}
+
+#[test]
+fn seed_unavailable_message_points_at_seed() {
+    let err = Error::SeedUnavailable {
+        reason: "no entropy".into(),
+    };
+    assert!(err.to_string().contains(".seed(..)"));
+}
+
+#[test]
+fn no_input_panics() {
+    let rates = [
+        f64::MIN_POSITIVE,
+        1e-300,
+        1e-12,
+        1e-6,
+        0.01,
+        0.5,
+        0.999,
+        1.0 - f64::EPSILON,
+        f64::NAN,
+    ];
+    for layout in [Layout::CacheLine, Layout::Word] {
+        for rate in rates {
+            for capacity in [1, 2, 63, 1000] {
+                let outcome = std::panic::catch_unwind(|| build(capacity, rate, layout).is_ok());
+                assert!(outcome.is_ok(), "{layout:?} {capacity} {rate} panicked");
+            }
+            // Past any machine: an error (too large, or the allocation
+            // refused), never a panic or an abort.
+            for capacity in [usize::MAX / 2, usize::MAX] {
+                let outcome = std::panic::catch_unwind(|| build(capacity, rate, layout).is_err());
+                assert_eq!(outcome.ok(), Some(true), "{layout:?} {capacity} {rate}");
+            }
+        }
+    }
+}
+
+#[test]
+fn tiny_and_extreme_filters_work() {
+    for layout in [Layout::CacheLine, Layout::Word] {
+        let f = build(1, 0.5, layout).unwrap();
+        assert!(f.insert("only"));
+        assert!(f.contains("only"));
+        let f = build(10, 0.999_999, layout).unwrap();
+        assert!(f.insert("x") || f.contains("x"));
+        assert!(f.contains("x"));
+        let f = build(10, 1e-12, layout).unwrap();
+        assert!(f.insert("x"));
+        assert!(!f.insert("x"));
+    }
+}
