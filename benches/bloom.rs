@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use atomic_bloom::{BloomFilter, DefaultHasher, Layout};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
+use criterion::{
+    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
+};
 use rayon::prelude::*;
 
 const RATE: f64 = 0.01;
@@ -88,12 +90,18 @@ impl Subject for Floor {
         word.load(Ordering::Relaxed) & (1u64 << (hash >> 58)) != 0
     }
     fn reset(&mut self) {
-        self.words.iter().for_each(|w| w.store(0, Ordering::Relaxed));
+        self.words
+            .iter()
+            .for_each(|w| w.store(0, Ordering::Relaxed));
     }
 }
 
 fn ours(items: usize, layout: Layout) -> BloomFilter<u64> {
-    BloomFilter::builder(items, RATE).seed(SEED).layout(layout).build().unwrap()
+    BloomFilter::builder(items, RATE)
+        .seed(SEED)
+        .layout(layout)
+        .build()
+        .unwrap()
 }
 
 fn fastbloom_wyhash(items: usize) -> fastbloom::AtomicBloomFilter<DefaultHasher> {
@@ -118,13 +126,19 @@ fn subjects() -> Vec<(&'static str, Maker)> {
         ("atomic-bloom-word", |n| Box::new(ours(n, Layout::Word))),
         ("fastbloom-wyhash", |n| Box::new(fastbloom_wyhash(n))),
         ("fastbloom-default", |n| Box::new(fastbloom_default(n))),
-        ("floor", |n| Box::new(Floor::new(ours(n, Layout::CacheLine).num_bits() / 8))),
+        ("floor", |n| {
+            Box::new(Floor::new(ours(n, Layout::CacheLine).num_bits() / 8))
+        }),
     ]
 }
 
 /// Runs `op` over `keys`, split into `threads` contiguous chunks; returns the
 /// wall time and the number of `true` results.
-fn run_split(threads: usize, keys: std::ops::Range<u64>, op: impl Fn(u64) -> bool + Sync) -> (Duration, usize) {
+fn run_split(
+    threads: usize,
+    keys: std::ops::Range<u64>,
+    op: impl Fn(u64) -> bool + Sync,
+) -> (Duration, usize) {
     let count = |range: std::ops::Range<u64>| range.filter(|&key| op(key)).count();
     let start = Instant::now();
     let hits = if threads == 1 {
@@ -135,7 +149,11 @@ fn run_split(threads: usize, keys: std::ops::Range<u64>, op: impl Fn(u64) -> boo
             let handles: Vec<_> = (0..threads as u64)
                 .map(|t| {
                     let from = keys.start + t * chunk;
-                    let to = if t + 1 == threads as u64 { keys.end } else { from + chunk };
+                    let to = if t + 1 == threads as u64 {
+                        keys.end
+                    } else {
+                        from + chunk
+                    };
                     let count = &count;
                     scope.spawn(move || count(from..to))
                 })
@@ -147,7 +165,8 @@ fn run_split(threads: usize, keys: std::ops::Range<u64>, op: impl Fn(u64) -> boo
 }
 
 /// Sizes: (label, filter capacity, keys per timed batch).
-const SIZES: [(&str, usize, u64); 2] = [("1M", 1_000_000, 1_000_000), ("50M", 50_000_000, 5_000_000)];
+const SIZES: [(&str, usize, u64); 2] =
+    [("1M", 1_000_000, 1_000_000), ("50M", 50_000_000, 5_000_000)];
 
 fn single_ops(c: &mut Criterion) {
     for (label, items, batch) in SIZES {
@@ -170,7 +189,8 @@ fn single_ops(c: &mut Criterion) {
                                     next_key = 0;
                                 }
                                 let s = &*subject;
-                                let (time, new) = run_split(threads, next_key..next_key + batch, |k| s.insert(k));
+                                let (time, new) =
+                                    run_split(threads, next_key..next_key + batch, |k| s.insert(k));
                                 black_box(new);
                                 next_key += batch;
                                 total += time;
@@ -194,7 +214,8 @@ fn single_ops(c: &mut Criterion) {
                         b.iter_custom(|iters| {
                             (0..iters)
                                 .map(|_| {
-                                    let (time, hits) = run_split(threads, probes.clone(), |k| s.contains(k));
+                                    let (time, hits) =
+                                        run_split(threads, probes.clone(), |k| s.contains(k));
                                     black_box(hits);
                                     time
                                 })
@@ -217,7 +238,10 @@ fn parallel_insert(c: &mut Criterion) {
     configure(&mut group, true, batch);
     let mut next_key = 0u64;
     for threads in THREADS {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
         group.bench_function(BenchmarkId::new("atomic-bloom", threads), |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
@@ -240,7 +264,11 @@ fn parallel_insert(c: &mut Criterion) {
     group.finish();
 }
 
-fn configure(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, big: bool, batch: u64) {
+fn configure(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    big: bool,
+    batch: u64,
+) {
     group.throughput(Throughput::Elements(batch));
     group.sampling_mode(SamplingMode::Flat);
     group.sample_size(10);

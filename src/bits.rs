@@ -70,7 +70,8 @@ impl BitArray {
     fn set(&self, block_index: usize, word: usize, mask: u64) -> u64 {
         // Relaxed: bits only go 0 -> 1 and publish nothing else; the RMW still
         // reads the latest value, so exactly one caller sees each bit turn on.
-        self.word(block_index, word).fetch_or(mask, Ordering::Relaxed)
+        self.word(block_index, word)
+            .fetch_or(mask, Ordering::Relaxed)
     }
 
     /// Adds bits this call turned on to the count: one RMW per insert, on a
@@ -124,7 +125,9 @@ impl BitArray {
     pub(crate) fn insert_word(&self, probe: &WordProbe) -> bool {
         // Relaxed: a 1 never reverts, so seeing all bits set is final; a stale
         // value only sends us to the fetch_or, which decides.
-        let current = self.word(probe.block_index, probe.word).load(Ordering::Relaxed);
+        let current = self
+            .word(probe.block_index, probe.word)
+            .load(Ordering::Relaxed);
         if current & probe.mask == probe.mask {
             return false;
         }
@@ -137,7 +140,9 @@ impl BitArray {
     #[inline(always)]
     pub(crate) fn contains_word(&self, probe: &WordProbe) -> bool {
         // Relaxed: bits only go 0 -> 1 and publish nothing else.
-        let current = self.word(probe.block_index, probe.word).load(Ordering::Relaxed);
+        let current = self
+            .word(probe.block_index, probe.word)
+            .load(Ordering::Relaxed);
         current & probe.mask == probe.mask
     }
 

@@ -111,7 +111,11 @@ impl<T: ?Sized> BloomFilter<T, DefaultHasher> {
 }
 
 impl<T: ?Sized, S> BloomFilter<T, S> {
-    pub(crate) fn from_parts(geometry: Geometry, target_rate: f64, hasher: S) -> Result<Self, Error> {
+    pub(crate) fn from_parts(
+        geometry: Geometry,
+        target_rate: f64,
+        hasher: S,
+    ) -> Result<Self, Error> {
         Ok(BloomFilter {
             bits: BitArray::new(geometry.blocks)?,
             block_mask: geometry.blocks - 1,
@@ -143,9 +147,12 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
         match self.geometry.layout {
             Layout::CacheLine => {
-                self.bits.insert_line(&LineProbe::new(hash, block_mask, bits_per_word))
+                self.bits
+                    .insert_line(&LineProbe::new(hash, block_mask, bits_per_word))
             }
-            Layout::Word => self.bits.insert_word(&WordProbe::new(hash, block_mask, bits_per_word)),
+            Layout::Word => self
+                .bits
+                .insert_word(&WordProbe::new(hash, block_mask, bits_per_word)),
         }
     }
 
@@ -166,10 +173,12 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
         match self.geometry.layout {
             Layout::CacheLine => {
-                self.bits.contains_line(&LineProbe::new(hash, block_mask, bits_per_word))
+                self.bits
+                    .contains_line(&LineProbe::new(hash, block_mask, bits_per_word))
             }
             Layout::Word => {
-                self.bits.contains_word(&WordProbe::new(hash, block_mask, bits_per_word))
+                self.bits
+                    .contains_word(&WordProbe::new(hash, block_mask, bits_per_word))
             }
         }
     }

@@ -96,7 +96,8 @@ pub(crate) fn plan(layout: Layout, capacity: usize, rate: f64) -> Result<Geometr
     }
     .ceil()
     .max(1.0);
-    let max_blocks = (isize::MAX as usize / BLOCK_BYTES + 1) / 2; // largest power of two that fits
+    // The largest power of two of blocks whose bytes fit in isize::MAX.
+    let max_blocks = 1usize << (usize::BITS - 2 - BLOCK_BYTES.trailing_zeros());
     if blocks_needed > max_blocks as f64 {
         return Err(Error::TooLarge { capacity, rate });
     }
@@ -127,7 +128,11 @@ pub(crate) fn validate(capacity: usize, rate: f64) -> Result<(), Error> {
 pub(crate) fn expected_rate(geometry: &Geometry, items: f64) -> f64 {
     let load = items / units(geometry.layout, geometry.blocks);
     let mut table = ProbeHitTable::new(geometry.bits_per_word);
-    rate_at_load(geometry.layout, load.min(max_load(geometry.layout)), &mut table)
+    rate_at_load(
+        geometry.layout,
+        load.min(max_load(geometry.layout)),
+        &mut table,
+    )
 }
 
 /// Items inserted, inverted from `set_bits` set bits.
@@ -249,7 +254,12 @@ impl ProbeHitTable {
             for _ in 0..self.bits_per_word {
                 self.throw_one();
             }
-            let q = self.occupancy.iter().zip(&self.hit).map(|(o, h)| o * h).sum();
+            let q = self
+                .occupancy
+                .iter()
+                .zip(&self.hit)
+                .map(|(o, h)| o * h)
+                .sum();
             self.q.push(q);
         }
     }
@@ -258,8 +268,7 @@ impl ProbeHitTable {
         // Walk downwards so each entry reads the previous throw's values.
         for set in (1..=WORD_BITS).rev() {
             let stay = self.occupancy[set] * set as f64 / WORD_BITS as f64;
-            let grow =
-                self.occupancy[set - 1] * (WORD_BITS - set + 1) as f64 / WORD_BITS as f64;
+            let grow = self.occupancy[set - 1] * (WORD_BITS - set + 1) as f64 / WORD_BITS as f64;
             self.occupancy[set] = stay + grow;
         }
         self.occupancy[0] = 0.0;

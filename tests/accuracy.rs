@@ -74,7 +74,10 @@ fn capacity_is_at_least_what_was_asked_and_less_than_double() {
             // Rounding up to a power of two at most doubles the blocks;
             // the 512-bit minimum dominates tiny filters.
             if capacity >= 1000 {
-                assert!(f.capacity() < 2 * capacity + 64, "{layout:?} {capacity} {rate}");
+                assert!(
+                    f.capacity() < 2 * capacity + 64,
+                    "{layout:?} {capacity} {rate}"
+                );
             }
         }
     }
@@ -100,6 +103,11 @@ fn golden_false_positive_counts() {
     for (layout, golden) in expected {
         let f = filter(10_000, 0.01, layout, 42);
         let (false_positives, _) = measured_rate(&f, 1_000_000);
-        assert_eq!(false_positives, golden, "{layout:?} (capacity {})", f.capacity());
+        assert_eq!(
+            false_positives,
+            golden,
+            "{layout:?} (capacity {})",
+            f.capacity()
+        );
     }
 }

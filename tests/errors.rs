@@ -4,7 +4,10 @@
 use atomic_bloom::{BloomFilter, Error, Layout};
 
 fn build(capacity: usize, rate: f64, layout: Layout) -> Result<BloomFilter<str>, Error> {
-    BloomFilter::builder(capacity, rate).seed(1).layout(layout).build()
+    BloomFilter::builder(capacity, rate)
+        .seed(1)
+        .layout(layout)
+        .build()
 }
 
 #[test]
@@ -16,7 +19,16 @@ fn zero_capacity() {
 
 #[test]
 fn rates_outside_zero_one_and_nan() {
-    for rate in [0.0, -0.0, 1.0, -0.5, 1.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+    for rate in [
+        0.0,
+        -0.0,
+        1.0,
+        -0.5,
+        1.5,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ] {
         let err = build(1000, rate, Layout::CacheLine).unwrap_err();
         assert!(
             matches!(err, Error::InvalidFalsePositiveRate { .. }),
@@ -48,20 +60,28 @@ fn union_refuses_filters_built_differently() {
     let base = build(1000, 0.01, Layout::CacheLine).unwrap();
 
     let bigger = build(100_000, 0.01, Layout::CacheLine).unwrap();
-    assert!(matches!(base.union(&bigger), Err(Error::SizeMismatch { .. })));
+    assert!(matches!(
+        base.union(&bigger),
+        Err(Error::SizeMismatch { .. })
+    ));
 
     let other_layout = build(1000, 0.01, Layout::Word).unwrap();
-    assert!(matches!(base.union(&other_layout), Err(Error::LayoutMismatch { .. })));
+    assert!(matches!(
+        base.union(&other_layout),
+        Err(Error::LayoutMismatch { .. })
+    ));
 
     // Same size (one block, the minimum), different k.
     let one_block = build(1, 0.01, Layout::CacheLine).unwrap();
     let other_k = build(1, 0.3, Layout::CacheLine).unwrap();
     assert_eq!(one_block.num_bits(), other_k.num_bits());
     assert_ne!(one_block.num_hashes(), other_k.num_hashes());
-    assert!(matches!(one_block.union(&other_k), Err(Error::HashCountMismatch { .. })));
+    assert!(matches!(
+        one_block.union(&other_k),
+        Err(Error::HashCountMismatch { .. })
+    ));
 
-    let other_seed: BloomFilter<str> =
-        BloomFilter::builder(1000, 0.01).seed(2).build().unwrap();
+    let other_seed: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(2).build().unwrap();
     let err = base.union(&other_seed).unwrap_err();
     assert_eq!(err, Error::HasherMismatch);
     assert!(err.to_string().contains("same `.seed(..)`"));

@@ -57,6 +57,10 @@ fn estimated_fpr_rises_with_fill() {
             assert!(now > last, "{layout:?}");
             last = now;
         }
-        assert!(last < 0.01, "{layout:?}: {last} at 100k of capacity {}", f.capacity());
+        assert!(
+            last < 0.01,
+            "{layout:?}: {last} at 100k of capacity {}",
+            f.capacity()
+        );
     }
 }

@@ -17,6 +17,10 @@ pub fn filter(capacity: usize, rate: f64, layout: Layout, seed: u64) -> BloomFil
 
 /// A crawler-like URL for key `i`: many hosts, shared prefixes.
 pub fn url(i: u64) -> String {
-    format!("https://host{}.example/section/{}/page-{}.html", i % 97, i % 13, i)
+    format!(
+        "https://host{}.example/section/{}/page-{}.html",
+        i % 97,
+        i % 13,
+        i
+    )
 }
-
