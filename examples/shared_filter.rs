@@ -23,7 +23,12 @@ use atomic_bloom::{BloomFilter, Layout};
 const REPEATS: u64 = 30;
 
 fn url(id: u64) -> String {
-    format!("https://site{}.example/docs/{}/page-{}.html", id % 211, id % 17, id)
+    format!(
+        "https://site{}.example/docs/{}/page-{}.html",
+        id % 211,
+        id % 17,
+        id
+    )
 }
 
 /// The `position`-th link of the stream: each distinct id appears `REPEATS`
@@ -37,7 +42,9 @@ fn parse_arg(index: usize, default: u64) -> Result<u64, String> {
         None => Ok(default),
         Some(text) => match text.parse::<u64>() {
             Ok(value) if value > 0 => Ok(value),
-            _ => Err(format!("argument {index} must be a positive integer, got {text:?}")),
+            _ => Err(format!(
+                "argument {index} must be a positive integer, got {text:?}"
+            )),
         },
     }
 }
@@ -101,7 +108,10 @@ fn main() -> ExitCode {
     println!("links processed          {links}");
     println!("distinct URLs            {}", exact.len());
     println!("accepted as new          {accepted}");
-    println!("duplicates dropped       {}", links as usize - accepted - wrongly_dropped);
+    println!(
+        "duplicates dropped       {}",
+        links as usize - accepted - wrongly_dropped
+    );
     println!(
         "new URLs wrongly dropped {wrongly_dropped} ({:.3}%, target 1%)",
         100.0 * wrongly_dropped as f64 / exact.len() as f64

@@ -73,3 +73,8 @@ pub use builder::BloomFilterBuilder;
 pub use error::Error;
 pub use hash::DefaultHasher;
 pub use layout::Layout;
+
+/// The README's examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
