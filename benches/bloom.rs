@@ -182,20 +182,19 @@ fn single_ops(c: &mut Criterion) {
                 for threads in THREADS {
                     group.bench_function(BenchmarkId::new(name, threads), |b| {
                         b.iter_custom(|iters| {
-                            let mut total = Duration::ZERO;
-                            for _ in 0..iters {
-                                if next_key + batch > items as u64 {
-                                    subject.reset();
-                                    next_key = 0;
-                                }
-                                let s = &*subject;
-                                let (time, new) =
-                                    run_split(threads, next_key..next_key + batch, |k| s.insert(k));
-                                black_box(new);
-                                next_key += batch;
-                                total += time;
-                            }
-                            total
+                            fresh_batches(
+                                &mut subject,
+                                &mut next_key,
+                                items,
+                                batch,
+                                iters,
+                                |s| s.reset(),
+                                |s, keys| {
+                                    let (time, new) = run_split(threads, keys, |k| s.insert(k));
+                                    black_box(new);
+                                    time
+                                },
+                            )
                         })
                     });
                 }
@@ -244,24 +243,47 @@ fn parallel_insert(c: &mut Criterion) {
             .unwrap();
         group.bench_function(BenchmarkId::new("atomic-bloom", threads), |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    if next_key + batch > items as u64 {
-                        filter.clear();
-                        next_key = 0;
-                    }
-                    let keys = next_key..next_key + batch;
-                    let f = &filter;
-                    let start = Instant::now();
-                    black_box(pool.install(|| f.par_insert(keys.into_par_iter())));
-                    total += start.elapsed();
-                    next_key += batch;
-                }
-                total
+                fresh_batches(
+                    &mut filter,
+                    &mut next_key,
+                    items,
+                    batch,
+                    iters,
+                    |f| f.clear(),
+                    |f, keys| {
+                        let start = Instant::now();
+                        black_box(pool.install(|| f.par_insert(keys.into_par_iter())));
+                        start.elapsed()
+                    },
+                )
             })
         });
     }
     group.finish();
+}
+
+/// Times `iters` batches of `batch` fresh keys; the filter is emptied
+/// (untimed) whenever the next batch would take it past `items`, so its fill
+/// cycles from empty to full.
+fn fresh_batches<F: ?Sized>(
+    filter: &mut F,
+    next_key: &mut u64,
+    items: usize,
+    batch: u64,
+    iters: u64,
+    empty: impl Fn(&mut F),
+    mut timed: impl FnMut(&F, std::ops::Range<u64>) -> Duration,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        if *next_key + batch > items as u64 {
+            empty(filter);
+            *next_key = 0;
+        }
+        total += timed(filter, *next_key..*next_key + batch);
+        *next_key += batch;
+    }
+    total
 }
 
 fn configure(
