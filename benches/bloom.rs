@@ -81,12 +81,14 @@ impl Subject for Floor {
         let hash = self.hasher.hash_one(key);
         let word = &self.words[hash as usize & (self.words.len() - 1)];
         let bit = 1u64 << (hash >> 58);
+        // Relaxed: as in the filters, a bit publishes nothing else.
         word.fetch_or(bit, Ordering::Relaxed) & bit == 0
     }
     #[inline]
     fn contains(&self, key: u64) -> bool {
         let hash = self.hasher.hash_one(key);
         let word = &self.words[hash as usize & (self.words.len() - 1)];
+        // Relaxed: as above.
         word.load(Ordering::Relaxed) & (1u64 << (hash >> 58)) != 0
     }
     fn reset(&mut self) {

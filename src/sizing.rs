@@ -222,7 +222,6 @@ struct ProbeHitTable {
     bits_per_word: u32,
     /// Distribution of the number of set bits after `throws` throws.
     occupancy: [f64; WORD_BITS + 1],
-    throws: usize,
     /// `(b / 64)^h` for b = 0..=64.
     hit: [f64; WORD_BITS + 1],
     q: Vec<f64>,
@@ -239,7 +238,6 @@ impl ProbeHitTable {
         ProbeHitTable {
             bits_per_word,
             occupancy,
-            throws: 0,
             hit,
             q: vec![0.0],
         }
@@ -272,7 +270,6 @@ impl ProbeHitTable {
             self.occupancy[set] = stay + grow;
         }
         self.occupancy[0] = 0.0;
-        self.throws += 1;
     }
 }
 
