@@ -4,11 +4,10 @@
 //! The insert and lookup protocols, and why `Relaxed` is enough for them,
 //! are in `src/PROTOCOLS.md`.
 
-use crossbeam::utils::CachePadded;
-
 use crate::layout::{LineProbe, WordProbe};
+use crate::shards::ShardedCount;
 use crate::sizing::{BLOCK_BYTES, WORDS_PER_BLOCK};
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use crate::Error;
 
 /// One cache line of bits.
@@ -21,14 +20,10 @@ impl Block {
     }
 }
 
-/// Most shards of the set-bit count; a power of two.
-const MAX_SHARDS: usize = 32;
-
 pub(crate) struct BitArray {
     blocks: Box<[Block]>,
-    /// Set bits, summed over shards. A shard is picked by the low bits of the
-    /// block index, so threads working on different blocks rarely share one.
-    set_bits: Box<[CachePadded<AtomicUsize>]>,
+    /// Set bits, exact, in shards picked by the block index.
+    set_bits: ShardedCount,
 }
 
 impl BitArray {
@@ -41,12 +36,9 @@ impl BitArray {
             .try_reserve_exact(blocks)
             .map_err(|_| Error::AllocationFailed { bytes })?;
         storage.extend((0..blocks).map(|_| Block::new()));
-        let shards = blocks.min(MAX_SHARDS);
         Ok(BitArray {
             blocks: storage.into_boxed_slice(),
-            set_bits: (0..shards)
-                .map(|_| CachePadded::new(AtomicUsize::new(0)))
-                .collect(),
+            set_bits: ShardedCount::new(blocks),
         })
     }
 
@@ -56,8 +48,7 @@ impl BitArray {
 
     /// Bytes allocated: the blocks and the counter shards.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.blocks.len() * BLOCK_BYTES
-            + self.set_bits.len() * std::mem::size_of::<CachePadded<AtomicUsize>>()
+        self.blocks.len() * BLOCK_BYTES + self.set_bits.memory_bytes()
     }
 
     #[inline(always)]
@@ -74,15 +65,10 @@ impl BitArray {
             .fetch_or(mask, Ordering::Relaxed)
     }
 
-    /// Adds bits this call turned on to the count: one RMW per insert, on a
-    /// shard picked by the block index.
+    /// Adds bits this call turned on to the count: one RMW per insert.
     #[inline(always)]
     fn count(&self, block_index: usize, turned_on: u32) {
-        if turned_on != 0 {
-            let shard = block_index & (self.set_bits.len() - 1);
-            // Relaxed: an independent tally; readers only sum it.
-            self.set_bits[shard].fetch_add(turned_on as usize, Ordering::Relaxed);
-        }
+        self.set_bits.add(block_index, turned_on as usize);
     }
 
     /// Test-before-set insert of a [`LineProbe`]: loads both words and calls
@@ -149,11 +135,7 @@ impl BitArray {
     /// The exact number of set bits (a sum of shards; concurrent inserts may
     /// or may not be counted).
     pub(crate) fn set_bits(&self) -> usize {
-        self.set_bits
-            .iter()
-            // Relaxed: a snapshot of independent tallies; no data hangs off them.
-            .map(|shard| shard.load(Ordering::Relaxed))
-            .sum()
+        self.set_bits.sum()
     }
 
     /// ORs every word of `other` (same size) into `self`.
@@ -186,11 +168,9 @@ impl BitArray {
                 }))
             })
             .collect();
-        let copy = BitArray {
+        let mut copy = BitArray {
             blocks,
-            set_bits: (0..self.set_bits.len())
-                .map(|_| CachePadded::new(AtomicUsize::new(0)))
-                .collect(),
+            set_bits: ShardedCount::new(self.blocks.len()),
         };
         let total = copy
             .blocks
@@ -199,8 +179,7 @@ impl BitArray {
             // Relaxed: the copy is not shared yet.
             .map(|word| word.load(Ordering::Relaxed).count_ones() as usize)
             .sum();
-        // Relaxed: the copy is not shared yet.
-        copy.set_bits[0].store(total, Ordering::Relaxed);
+        copy.set_bits.reset(total);
         copy
     }
 
@@ -211,9 +190,6 @@ impl BitArray {
                 word.store(0, Ordering::Relaxed);
             }
         }
-        for shard in self.set_bits.iter() {
-            // Relaxed: `&mut self` excludes every other access.
-            shard.store(0, Ordering::Relaxed);
-        }
+        self.set_bits.reset(0);
     }
 }

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use crate::bits::BitArray;
 use crate::builder::BloomFilterBuilder;
 use crate::layout::{LineProbe, WordProbe};
-use crate::sizing::{self, Geometry, BLOCK_BYTES};
+use crate::sizing::{self, Geometry, Scheme, BLOCK_BYTES};
 use crate::{DefaultHasher, Error, Layout};
 
 /// A fixed-capacity Bloom filter that any number of threads insert into and
@@ -145,14 +145,15 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     #[inline(always)]
     pub fn insert_hash(&self, hash: u64) -> bool {
         let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
-        match self.geometry.layout {
-            Layout::CacheLine => {
+        match self.geometry.scheme {
+            Scheme::CacheLine => {
                 self.bits
                     .insert_line(&LineProbe::new(hash, block_mask, bits_per_word))
             }
-            Layout::Word => self
-                .bits
-                .insert_word(&WordProbe::new(hash, block_mask, bits_per_word)),
+            Scheme::Word | Scheme::Counters => {
+                self.bits
+                    .insert_word(&WordProbe::new(hash, block_mask, bits_per_word))
+            }
         }
     }
 
@@ -171,12 +172,12 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
-        match self.geometry.layout {
-            Layout::CacheLine => {
+        match self.geometry.scheme {
+            Scheme::CacheLine => {
                 self.bits
                     .contains_line(&LineProbe::new(hash, block_mask, bits_per_word))
             }
-            Layout::Word => {
+            Scheme::Word | Scheme::Counters => {
                 self.bits
                     .contains_word(&WordProbe::new(hash, block_mask, bits_per_word))
             }
@@ -276,7 +277,10 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn layout(&self) -> Layout {
-        self.geometry.layout
+        match self.geometry.scheme {
+            Scheme::CacheLine => Layout::CacheLine,
+            Scheme::Word | Scheme::Counters => Layout::Word,
+        }
     }
 
     /// The hasher the filter hashes items with.
@@ -438,12 +442,12 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// The (block, word) an item hash touches first; for loom models that
     /// need two items sharing a word.
     pub fn __first_word_of_hash(&self, hash: u64) -> (usize, usize) {
-        match self.geometry.layout {
-            Layout::CacheLine => {
+        match self.geometry.scheme {
+            Scheme::CacheLine => {
                 let probe = LineProbe::new(hash, self.block_mask, 1);
                 (probe.block_index, probe.low_word)
             }
-            Layout::Word => {
+            Scheme::Word | Scheme::Counters => {
                 let probe = WordProbe::new(hash, self.block_mask, 1);
                 (probe.block_index, probe.word)
             }

@@ -130,7 +130,7 @@ impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
     where
         S: BuildHasher,
     {
-        let geometry = crate::sizing::plan(self.layout, self.capacity, self.rate)?;
+        let geometry = crate::sizing::plan(self.layout.into(), self.capacity, self.rate)?;
         BloomFilter::from_parts(geometry, self.rate, self.hasher?)
     }
 }

@@ -60,16 +60,20 @@
 mod bits;
 mod bloom;
 mod builder;
+mod counters;
+mod counting;
 mod error;
 mod hash;
 mod layout;
 #[cfg(feature = "rayon")]
 mod parallel;
+mod shards;
 mod sizing;
 mod sync;
 
 pub use bloom::BloomFilter;
 pub use builder::BloomFilterBuilder;
+pub use counting::CountingBloomFilter;
 pub use error::Error;
 pub use hash::DefaultHasher;
 pub use layout::Layout;

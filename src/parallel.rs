@@ -32,9 +32,46 @@ where
         I: IntoParallelIterator,
         I::Item: Borrow<T>,
     {
-        items
-            .into_par_iter()
-            .map(|item| usize::from(self.insert(item.borrow())))
-            .sum()
+        count_new(items, |item| self.insert(item))
+    }
+}
+
+/// Runs `insert` over a parallel iterator; counts the `true`s.
+fn count_new<T: ?Sized, I>(items: I, insert: impl Fn(&T) -> bool + Sync + Send) -> usize
+where
+    I: IntoParallelIterator,
+    I::Item: Borrow<T>,
+{
+    items
+        .into_par_iter()
+        .map(|item| usize::from(insert(item.borrow())))
+        .sum()
+}
+
+impl<T, S> crate::CountingBloomFilter<T, S>
+where
+    T: ?Sized + Hash,
+    S: BuildHasher + Sync,
+{
+    /// Inserts every item of a parallel iterator on rayon's thread pool;
+    /// returns how many were absent (see [`insert`](crate::CountingBloomFilter::insert)).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use rayon::prelude::*;
+    /// use atomic_bloom::CountingBloomFilter;
+    ///
+    /// let f: CountingBloomFilter<u64> = CountingBloomFilter::new(100_000, 0.01)?;
+    /// f.par_insert((0..10_000u64).into_par_iter());
+    /// assert!(f.contains(&9_999));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn par_insert<I>(&self, items: I) -> usize
+    where
+        I: IntoParallelIterator,
+        I::Item: Borrow<T>,
+    {
+        count_new(items, |item| self.insert(item))
     }
 }

@@ -10,6 +10,8 @@
 //!   with probability `E[(B/64)^h]` (`ProbeHitTable`);
 //! * [`Layout::Word`]: items per word are Poisson(λ), and the rate is
 //!   `Σ_j P(j) q(j)`;
+//! * the counting filter: 64 one-byte counters per block and `k` per item
+//!   are the same mathematics as `Layout::Word`, with a block as the unit;
 //! * [`Layout::CacheLine`]: each item sets `h` bits in one of the 4 words of
 //!   the block's first half and `h` in one of the 4 words of its second half.
 //!   With λ items per block, the items hitting both of a probe's words, only
@@ -36,10 +38,31 @@ pub(crate) const BLOCK_BYTES: usize = 64;
 /// are capped here so absurd targets (0.9999) still size in bounded time.
 const MAX_ITEMS_PER_WORD: f64 = 512.0;
 
-/// The shape of a filter chosen for a (layout, capacity, rate) request.
+/// What is being sized: a bit layout, or the counting filter's counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scheme {
+    /// `h` bits in each of two words of a 64-bit-word block.
+    CacheLine,
+    /// `k` bits in one 64-bit word.
+    Word,
+    /// `k` of the 64 one-byte counters of a block: the same mathematics as
+    /// `Word` (64 slots, `k` uniform throws), with a block as the unit.
+    Counters,
+}
+
+impl From<Layout> for Scheme {
+    fn from(layout: Layout) -> Self {
+        match layout {
+            Layout::CacheLine => Scheme::CacheLine,
+            Layout::Word => Scheme::Word,
+        }
+    }
+}
+
+/// The shape of a filter chosen for a (scheme, capacity, rate) request.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Geometry {
-    pub(crate) layout: Layout,
+    pub(crate) scheme: Scheme,
     /// Number of 64-byte blocks; a power of two.
     pub(crate) blocks: usize,
     /// Bits set per touched word: `h` for CacheLine (two words), `k` for Word.
@@ -51,62 +74,67 @@ pub(crate) struct Geometry {
 impl Geometry {
     /// k: bits set per item (before collisions inside a word).
     pub(crate) fn num_hashes(&self) -> u32 {
-        self.bits_per_word * words_touched(self.layout)
+        self.bits_per_word * words_touched(self.scheme)
     }
 }
 
-fn words_touched(layout: Layout) -> u32 {
-    match layout {
-        Layout::CacheLine => 2,
-        Layout::Word => 1,
+/// 64-slot groups an item touches.
+fn words_touched(scheme: Scheme) -> u32 {
+    match scheme {
+        Scheme::CacheLine => 2,
+        Scheme::Word | Scheme::Counters => 1,
+    }
+}
+
+/// 64-slot groups (words of bits, or blocks of counters) in `blocks` blocks.
+fn slot_groups(scheme: Scheme, blocks: usize) -> usize {
+    match scheme {
+        Scheme::CacheLine | Scheme::Word => blocks * WORDS_PER_BLOCK,
+        Scheme::Counters => blocks,
     }
 }
 
 /// Largest `bits_per_word` the position material supports.
-pub(crate) fn max_bits_per_word(layout: Layout) -> u32 {
-    match layout {
-        Layout::CacheLine => POSITIONS_PER_WORD,
-        Layout::Word => 2 * POSITIONS_PER_WORD,
+fn max_bits_per_word(scheme: Scheme) -> u32 {
+    match scheme {
+        Scheme::CacheLine => POSITIONS_PER_WORD,
+        Scheme::Word | Scheme::Counters => 2 * POSITIONS_PER_WORD,
     }
 }
 
-/// Items per sizing unit: a block for CacheLine, a word for Word.
-fn units(layout: Layout, blocks: usize) -> f64 {
-    match layout {
-        Layout::CacheLine => blocks as f64,
-        Layout::Word => (blocks * WORDS_PER_BLOCK) as f64,
+/// Sizing units in `blocks` blocks: a block for CacheLine, a 64-slot group
+/// otherwise.
+fn units(scheme: Scheme, blocks: usize) -> f64 {
+    match scheme {
+        Scheme::CacheLine => blocks as f64,
+        Scheme::Word | Scheme::Counters => slot_groups(scheme, blocks) as f64,
     }
 }
 
-fn max_load(layout: Layout) -> f64 {
-    match layout {
-        Layout::CacheLine => MAX_ITEMS_PER_WORD * WORDS_PER_BLOCK as f64,
-        Layout::Word => MAX_ITEMS_PER_WORD,
+fn max_load(scheme: Scheme) -> f64 {
+    match scheme {
+        Scheme::CacheLine => MAX_ITEMS_PER_WORD * WORDS_PER_BLOCK as f64,
+        Scheme::Word | Scheme::Counters => MAX_ITEMS_PER_WORD,
     }
 }
 
 /// Checks a (capacity, rate) request and chooses the geometry.
-pub(crate) fn plan(layout: Layout, capacity: usize, rate: f64) -> Result<Geometry, Error> {
+pub(crate) fn plan(scheme: Scheme, capacity: usize, rate: f64) -> Result<Geometry, Error> {
     validate(capacity, rate)?;
-    let (bits_per_word, load) = best_bits_per_word(layout, rate);
-    let units_needed = capacity as f64 / load;
-    let blocks_needed = match layout {
-        Layout::CacheLine => units_needed,
-        Layout::Word => units_needed / WORDS_PER_BLOCK as f64,
-    }
-    .ceil()
-    .max(1.0);
+    let (bits_per_word, load) = best_bits_per_word(scheme, rate);
+    let units_per_block = units(scheme, 1);
+    let blocks_needed = (capacity as f64 / load / units_per_block).ceil().max(1.0);
     // The largest power of two of blocks whose bytes fit in isize::MAX.
     let max_blocks = 1usize << (usize::BITS - 2 - BLOCK_BYTES.trailing_zeros());
     if blocks_needed > max_blocks as f64 {
         return Err(Error::TooLarge { capacity, rate });
     }
     let blocks = (blocks_needed as usize).next_power_of_two();
-    let held = (load * units(layout, blocks)).floor();
+    let held = (load * units(scheme, blocks)).floor();
     // `as` saturates; `held >= capacity` by construction.
     let capacity = (held as usize).max(capacity);
     Ok(Geometry {
-        layout,
+        scheme,
         blocks,
         bits_per_word,
         capacity,
@@ -126,11 +154,11 @@ pub(crate) fn validate(capacity: usize, rate: f64) -> Result<(), Error> {
 
 /// The expected false-positive rate of `geometry` holding `items` items.
 pub(crate) fn expected_rate(geometry: &Geometry, items: f64) -> f64 {
-    let load = items / units(geometry.layout, geometry.blocks);
+    let load = items / units(geometry.scheme, geometry.blocks);
     let mut table = ProbeHitTable::new(geometry.bits_per_word);
     rate_at_load(
-        geometry.layout,
-        load.min(max_load(geometry.layout)),
+        geometry.scheme,
+        load.min(max_load(geometry.scheme)),
         &mut table,
     )
 }
@@ -144,20 +172,20 @@ pub(crate) fn expected_rate(geometry: &Geometry, items: f64) -> f64 {
 /// plain `-(m/k) ln(1 - X/m)` assumes `k` independent throws per item and
 /// reads 2-6% low on blocked layouts.
 pub(crate) fn items_from_set_bits(geometry: &Geometry, set_bits: usize) -> f64 {
-    let words = (geometry.blocks * WORDS_PER_BLOCK) as f64;
+    let words = slot_groups(geometry.scheme, geometry.blocks) as f64;
     let bits = words * WORD_BITS as f64;
     let miss_one_throw = 1.0 - 1.0 / WORD_BITS as f64;
-    let per_item = words_touched(geometry.layout) as f64 / words
+    let per_item = words_touched(geometry.scheme) as f64 / words
         * (1.0 - miss_one_throw.powi(geometry.bits_per_word as i32));
     (-(set_bits as f64) / bits).ln_1p() / (-per_item).ln_1p()
 }
 
 /// The bits per word that lets a unit hold the most items at `rate`, and
 /// that largest load.
-fn best_bits_per_word(layout: Layout, rate: f64) -> (u32, f64) {
+fn best_bits_per_word(scheme: Scheme, rate: f64) -> (u32, f64) {
     let mut best = (1, 0.0);
-    for bits_per_word in 1..=max_bits_per_word(layout) {
-        let load = max_load_at_rate(layout, bits_per_word, rate);
+    for bits_per_word in 1..=max_bits_per_word(scheme) {
+        let load = max_load_at_rate(scheme, bits_per_word, rate);
         if load > best.1 {
             best = (bits_per_word, load);
         } else if bits_per_word > best.0 + 1 {
@@ -168,11 +196,11 @@ fn best_bits_per_word(layout: Layout, rate: f64) -> (u32, f64) {
 }
 
 /// Largest items-per-unit at which the rate stays at or under `rate`.
-fn max_load_at_rate(layout: Layout, bits_per_word: u32, rate: f64) -> f64 {
+fn max_load_at_rate(scheme: Scheme, bits_per_word: u32, rate: f64) -> f64 {
     let mut table = ProbeHitTable::new(bits_per_word);
-    let cap = max_load(layout);
+    let cap = max_load(scheme);
     let mut high = 1.0f64;
-    while rate_at_load(layout, high, &mut table) <= rate {
+    while rate_at_load(scheme, high, &mut table) <= rate {
         if high >= cap {
             return cap;
         }
@@ -181,7 +209,7 @@ fn max_load_at_rate(layout: Layout, bits_per_word: u32, rate: f64) -> f64 {
     let mut low = 0.0f64;
     for _ in 0..36 {
         let middle = 0.5 * (low + high);
-        if rate_at_load(layout, middle, &mut table) <= rate {
+        if rate_at_load(scheme, middle, &mut table) <= rate {
             low = middle;
         } else {
             high = middle;
@@ -191,14 +219,14 @@ fn max_load_at_rate(layout: Layout, bits_per_word: u32, rate: f64) -> f64 {
 }
 
 /// Expected false-positive rate at `load` items per unit.
-fn rate_at_load(layout: Layout, load: f64, table: &mut ProbeHitTable) -> f64 {
-    match layout {
-        Layout::Word => {
+fn rate_at_load(scheme: Scheme, load: f64, table: &mut ProbeHitTable) -> f64 {
+    match scheme {
+        Scheme::Word | Scheme::Counters => {
             let items = Poisson::new(load);
             table.extend_to(items.last());
             items.terms().map(|(j, p)| p * table.get(j)).sum()
         }
-        Layout::CacheLine => {
+        Scheme::CacheLine => {
             let both = Poisson::new(load / 16.0);
             let one = Poisson::new(3.0 * load / 16.0);
             table.extend_to(both.last() + one.last());
@@ -348,8 +376,8 @@ mod tests {
     #[test]
     fn rate_grows_with_load() {
         let mut table = ProbeHitTable::new(4);
-        let low = rate_at_load(Layout::CacheLine, 20.0, &mut table);
-        let high = rate_at_load(Layout::CacheLine, 40.0, &mut table);
+        let low = rate_at_load(Scheme::CacheLine, 20.0, &mut table);
+        let high = rate_at_load(Scheme::CacheLine, 40.0, &mut table);
         assert!(low < high);
     }
 }

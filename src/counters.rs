@@ -1,0 +1,156 @@
+//! The atomic counter array of the counting filter: 64-byte blocks of 64
+//! `AtomicU8` counters, updated by compare-and-swap, saturating and sticky at
+//! 255; and the exact count of non-zero counters in cache-padded shards.
+//!
+//! The protocols are in `src/PROTOCOLS.md`.
+
+use crate::layout::WordProbe;
+use crate::shards::ShardedCount;
+use crate::sizing::BLOCK_BYTES;
+use crate::sync::{AtomicU8, Ordering};
+use crate::Error;
+
+/// A counter that reached this stays there: it may stand for more items
+/// than it can count, so decrementing it could create a false negative.
+pub(crate) const STICKY: u8 = u8::MAX;
+
+/// One cache line of counters.
+#[repr(C, align(64))]
+struct CounterBlock([AtomicU8; BLOCK_BYTES]);
+
+pub(crate) struct CounterArray {
+    blocks: Box<[CounterBlock]>,
+    /// Non-zero counters, exact, in shards picked by the block index.
+    nonzero: ShardedCount,
+}
+
+/// The counters of a probe's slots, lowest slot first.
+fn slots(probe: &WordProbe) -> impl Iterator<Item = usize> {
+    let mut remaining = probe.mask;
+    std::iter::from_fn(move || {
+        (remaining != 0).then(|| {
+            let slot = remaining.trailing_zeros() as usize;
+            remaining &= remaining - 1;
+            slot
+        })
+    })
+}
+
+impl CounterArray {
+    /// All-zero counters in `blocks` blocks (a power of two).
+    pub(crate) fn new(blocks: usize) -> Result<Self, Error> {
+        let bytes = blocks.saturating_mul(BLOCK_BYTES);
+        let mut storage: Vec<CounterBlock> = Vec::new();
+        storage
+            .try_reserve_exact(blocks)
+            .map_err(|_| Error::AllocationFailed { bytes })?;
+        storage
+            .extend((0..blocks).map(|_| CounterBlock(std::array::from_fn(|_| AtomicU8::new(0)))));
+        Ok(CounterArray {
+            blocks: storage.into_boxed_slice(),
+            nonzero: ShardedCount::new(blocks),
+        })
+    }
+
+    pub(crate) fn num_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.blocks.len() * BLOCK_BYTES + self.nonzero.memory_bytes()
+    }
+
+    fn counters(&self, probe: &WordProbe) -> &[AtomicU8; BLOCK_BYTES] {
+        &self.blocks[probe.block_index].0
+    }
+
+    /// Adds one to each of the probe's counters (a saturated one stays at
+    /// 255). Returns true if some counter was 0 before: the item was absent.
+    pub(crate) fn increment(&self, probe: &WordProbe) -> bool {
+        let counters = self.counters(probe);
+        let mut turned_on = 0;
+        for slot in slots(probe) {
+            let previous = counters[slot]
+                // Relaxed: counters publish nothing else; the CAS reads the
+                // latest value, so no increment is lost to a racing one.
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |count| {
+                    (count != STICKY).then(|| count + 1)
+                });
+            turned_on += usize::from(previous == Ok(0));
+        }
+        self.nonzero.add(probe.block_index, turned_on);
+        turned_on != 0
+    }
+
+    /// Subtracts one from each of the probe's counters, if all are non-zero;
+    /// a counter never goes below 0 and a saturated one is never
+    /// decremented. Returns false, touching nothing, if some counter was 0.
+    pub(crate) fn decrement(&self, probe: &WordProbe) -> bool {
+        if !self.contains(probe) {
+            return false;
+        }
+        let counters = self.counters(probe);
+        let mut turned_off = 0;
+        for slot in slots(probe) {
+            let previous = counters[slot]
+                // Relaxed: as in `increment`; the CAS refuses to go below 0
+                // even when removes race.
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |count| {
+                    (count != 0 && count != STICKY).then(|| count - 1)
+                });
+            turned_off += usize::from(previous == Ok(1));
+        }
+        self.nonzero.sub(probe.block_index, turned_off);
+        true
+    }
+
+    pub(crate) fn contains(&self, probe: &WordProbe) -> bool {
+        let counters = self.counters(probe);
+        // Relaxed: a counter made non-zero by an insert that happens-before
+        // this call is seen (coherence); counters publish nothing else.
+        slots(probe).all(|slot| counters[slot].load(Ordering::Relaxed) != 0)
+    }
+
+    /// The smallest of the probe's counters.
+    pub(crate) fn min_count(&self, probe: &WordProbe) -> u8 {
+        let counters = self.counters(probe);
+        slots(probe)
+            // Relaxed: as in `contains`.
+            .map(|slot| counters[slot].load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The probe's counters, lowest slot first.
+    pub(crate) fn values(&self, probe: &WordProbe) -> Vec<u8> {
+        let counters = self.counters(probe);
+        slots(probe)
+            // Relaxed: as in `contains`.
+            .map(|slot| counters[slot].load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Stores `value` into each of the probe's counters (test set-up only).
+    pub(crate) fn store_all(&self, probe: &WordProbe, value: u8) {
+        let counters = self.counters(probe);
+        for slot in slots(probe) {
+            // Relaxed: set-up before the model's threads start.
+            counters[slot].store(value, Ordering::Relaxed);
+        }
+    }
+
+    /// Non-zero counters (a snapshot under concurrent updates).
+    pub(crate) fn nonzero(&self) -> usize {
+        self.nonzero.sum()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        for block in self.blocks.iter() {
+            for counter in &block.0 {
+                // Relaxed: `&mut self` excludes every other access.
+                counter.store(0, Ordering::Relaxed);
+            }
+        }
+        self.nonzero.reset(0);
+    }
+}
