@@ -1,0 +1,183 @@
+//! `CountingBloomFilter` insert, remove and contains at 1 and 2 threads,
+//! beside bloomcraft's `CountingBloomFilter` in a `Mutex` (what a user would
+//! otherwise share between threads), and `BloomFilter` insert at the same
+//! capacity. 1M items, 1%.
+//!
+//! Run: `cargo bench --bench counting`.
+
+use std::hint::black_box;
+use std::ops::Range;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use atomic_bloom::{BloomFilter, CountingBloomFilter};
+use criterion::{
+    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
+};
+
+const ITEMS: u64 = 1_000_000;
+const RATE: f64 = 0.01;
+const SEED: u64 = 0x5eed;
+const THREADS: [usize; 2] = [1, 2];
+
+trait Subject: Sync {
+    fn insert(&self, key: u64);
+    fn remove(&self, key: u64) -> bool;
+    fn contains(&self, key: u64) -> bool;
+    fn clear(&mut self);
+}
+
+impl Subject for CountingBloomFilter<u64> {
+    fn insert(&self, key: u64) {
+        black_box(CountingBloomFilter::insert(self, &key));
+    }
+    fn remove(&self, key: u64) -> bool {
+        CountingBloomFilter::remove(self, &key)
+    }
+    fn contains(&self, key: u64) -> bool {
+        CountingBloomFilter::contains(self, &key)
+    }
+    fn clear(&mut self) {
+        CountingBloomFilter::clear(self);
+    }
+}
+
+impl Subject for Mutex<bloomcraft::filters::CountingBloomFilter<u64>> {
+    fn insert(&self, key: u64) {
+        self.lock().unwrap().insert(&key);
+    }
+    fn remove(&self, key: u64) -> bool {
+        self.lock().unwrap().delete(&key)
+    }
+    fn contains(&self, key: u64) -> bool {
+        self.lock().unwrap().contains(&key)
+    }
+    fn clear(&mut self) {
+        self.get_mut().unwrap().clear();
+    }
+}
+
+/// Runs `op` over `keys` split into `threads` contiguous chunks; wall time.
+fn run_split(threads: usize, keys: Range<u64>, op: impl Fn(u64) -> bool + Sync) -> Duration {
+    let chunk = (keys.end - keys.start) / threads as u64;
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..threads as u64 {
+            let from = keys.start + t * chunk;
+            let to = if t + 1 == threads as u64 {
+                keys.end
+            } else {
+                from + chunk
+            };
+            let op = &op;
+            scope.spawn(move || black_box((from..to).filter(|&k| op(k)).count()));
+        }
+    });
+    start.elapsed()
+}
+
+fn configure(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    group.throughput(Throughput::Elements(ITEMS));
+    group.sampling_mode(SamplingMode::Flat);
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(3));
+}
+
+fn bench_subject(c: &mut Criterion, name: &str, subject: &mut dyn SubjectBox) {
+    for threads in THREADS {
+        // Insert ITEMS fresh keys into an empty filter (emptied untimed).
+        let mut group = c.benchmark_group("counting/insert");
+        configure(&mut group);
+        group.bench_function(BenchmarkId::new(name, threads), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        subject.clear();
+                        let s = &*subject;
+                        run_split(threads, 0..ITEMS, |k| {
+                            s.insert(k);
+                            true
+                        })
+                    })
+                    .sum()
+            })
+        });
+        group.finish();
+        // Remove from a full filter: every item, then put them back (untimed).
+        let mut group = c.benchmark_group("counting/remove");
+        configure(&mut group);
+        group.bench_function(BenchmarkId::new(name, threads), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        subject.clear();
+                        let s = &*subject;
+                        run_split(2, 0..ITEMS, |k| {
+                            s.insert(k);
+                            true
+                        });
+                        run_split(threads, 0..ITEMS, |k| s.remove(k))
+                    })
+                    .sum()
+            })
+        });
+        group.finish();
+        // Contains on a full filter: half present, half absent.
+        let mut group = c.benchmark_group("counting/contains");
+        configure(&mut group);
+        subject.clear();
+        let s = &*subject;
+        run_split(2, 0..ITEMS, |k| {
+            s.insert(k);
+            true
+        });
+        group.bench_function(BenchmarkId::new(name, threads), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| run_split(threads, ITEMS / 2..ITEMS * 3 / 2, |k| s.contains(k)))
+                    .sum()
+            })
+        });
+        group.finish();
+    }
+}
+
+trait SubjectBox: Subject + Send {}
+impl<T: Subject + Send> SubjectBox for T {}
+
+fn counting(c: &mut Criterion) {
+    let mut ours = CountingBloomFilter::<u64>::with_seed(ITEMS as usize, RATE, SEED).unwrap();
+    bench_subject(c, "atomic-bloom", &mut ours);
+    drop(ours);
+    let mut theirs = Mutex::new(bloomcraft::filters::CountingBloomFilter::<u64>::new(
+        ITEMS as usize,
+        RATE,
+    ));
+    bench_subject(c, "bloomcraft-in-mutex", &mut theirs);
+    drop(theirs);
+    // The plain filter at the same capacity, for the insert ratio.
+    let mut plain = BloomFilter::<u64>::builder(ITEMS as usize, RATE)
+        .seed(SEED)
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("counting/insert");
+    configure(&mut group);
+    for threads in THREADS {
+        group.bench_function(BenchmarkId::new("bloom-filter", threads), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        plain.clear();
+                        let p = &plain;
+                        run_split(threads, 0..ITEMS, |k| p.insert(&k))
+                    })
+                    .sum()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, counting);
+criterion_main!(benches);
