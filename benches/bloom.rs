@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use atomic_bloom::{BloomFilter, DefaultHasher, Layout};
+mod common;
+
+use common::run_split;
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
@@ -132,38 +135,6 @@ fn subjects() -> Vec<(&'static str, Maker)> {
             Box::new(Floor::new(ours(n, Layout::CacheLine).num_bits() / 8))
         }),
     ]
-}
-
-/// Runs `op` over `keys`, split into `threads` contiguous chunks; returns the
-/// wall time and the number of `true` results.
-fn run_split(
-    threads: usize,
-    keys: std::ops::Range<u64>,
-    op: impl Fn(u64) -> bool + Sync,
-) -> (Duration, usize) {
-    let count = |range: std::ops::Range<u64>| range.filter(|&key| op(key)).count();
-    let start = Instant::now();
-    let hits = if threads == 1 {
-        count(keys)
-    } else {
-        let chunk = (keys.end - keys.start) / threads as u64;
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads as u64)
-                .map(|t| {
-                    let from = keys.start + t * chunk;
-                    let to = if t + 1 == threads as u64 {
-                        keys.end
-                    } else {
-                        from + chunk
-                    };
-                    let count = &count;
-                    scope.spawn(move || count(from..to))
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).sum()
-        })
-    };
-    (start.elapsed(), hits)
 }
 
 /// Sizes: (label, filter capacity, keys per timed batch).

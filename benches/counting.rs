@@ -8,9 +8,11 @@
 use std::hint::black_box;
 use std::ops::Range;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use atomic_bloom::{BloomFilter, CountingBloomFilter};
+mod common;
+
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
@@ -57,23 +59,19 @@ impl Subject for Mutex<bloomcraft::filters::CountingBloomFilter<u64>> {
     }
 }
 
-/// Runs `op` over `keys` split into `threads` contiguous chunks; wall time.
+/// Runs `op` over `keys` on `threads` threads; the wall time.
 fn run_split(threads: usize, keys: Range<u64>, op: impl Fn(u64) -> bool + Sync) -> Duration {
-    let chunk = (keys.end - keys.start) / threads as u64;
-    let start = Instant::now();
-    std::thread::scope(|scope| {
-        for t in 0..threads as u64 {
-            let from = keys.start + t * chunk;
-            let to = if t + 1 == threads as u64 {
-                keys.end
-            } else {
-                from + chunk
-            };
-            let op = &op;
-            scope.spawn(move || black_box((from..to).filter(|&k| op(k)).count()));
-        }
+    common::run_split(threads, keys, op).0
+}
+
+/// Empties `subject` and inserts every key (untimed set-up).
+fn fill(subject: &mut dyn SubjectBox) {
+    subject.clear();
+    let s = &*subject;
+    run_split(2, 0..ITEMS, |k| {
+        s.insert(k);
+        true
     });
-    start.elapsed()
 }
 
 fn configure(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
@@ -111,12 +109,8 @@ fn bench_subject(c: &mut Criterion, name: &str, subject: &mut dyn SubjectBox) {
             b.iter_custom(|iters| {
                 (0..iters)
                     .map(|_| {
-                        subject.clear();
+                        fill(subject);
                         let s = &*subject;
-                        run_split(2, 0..ITEMS, |k| {
-                            s.insert(k);
-                            true
-                        });
                         run_split(threads, 0..ITEMS, |k| s.remove(k))
                     })
                     .sum()
@@ -126,12 +120,8 @@ fn bench_subject(c: &mut Criterion, name: &str, subject: &mut dyn SubjectBox) {
         // Contains on a full filter: half present, half absent.
         let mut group = c.benchmark_group("counting/contains");
         configure(&mut group);
-        subject.clear();
+        fill(subject);
         let s = &*subject;
-        run_split(2, 0..ITEMS, |k| {
-            s.insert(k);
-            true
-        });
         group.bench_function(BenchmarkId::new(name, threads), |b| {
             b.iter_custom(|iters| {
                 (0..iters)
