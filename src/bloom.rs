@@ -145,15 +145,14 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     #[inline(always)]
     pub fn insert_hash(&self, hash: u64) -> bool {
         let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
-        match self.geometry.scheme {
-            Scheme::CacheLine => {
+        match self.layout() {
+            Layout::CacheLine => {
                 self.bits
                     .insert_line(&LineProbe::new(hash, block_mask, bits_per_word))
             }
-            Scheme::Word | Scheme::Counters => {
-                self.bits
-                    .insert_word(&WordProbe::new(hash, block_mask, bits_per_word))
-            }
+            Layout::Word => self
+                .bits
+                .insert_word(&WordProbe::new(hash, block_mask, bits_per_word)),
         }
     }
 
@@ -172,12 +171,12 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
-        match self.geometry.scheme {
-            Scheme::CacheLine => {
+        match self.layout() {
+            Layout::CacheLine => {
                 self.bits
                     .contains_line(&LineProbe::new(hash, block_mask, bits_per_word))
             }
-            Scheme::Word | Scheme::Counters => {
+            Layout::Word => {
                 self.bits
                     .contains_word(&WordProbe::new(hash, block_mask, bits_per_word))
             }
@@ -277,6 +276,7 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn layout(&self) -> Layout {
+        // A BloomFilter is only ever planned from a `Layout`.
         match self.geometry.scheme {
             Scheme::CacheLine => Layout::CacheLine,
             Scheme::Word | Scheme::Counters => Layout::Word,
@@ -442,12 +442,12 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// The (block, word) an item hash touches first; for loom models that
     /// need two items sharing a word.
     pub fn __first_word_of_hash(&self, hash: u64) -> (usize, usize) {
-        match self.geometry.scheme {
-            Scheme::CacheLine => {
+        match self.layout() {
+            Layout::CacheLine => {
                 let probe = LineProbe::new(hash, self.block_mask, 1);
                 (probe.block_index, probe.low_word)
             }
-            Scheme::Word | Scheme::Counters => {
+            Layout::Word => {
                 let probe = WordProbe::new(hash, self.block_mask, 1);
                 (probe.block_index, probe.word)
             }

@@ -12,7 +12,7 @@ use crate::Error;
 
 /// A counter that reached this stays there: it may stand for more items
 /// than it can count, so decrementing it could create a false negative.
-pub(crate) const STICKY: u8 = u8::MAX;
+const STICKY: u8 = u8::MAX;
 
 /// One cache line of counters.
 #[repr(C, align(64))]
@@ -104,30 +104,27 @@ impl CounterArray {
         true
     }
 
-    pub(crate) fn contains(&self, probe: &WordProbe) -> bool {
+    /// The current values of the probe's counters, lowest slot first.
+    fn loads<'a>(&'a self, probe: &WordProbe) -> impl Iterator<Item = u8> + 'a {
         let counters = self.counters(probe);
-        // Relaxed: a counter made non-zero by an insert that happens-before
-        // this call is seen (coherence); counters publish nothing else.
-        slots(probe).all(|slot| counters[slot].load(Ordering::Relaxed) != 0)
+        slots(probe)
+            // Relaxed: a counter made non-zero by an insert that happens-before
+            // this call is seen (coherence); counters publish nothing else.
+            .map(move |slot| counters[slot].load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn contains(&self, probe: &WordProbe) -> bool {
+        self.loads(probe).all(|count| count != 0)
     }
 
     /// The smallest of the probe's counters.
     pub(crate) fn min_count(&self, probe: &WordProbe) -> u8 {
-        let counters = self.counters(probe);
-        slots(probe)
-            // Relaxed: as in `contains`.
-            .map(|slot| counters[slot].load(Ordering::Relaxed))
-            .min()
-            .unwrap_or(0)
+        self.loads(probe).min().unwrap_or(0)
     }
 
     /// The probe's counters, lowest slot first.
     pub(crate) fn values(&self, probe: &WordProbe) -> Vec<u8> {
-        let counters = self.counters(probe);
-        slots(probe)
-            // Relaxed: as in `contains`.
-            .map(|slot| counters[slot].load(Ordering::Relaxed))
-            .collect()
+        self.loads(probe).collect()
     }
 
     /// Stores `value` into each of the probe's counters (test set-up only).
