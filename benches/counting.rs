@@ -137,7 +137,10 @@ trait SubjectBox: Subject + Send {}
 impl<T: Subject + Send> SubjectBox for T {}
 
 fn counting(c: &mut Criterion) {
-    let mut ours = CountingBloomFilter::<u64>::with_seed(ITEMS as usize, RATE, SEED).unwrap();
+    let mut ours = CountingBloomFilter::<u64>::builder(ITEMS as usize, RATE)
+        .seed(SEED)
+        .build()
+        .unwrap();
     bench_subject(c, "atomic-bloom", &mut ours);
     drop(ours);
     let mut theirs = Mutex::new(bloomcraft::filters::CountingBloomFilter::<u64>::new(

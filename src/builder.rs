@@ -1,10 +1,47 @@
-//! `BloomFilterBuilder`: capacity, rate, layout, seed or hasher.
+//! The builders: capacity, rate, seed or hasher, and each filter's own
+//! options.
 
 use std::fmt;
 use std::hash::BuildHasher;
 use std::marker::PhantomData;
 
-use crate::{BloomFilter, DefaultHasher, Error, Layout};
+use crate::sizing::{self, Scheme};
+use crate::{BloomFilter, CountingBloomFilter, DefaultHasher, Error, Layout};
+
+/// What every builder holds: the size asked for and the hasher.
+///
+/// A random seed is drawn when the builder is made, and its failure kept
+/// until `build`, so that `seed` can still replace it.
+#[derive(Debug)]
+pub(crate) struct Sizing<S> {
+    pub(crate) capacity: usize,
+    pub(crate) rate: f64,
+    pub(crate) hasher: Result<S, Error>,
+}
+
+impl Sizing<DefaultHasher> {
+    pub(crate) fn new(capacity: usize, rate: f64) -> Self {
+        Sizing {
+            capacity,
+            rate,
+            hasher: DefaultHasher::random(),
+        }
+    }
+
+    pub(crate) fn seed(self, seed: u64) -> Self {
+        self.hasher(DefaultHasher::with_seed(seed))
+    }
+}
+
+impl<S> Sizing<S> {
+    pub(crate) fn hasher<H>(self, hasher: H) -> Sizing<H> {
+        Sizing {
+            capacity: self.capacity,
+            rate: self.rate,
+            hasher: Ok(hasher),
+        }
+    }
+}
 
 /// Configures a [`BloomFilter`] before it is allocated.
 ///
@@ -24,20 +61,16 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct BloomFilterBuilder<T: ?Sized, S = DefaultHasher> {
-    capacity: usize,
-    rate: f64,
+    sizing: Sizing<S>,
     layout: Layout,
-    hasher: Result<S, Error>,
     _item: PhantomData<fn(&T)>,
 }
 
 impl<T: ?Sized> BloomFilterBuilder<T, DefaultHasher> {
     pub(crate) fn new(capacity: usize, rate: f64) -> Self {
         BloomFilterBuilder {
-            capacity,
-            rate,
+            sizing: Sizing::new(capacity, rate),
             layout: Layout::default(),
-            hasher: DefaultHasher::random(),
             _item: PhantomData,
         }
     }
@@ -60,7 +93,7 @@ impl<T: ?Sized> BloomFilterBuilder<T, DefaultHasher> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn seed(mut self, seed: u64) -> Self {
-        self.hasher = Ok(DefaultHasher::with_seed(seed));
+        self.sizing = self.sizing.seed(seed);
         self
     }
 }
@@ -101,10 +134,8 @@ impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
     /// ```
     pub fn hasher<H: BuildHasher>(self, hasher: H) -> BloomFilterBuilder<T, H> {
         BloomFilterBuilder {
-            capacity: self.capacity,
-            rate: self.rate,
+            sizing: self.sizing.hasher(hasher),
             layout: self.layout,
-            hasher: Ok(hasher),
             _item: PhantomData,
         }
     }
@@ -130,18 +161,134 @@ impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
     where
         S: BuildHasher,
     {
-        let geometry = crate::sizing::plan(self.layout.into(), self.capacity, self.rate)?;
-        BloomFilter::from_parts(geometry, self.rate, self.hasher?)
+        let Sizing {
+            capacity,
+            rate,
+            hasher,
+        } = self.sizing;
+        let geometry = sizing::plan(self.layout.into(), capacity, rate)?;
+        BloomFilter::from_parts(geometry, rate, hasher?)
     }
 }
 
 impl<T: ?Sized, S: fmt::Debug> fmt::Debug for BloomFilterBuilder<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BloomFilterBuilder")
-            .field("capacity", &self.capacity)
-            .field("rate", &self.rate)
+            .field("sizing", &self.sizing)
             .field("layout", &self.layout)
-            .field("hasher", &self.hasher)
+            .finish()
+    }
+}
+
+/// Configures a [`CountingBloomFilter`] before it is allocated.
+///
+/// Made by [`CountingBloomFilter::builder`]; nothing is checked or allocated
+/// until [`build`](CountingBloomFilterBuilder::build). The counting filter
+/// has one layout (an item's counters in one cache line), so the options are
+/// the size and the hasher.
+///
+/// # Example
+///
+/// ```
+/// use atomic_bloom::CountingBloomFilter;
+///
+/// let sessions: CountingBloomFilter<u64> = CountingBloomFilter::builder(100_000, 0.001)
+///     .seed(42)
+///     .build()?;
+/// assert!(sessions.capacity() >= 100_000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct CountingBloomFilterBuilder<T: ?Sized, S = DefaultHasher> {
+    sizing: Sizing<S>,
+    _item: PhantomData<fn(&T)>,
+}
+
+impl<T: ?Sized> CountingBloomFilterBuilder<T, DefaultHasher> {
+    pub(crate) fn new(capacity: usize, rate: f64) -> Self {
+        CountingBloomFilterBuilder {
+            sizing: Sizing::new(capacity, rate),
+            _item: PhantomData,
+        }
+    }
+
+    /// Seeds the default hasher with `seed` instead of OS entropy: the same
+    /// items land on the same counters in every run. As for
+    /// [`BloomFilterBuilder::seed`], keep the random default for untrusted
+    /// input.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::CountingBloomFilter;
+    ///
+    /// let a: CountingBloomFilter<str> = CountingBloomFilter::builder(1000, 0.01).seed(7).build()?;
+    /// let b: CountingBloomFilter<str> = CountingBloomFilter::builder(1000, 0.01).seed(7).build()?;
+    /// assert_eq!(a.hash_item("x"), b.hash_item("x"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.sizing = self.sizing.seed(seed);
+        self
+    }
+}
+
+impl<T: ?Sized, S> CountingBloomFilterBuilder<T, S> {
+    /// Hashes items with `hasher` instead of the seeded wyhash default; it
+    /// must spread its output over all 64 bits.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::collections::hash_map::RandomState;
+    /// use atomic_bloom::CountingBloomFilter;
+    ///
+    /// let f: CountingBloomFilter<str, RandomState> =
+    ///     CountingBloomFilter::builder(1000, 0.01).hasher(RandomState::new()).build()?;
+    /// f.insert("a");
+    /// assert!(f.contains("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hasher<H: BuildHasher>(self, hasher: H) -> CountingBloomFilterBuilder<T, H> {
+        CountingBloomFilterBuilder {
+            sizing: self.sizing.hasher(hasher),
+            _item: PhantomData,
+        }
+    }
+
+    /// Sizes and allocates the filter.
+    ///
+    /// # Errors
+    ///
+    /// As [`BloomFilterBuilder::build`]: [`Error::ZeroCapacity`],
+    /// [`Error::InvalidFalsePositiveRate`], [`Error::TooLarge`],
+    /// [`Error::AllocationFailed`], [`Error::SeedUnavailable`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{CountingBloomFilter, Error};
+    ///
+    /// let bad = CountingBloomFilter::<str>::builder(0, 0.01).build();
+    /// assert!(matches!(bad, Err(Error::ZeroCapacity)));
+    /// ```
+    pub fn build(self) -> Result<CountingBloomFilter<T, S>, Error>
+    where
+        S: BuildHasher,
+    {
+        let Sizing {
+            capacity,
+            rate,
+            hasher,
+        } = self.sizing;
+        let geometry = sizing::plan(Scheme::Counters, capacity, rate)?;
+        CountingBloomFilter::from_parts(geometry, rate, hasher?)
+    }
+}
+
+impl<T: ?Sized, S: fmt::Debug> fmt::Debug for CountingBloomFilterBuilder<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CountingBloomFilterBuilder")
+            .field("sizing", &self.sizing)
             .finish()
     }
 }

@@ -6,8 +6,8 @@ use std::marker::PhantomData;
 
 use crate::counters::CounterArray;
 use crate::layout::WordProbe;
-use crate::sizing::{self, Geometry, Scheme};
-use crate::{DefaultHasher, Error};
+use crate::sizing::{self, Geometry};
+use crate::{CountingBloomFilterBuilder, DefaultHasher, Error};
 
 /// A Bloom filter that forgets: `remove` takes an item back out, through
 /// `&self`, while other threads insert and query.
@@ -74,7 +74,8 @@ pub struct CountingBloomFilter<T: ?Sized, S = DefaultHasher> {
 
 impl<T: ?Sized> CountingBloomFilter<T, DefaultHasher> {
     /// A counting filter for `capacity` items at false-positive rate `rate`,
-    /// with a random seed.
+    /// with a random seed. [`builder`](Self::builder) sets a seed or another
+    /// hasher.
     ///
     /// # Errors
     ///
@@ -90,54 +91,36 @@ impl<T: ?Sized> CountingBloomFilter<T, DefaultHasher> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(capacity: usize, rate: f64) -> Result<Self, Error> {
-        Self::with_hasher(capacity, rate, DefaultHasher::random()?)
+        Self::builder(capacity, rate).build()
     }
 
-    /// A counting filter whose hasher is seeded with `seed`: reproducible.
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](Self::new), less [`Error::SeedUnavailable`].
+    /// A builder for a counting filter of `capacity` items at rate `rate`:
+    /// set a seed or a hasher, then [`build`](CountingBloomFilterBuilder::build).
     ///
     /// # Example
     ///
     /// ```
-    /// use atomic_bloom::CountingBloomFilter;
-    /// let a: CountingBloomFilter<str> = CountingBloomFilter::with_seed(1000, 0.01, 7)?;
-    /// let b: CountingBloomFilter<str> = CountingBloomFilter::with_seed(1000, 0.01, 7)?;
-    /// assert_eq!(a.hash_item("x"), b.hash_item("x"));
+    /// let f: atomic_bloom::CountingBloomFilter<u64> =
+    ///     atomic_bloom::CountingBloomFilter::builder(10_000, 0.01).seed(7).build()?;
+    /// assert!(f.insert(&1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_seed(capacity: usize, rate: f64, seed: u64) -> Result<Self, Error> {
-        Self::with_hasher(capacity, rate, DefaultHasher::with_seed(seed))
+    pub fn builder(capacity: usize, rate: f64) -> CountingBloomFilterBuilder<T> {
+        CountingBloomFilterBuilder::new(capacity, rate)
     }
 }
 
 impl<T: ?Sized, S> CountingBloomFilter<T, S> {
-    /// A counting filter that hashes items with `hasher`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZeroCapacity`], [`Error::InvalidFalsePositiveRate`],
-    /// [`Error::TooLarge`], [`Error::AllocationFailed`].
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use std::collections::hash_map::RandomState;
-    /// use atomic_bloom::CountingBloomFilter;
-    ///
-    /// let f: CountingBloomFilter<str, RandomState> =
-    ///     CountingBloomFilter::with_hasher(1000, 0.01, RandomState::new())?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_hasher(capacity: usize, rate: f64, hasher: S) -> Result<Self, Error> {
-        let geometry = sizing::plan(Scheme::Counters, capacity, rate)?;
+    pub(crate) fn from_parts(
+        geometry: Geometry,
+        target_rate: f64,
+        hasher: S,
+    ) -> Result<Self, Error> {
         Ok(CountingBloomFilter {
             counters: CounterArray::new(geometry.blocks)?,
             block_mask: geometry.blocks - 1,
             geometry,
-            target_rate: rate,
+            target_rate,
             hasher,
             _item: PhantomData,
         })

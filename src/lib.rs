@@ -72,7 +72,7 @@ mod sizing;
 mod sync;
 
 pub use bloom::BloomFilter;
-pub use builder::BloomFilterBuilder;
+pub use builder::{BloomFilterBuilder, CountingBloomFilterBuilder};
 pub use counting::CountingBloomFilter;
 pub use error::Error;
 pub use hash::DefaultHasher;

@@ -8,7 +8,10 @@ use atomic_bloom::CountingBloomFilter;
 use proptest::prelude::*;
 
 fn counting(capacity: usize, rate: f64, seed: u64) -> CountingBloomFilter<u64> {
-    CountingBloomFilter::with_seed(capacity, rate, seed).unwrap()
+    CountingBloomFilter::builder(capacity, rate)
+        .seed(seed)
+        .build()
+        .unwrap()
 }
 
 #[test]

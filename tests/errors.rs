@@ -146,3 +146,30 @@ fn tiny_and_extreme_filters_work() {
         assert!(!f.insert("x"));
     }
 }
+
+#[test]
+fn counting_builder_reports_the_same_errors() {
+    use atomic_bloom::CountingBloomFilter;
+    let build = |capacity: usize, rate: f64| {
+        CountingBloomFilter::<str>::builder(capacity, rate)
+            .seed(1)
+            .build()
+    };
+    assert_eq!(build(0, 0.01).unwrap_err(), Error::ZeroCapacity);
+    assert!(matches!(
+        build(1000, f64::NAN).unwrap_err(),
+        Error::InvalidFalsePositiveRate { .. }
+    ));
+    assert!(matches!(
+        build(usize::MAX, 1e-9).unwrap_err(),
+        Error::TooLarge { .. }
+    ));
+    assert!(matches!(
+        build(1 << 55, 0.01).unwrap_err(),
+        Error::AllocationFailed { .. }
+    ));
+    for rate in [f64::MIN_POSITIVE, 1e-12, 0.5, 1.0 - f64::EPSILON] {
+        let outcome = std::panic::catch_unwind(|| build(10, rate).map(|f| f.insert("x")));
+        assert!(outcome.is_ok(), "rate {rate} panicked");
+    }
+}

@@ -8,7 +8,10 @@ use loom::thread;
 
 /// A one-block filter (64 counters) with a fixed seed.
 fn one_block() -> CountingBloomFilter<u64> {
-    let filter = CountingBloomFilter::with_seed(4, 0.1, 9).unwrap();
+    let filter = CountingBloomFilter::builder(4, 0.1)
+        .seed(9)
+        .build()
+        .unwrap();
     assert!(filter.capacity() < 64, "the models assume a single block");
     filter
 }
