@@ -1,7 +1,8 @@
 //! `CountingBloomFilter` insert, remove and contains at 1 and 2 threads,
 //! beside bloomcraft's `CountingBloomFilter` in a `Mutex` (what a user would
 //! otherwise share between threads), and `BloomFilter` insert at the same
-//! capacity. 1M items, 1%.
+//! capacity. 1M items, 1%; then insert alone on one thread at 100k, 1M
+//! and 10M items.
 //!
 //! Run: `cargo bench --bench counting`.
 
@@ -172,5 +173,52 @@ fn counting(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, counting);
+/// Insert on one thread, counting against plain, at sizes where both fit in
+/// cache (100k), where only the bits do (1M), and where neither does (10M):
+/// the insert ratio is a cache effect.
+fn insert_by_size(c: &mut Criterion) {
+    let mut group = c.benchmark_group("counting/insert_by_size");
+    group.sampling_mode(SamplingMode::Flat);
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(2));
+    for items in [100_000u64, 1_000_000, 10_000_000] {
+        group.throughput(Throughput::Elements(items));
+        let label = format!("{}k", items / 1000);
+        let mut counting = CountingBloomFilter::<u64>::builder(items as usize, RATE)
+            .seed(SEED)
+            .build()
+            .unwrap();
+        group.bench_function(BenchmarkId::new("atomic-bloom", &label), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        counting.clear();
+                        let f = &counting;
+                        run_split(1, 0..items, |k| f.insert(&k))
+                    })
+                    .sum()
+            })
+        });
+        drop(counting);
+        let mut plain = BloomFilter::<u64>::builder(items as usize, RATE)
+            .seed(SEED)
+            .build()
+            .unwrap();
+        group.bench_function(BenchmarkId::new("bloom-filter", &label), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        plain.clear();
+                        let f = &plain;
+                        run_split(1, 0..items, |k| f.insert(&k))
+                    })
+                    .sum()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, counting, insert_by_size);
 criterion_main!(benches);
