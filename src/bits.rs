@@ -5,7 +5,7 @@
 //! are in `src/PROTOCOLS.md`.
 
 use crate::layout::{LineProbe, WordProbe};
-use crate::shards::ShardedCount;
+use crate::shards::{ShardAdd, ShardedCount};
 use crate::sizing::{BLOCK_BYTES, WORDS_PER_BLOCK};
 use crate::sync::{AtomicU64, Ordering};
 use crate::Error;
@@ -48,7 +48,12 @@ impl BitArray {
 
     /// Bytes allocated: the blocks and the counter shards.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.blocks.len() * BLOCK_BYTES + self.set_bits.memory_bytes()
+        Self::memory_bytes_for(self.blocks.len())
+    }
+
+    /// Bytes an array of `blocks` blocks takes, before allocating it.
+    pub(crate) fn memory_bytes_for(blocks: usize) -> usize {
+        blocks.saturating_mul(BLOCK_BYTES) + ShardedCount::memory_bytes_for(blocks)
     }
 
     #[inline(always)]
@@ -65,17 +70,19 @@ impl BitArray {
             .fetch_or(mask, Ordering::Relaxed)
     }
 
-    /// Adds bits this call turned on to the count: one RMW per insert.
+    /// Adds bits this call turned on to the count: one RMW per insert that
+    /// turned any on. `None` if it turned none on.
     #[inline(always)]
-    fn count(&self, block_index: usize, turned_on: u32) {
-        self.set_bits.add(block_index, turned_on as usize);
+    fn count(&self, block_index: usize, turned_on: u32) -> Option<ShardAdd> {
+        (turned_on != 0).then(|| self.set_bits.add(block_index, turned_on as usize))
     }
 
     /// Test-before-set insert of a [`LineProbe`]: loads both words and calls
-    /// `fetch_or` only on a word that lacks bits. Returns true if this call
-    /// turned on at least one bit.
+    /// `fetch_or` only on a word that lacks bits. Returns what the set-bit
+    /// count's shard did if this call turned on at least one bit, `None` if
+    /// every bit was already set.
     #[inline(always)]
-    pub(crate) fn insert_line(&self, probe: &LineProbe) -> bool {
+    pub(crate) fn insert_line(&self, probe: &LineProbe) -> Option<ShardAdd> {
         let block = &self.blocks[probe.block_index].0;
         // Relaxed: a stale 0 only costs a redundant fetch_or; a 1 never reverts.
         let low = block[probe.low_word].load(Ordering::Relaxed);
@@ -90,8 +97,7 @@ impl BitArray {
             let previous = self.set(probe.block_index, probe.high_word, probe.high_mask);
             turned_on += (probe.high_mask & !previous).count_ones();
         }
-        self.count(probe.block_index, turned_on);
-        turned_on != 0
+        self.count(probe.block_index, turned_on)
     }
 
     #[inline(always)]
@@ -106,21 +112,21 @@ impl BitArray {
     }
 
     /// Test-and-set of a [`WordProbe`]: one `fetch_or`, so of racing inserts
-    /// of one absent item exactly one sees the bits missing.
+    /// of one absent item exactly one sees the bits missing (and gets
+    /// `Some`, as [`insert_line`](Self::insert_line)).
     #[inline(always)]
-    pub(crate) fn insert_word(&self, probe: &WordProbe) -> bool {
+    pub(crate) fn insert_word(&self, probe: &WordProbe) -> Option<ShardAdd> {
         // Relaxed: a 1 never reverts, so seeing all bits set is final; a stale
         // value only sends us to the fetch_or, which decides.
         let current = self
             .word(probe.block_index, probe.word)
             .load(Ordering::Relaxed);
         if current & probe.mask == probe.mask {
-            return false;
+            return None;
         }
         let previous = self.set(probe.block_index, probe.word, probe.mask);
         let turned_on = (probe.mask & !previous).count_ones();
-        self.count(probe.block_index, turned_on);
-        turned_on != 0
+        self.count(probe.block_index, turned_on)
     }
 
     #[inline(always)]
@@ -136,6 +142,11 @@ impl BitArray {
     /// or may not be counted).
     pub(crate) fn set_bits(&self) -> usize {
         self.set_bits.sum()
+    }
+
+    /// Shards of the set-bit count.
+    pub(crate) fn set_bits_shards(&self) -> usize {
+        self.set_bits.num_shards()
     }
 
     /// ORs every word of `other` (same size) into `self`.

@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use crate::bits::BitArray;
 use crate::builder::BloomFilterBuilder;
 use crate::layout::{LineProbe, WordProbe};
+use crate::shards::ShardAdd;
 use crate::sizing::{self, Geometry, Scheme, BLOCK_BYTES};
 use crate::{DefaultHasher, Error, Layout};
 
@@ -144,6 +145,14 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// ```
     #[inline(always)]
     pub fn insert_hash(&self, hash: u64) -> bool {
+        self.insert_hash_tallied(hash).is_some()
+    }
+
+    /// [`insert_hash`](Self::insert_hash), returning what the insert did to
+    /// its shard of the set-bit count (`None`: no bit turned on), so that a
+    /// stage of the scalable filter notices when it fills up.
+    #[inline(always)]
+    pub(crate) fn insert_hash_tallied(&self, hash: u64) -> Option<ShardAdd> {
         let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
         match self.layout() {
             Layout::CacheLine => {
@@ -181,6 +190,11 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
                     .contains_word(&WordProbe::new(hash, block_mask, bits_per_word))
             }
         }
+    }
+
+    /// Shards of the set-bit count: what [`ShardAdd`] refers to.
+    pub(crate) fn set_bits_shards(&self) -> usize {
+        self.bits.set_bits_shards()
     }
 
     /// Items at which the expected false-positive rate reaches the target,

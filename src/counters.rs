@@ -78,7 +78,9 @@ impl CounterArray {
                 });
             turned_on += usize::from(previous == Ok(0));
         }
-        self.nonzero.add(probe.block_index, turned_on);
+        if turned_on != 0 {
+            self.nonzero.add(probe.block_index, turned_on);
+        }
         turned_on != 0
     }
 

@@ -68,6 +68,31 @@ pub enum Error {
     },
     /// `union` was given a filter whose hasher (seed) differs.
     HasherMismatch,
+    /// A scalable filter's growth factor was not 2 or 4.
+    InvalidGrowthFactor {
+        /// The factor that was passed.
+        growth: usize,
+    },
+    /// A scalable filter's tightening ratio was outside [0.8, 0.9] (or NaN).
+    InvalidTighteningRatio {
+        /// The ratio that was passed.
+        ratio: f64,
+    },
+    /// A scalable filter's memory limit is smaller than its first stage.
+    MemoryLimitTooSmall {
+        /// The limit that was set, in bytes.
+        limit: usize,
+        /// Bytes the first stage needs.
+        first_stage: usize,
+    },
+    /// A scalable filter is full and its next stage would pass its memory
+    /// limit (or could not be made at all: see `needed`).
+    MemoryLimitReached {
+        /// The limit that was set, in bytes.
+        limit: usize,
+        /// Bytes the filter would take with its next stage.
+        needed: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -116,6 +141,27 @@ impl fmt::Display for Error {
                 f,
                 "cannot combine filters with different hashers or seeds: \
                  build both with the same `.seed(..)`"
+            ),
+            Error::InvalidGrowthFactor { growth } => write!(
+                f,
+                "growth factor {growth} is not supported: pass 2 (the default; stages double) \
+                 or 4 (fewer, larger stages)"
+            ),
+            Error::InvalidTighteningRatio { ratio } => write!(
+                f,
+                "tightening ratio {ratio} is outside [0.8, 0.9]: pass 0.85 (the default), \
+                 or 0.9 for less memory per stage and a smaller first stage"
+            ),
+            Error::MemoryLimitTooSmall { limit, first_stage } => write!(
+                f,
+                "the memory limit of {limit} bytes is smaller than the first stage \
+                 ({first_stage} bytes): raise the limit or lower the initial capacity"
+            ),
+            Error::MemoryLimitReached { limit, needed } => write!(
+                f,
+                "the filter is full and its next stage would take it to {needed} bytes, \
+                 past its memory limit of {limit}: raise `.memory_limit(..)`, or accept a \
+                 rising false-positive rate (`insert` keeps adding to the last stage)"
             ),
         }
     }

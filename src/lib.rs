@@ -8,6 +8,10 @@
 //!   in one 64-bit word ([`Layout::Word`]), where an insert is a single
 //!   atomic test-and-set and exactly one of several racing inserters of the
 //!   same item is told it was new.
+//! * [`CountingBloomFilter`]: a Bloom filter with `remove`, on one-byte
+//!   counters updated by compare-and-swap, sticky when they saturate.
+//! * [`ScalableBloomFilter`]: grows stage by stage without a capacity
+//!   guess, lock-free, keeping the total false-positive rate it was given.
 //!
 //! # Example
 //!
@@ -47,7 +51,7 @@
 //!
 //! # Crate features
 //!
-//! * `rayon` (default): [`BloomFilter::par_insert`] inserts from a rayon
+//! * `rayon` (default): `par_insert` on every filter inserts from a rayon
 //!   parallel iterator.
 //!
 //! Model checks of every atomic protocol live in `loom-tests/`; they compile
@@ -67,6 +71,7 @@ mod hash;
 mod layout;
 #[cfg(feature = "rayon")]
 mod parallel;
+mod scalable;
 mod shards;
 mod sizing;
 mod sync;
@@ -77,6 +82,7 @@ pub use counting::CountingBloomFilter;
 pub use error::Error;
 pub use hash::DefaultHasher;
 pub use layout::Layout;
+pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder};
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]

@@ -75,3 +75,33 @@ where
         count_new(items, |item| self.insert(item))
     }
 }
+
+impl<T, S> crate::ScalableBloomFilter<T, S>
+where
+    T: ?Sized + Hash,
+    S: BuildHasher + Sync,
+{
+    /// Inserts every item of a parallel iterator on rayon's thread pool,
+    /// growing as needed; returns how many were new (see
+    /// [`insert`](crate::ScalableBloomFilter::insert)).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use rayon::prelude::*;
+    /// use atomic_bloom::ScalableBloomFilter;
+    ///
+    /// let f: ScalableBloomFilter<u64> = ScalableBloomFilter::new(1_000, 0.01)?;
+    /// f.par_insert((0..100_000u64).into_par_iter());
+    /// assert!(f.stages() > 1);
+    /// assert!(f.contains(&99_999));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn par_insert<I>(&self, items: I) -> usize
+    where
+        I: IntoParallelIterator,
+        I::Item: Borrow<T>,
+    {
+        count_new(items, |item| self.insert(item))
+    }
+}

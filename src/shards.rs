@@ -8,6 +8,15 @@ use crate::sync::{AtomicUsize, Ordering};
 /// Most shards; a power of two.
 const MAX_SHARDS: usize = 32;
 
+/// What one [`ShardedCount::add`] did to its shard: the shard's value before
+/// and after. A filter that must notice when it fills up (a stage of the
+/// scalable filter) reads it for free off the `fetch_add`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ShardAdd {
+    pub(crate) before: usize,
+    pub(crate) after: usize,
+}
+
 pub(crate) struct ShardedCount {
     shards: Box<[CachePadded<AtomicUsize>]>,
 }
@@ -28,13 +37,20 @@ impl ShardedCount {
         &self.shards[block_index & (self.shards.len() - 1)]
     }
 
-    /// Adds `amount` on the shard of `block_index`.
+    /// Adds `amount` (non-zero) on the shard of `block_index`.
     #[inline(always)]
-    pub(crate) fn add(&self, block_index: usize, amount: usize) {
-        if amount != 0 {
-            // Relaxed: an independent tally; readers only sum it.
-            self.shard(block_index).fetch_add(amount, Ordering::Relaxed);
+    pub(crate) fn add(&self, block_index: usize, amount: usize) -> ShardAdd {
+        // Relaxed: an independent tally; readers only sum it.
+        let before = self.shard(block_index).fetch_add(amount, Ordering::Relaxed);
+        ShardAdd {
+            before,
+            after: before.wrapping_add(amount),
         }
+    }
+
+    /// Number of shards (at most 32; fewer for arrays of fewer blocks).
+    pub(crate) fn num_shards(&self) -> usize {
+        self.shards.len()
     }
 
     /// Subtracts `amount` on the shard of `block_index` (a shard may wrap for
@@ -73,6 +89,11 @@ impl ShardedCount {
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.shards.len() * std::mem::size_of::<CachePadded<AtomicUsize>>()
+        Self::memory_bytes_for(self.shards.len())
+    }
+
+    /// Bytes a count for an array of `blocks` blocks takes.
+    pub(crate) fn memory_bytes_for(blocks: usize) -> usize {
+        blocks.min(MAX_SHARDS) * std::mem::size_of::<CachePadded<AtomicUsize>>()
     }
 }

@@ -172,12 +172,24 @@ pub(crate) fn expected_rate(geometry: &Geometry, items: f64) -> f64 {
 /// plain `-(m/k) ln(1 - X/m)` assumes `k` independent throws per item and
 /// reads 2-6% low on blocked layouts.
 pub(crate) fn items_from_set_bits(geometry: &Geometry, set_bits: usize) -> f64 {
+    let (bits, per_item) = fill_model(geometry);
+    (-(set_bits as f64) / bits).ln_1p() / (-per_item).ln_1p()
+}
+
+/// Set bits expected after `items` items: the inverse of
+/// [`items_from_set_bits`].
+pub(crate) fn set_bits_at(geometry: &Geometry, items: f64) -> f64 {
+    let (bits, per_item) = fill_model(geometry);
+    -bits * ((-per_item).ln_1p() * items).exp_m1()
+}
+
+/// Bits in the array, and the probability that one item sets a given one.
+fn fill_model(geometry: &Geometry) -> (f64, f64) {
     let words = slot_groups(geometry.scheme, geometry.blocks) as f64;
-    let bits = words * WORD_BITS as f64;
     let miss_one_throw = 1.0 - 1.0 / WORD_BITS as f64;
     let per_item = words_touched(geometry.scheme) as f64 / words
         * (1.0 - miss_one_throw.powi(geometry.bits_per_word as i32));
-    (-(set_bits as f64) / bits).ln_1p() / (-per_item).ln_1p()
+    (words * WORD_BITS as f64, per_item)
 }
 
 /// The bits per word that lets a unit hold the most items at `rate`, and
@@ -371,6 +383,21 @@ mod tests {
         let mut table = ProbeHitTable::new(1);
         table.extend_to(1);
         assert!((table.get(1) - 1.0 / 64.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn set_bits_at_inverts_items_from_set_bits() {
+        for scheme in [Scheme::CacheLine, Scheme::Word] {
+            let geometry = plan(scheme, 100_000, 0.01).unwrap();
+            for items in [1.0, 1_000.0, 100_000.0] {
+                let bits = set_bits_at(&geometry, items);
+                let back = items_from_set_bits(&geometry, bits.round() as usize);
+                assert!(
+                    (back - items).abs() <= 1.0 + items * 1e-4,
+                    "{scheme:?} {items} {back}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,96 @@
+//! loom models of the ScalableBloomFilter growth protocol: the stage list is
+//! loaded once per call and replaced whole by a compare-and-swap.
+//!
+//! Run as in `bloom.rs`. Under the loom cfg `src/sync.rs` replaces
+//! `ArcSwap` with a stand-in over loom's `RwLock<Arc<_>>` that has the same
+//! load / compare-and-swap semantics (loom cannot see inside arc-swap).
+//!
+//! The first stage's fill is set in set bits
+//! (`__first_stage_fill_bits`), so that one or two inserts cross the stage
+//! boundary; a small memory limit keeps the up-front sizing of later stages
+//! short.
+#![cfg(atomic_bloom_loom)]
+
+use atomic_bloom::ScalableBloomFilter;
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+const SEED: u64 = 3;
+
+/// A filter whose first stage is full once it has `fill_bits` set bits.
+fn filter(fill_bits: usize) -> ScalableBloomFilter<u64> {
+    ScalableBloomFilter::builder(1, 0.5)
+        .seed(SEED)
+        .memory_limit(4096)
+        .__first_stage_fill_bits(fill_bits)
+        .build()
+        .unwrap()
+}
+
+/// Set bits that inserting `item` alone into a fresh filter sets.
+fn bits_of(item: u64) -> usize {
+    let probe = filter(usize::MAX);
+    probe.insert(&item);
+    probe.__stage_fills()[0].0
+}
+
+/// Two threads each insert an item that fills the first stage: both find it
+/// full, both may try to grow, and exactly one stage is appended. Each then
+/// inserts a second item, which lands in whichever new stage it saw: a
+/// second append that replaced the first would lose it. All four items are
+/// found afterwards.
+#[test]
+fn two_threads_crossing_a_boundary_append_one_stage() {
+    loom::model(|| {
+        let filter = Arc::new(filter(1));
+        let handles: Vec<_> = [1u64, 2]
+            .into_iter()
+            .map(|item| {
+                let filter = Arc::clone(&filter);
+                thread::spawn(move || {
+                    filter.insert(&item);
+                    filter.insert(&(item + 10));
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        assert_eq!(filter.stages(), 2, "one boundary, one stage");
+        for item in [1, 2, 11, 12] {
+            assert!(filter.contains(&item), "item {item} lost");
+        }
+    });
+}
+
+/// A reader racing the growth: an item inserted before the reader started
+/// is found at every instant, and items whose inserts happen-before the
+/// reader's lookup (through a release/acquire flag) are found in whichever
+/// stage they went to.
+#[test]
+fn reader_racing_growth_never_misses_an_earlier_insert() {
+    loom::model(|| {
+        let before = 10u64;
+        let filter = Arc::new(filter(bits_of(before) + 1));
+        filter.insert(&before);
+        assert_eq!(filter.stages(), 1);
+        let published = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (filter, published) = (Arc::clone(&filter), Arc::clone(&published));
+            thread::spawn(move || {
+                filter.insert(&1); // fills the first stage and grows
+                filter.insert(&2); // lands in the new stage
+                published.store(true, Ordering::Release);
+            })
+        };
+        assert!(filter.contains(&before));
+        if published.load(Ordering::Acquire) {
+            assert!(filter.contains(&1));
+            assert!(filter.contains(&2));
+        }
+        assert!(filter.contains(&before));
+        writer.join().unwrap();
+        assert_eq!(filter.stages(), 2);
+    });
+}

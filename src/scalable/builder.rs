@@ -1,0 +1,352 @@
+//! `ScalableBloomFilterBuilder`, and the growth plan it fixes: the size and
+//! rate of every stage, and the memory limit.
+
+use std::fmt;
+use std::hash::BuildHasher;
+use std::marker::PhantomData;
+
+use super::stage::Stage;
+use super::ScalableBloomFilter;
+use crate::builder::Sizing;
+use crate::sizing::Geometry;
+use crate::{DefaultHasher, Error, Layout};
+
+/// The default memory limit: 1 GiB.
+const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
+
+/// Stages sized ahead when the filter is built, at most: with growth 2,
+/// stage 40 holds `2^40` times the first. Later ones are sized as they come.
+const MAX_PLANNED_STAGES: usize = 40;
+
+/// How the filter grows: stage `i` holds `initial_capacity · growth^i` items
+/// at rate `rate · (1 - tightening) · tightening^i`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GrowthPlan {
+    pub(crate) initial_capacity: usize,
+    /// The total rate the user asked for.
+    pub(crate) rate: f64,
+    pub(crate) growth: usize,
+    pub(crate) tightening: f64,
+    pub(crate) layout: Layout,
+    pub(crate) memory_limit: Option<usize>,
+    /// Overrides the first stage's fill, in set bits (loom models only).
+    pub(crate) first_stage_fill_bits: Option<usize>,
+}
+
+impl GrowthPlan {
+    /// The rate of stage `index`; they sum to `rate` over all stages.
+    fn stage_rate(&self, index: usize) -> f64 {
+        let exponent = i32::try_from(index).unwrap_or(i32::MAX);
+        self.rate * (1.0 - self.tightening) * self.tightening.powi(exponent)
+    }
+
+    /// The geometry of stage `index` (sizing takes about half a
+    /// millisecond, so the filter plans a stage ahead of needing it).
+    pub(crate) fn geometry(&self, index: usize) -> Result<Geometry, Error> {
+        let rate = self.stage_rate(index);
+        let capacity = u32::try_from(index)
+            .ok()
+            .and_then(|exponent| self.growth.checked_pow(exponent))
+            .and_then(|factor| factor.checked_mul(self.initial_capacity))
+            .ok_or(Error::TooLarge {
+                capacity: usize::MAX,
+                rate,
+            })?;
+        Stage::<()>::plan(self.layout, capacity, rate)
+    }
+
+    /// The geometries of the stages, sized when the filter is built: every
+    /// stage until the memory limit is passed (or one fails to plan), at
+    /// most [`MAX_PLANNED_STAGES`]. Sizing a stage takes about half a
+    /// millisecond, which inserts piling into a full stage must not wait
+    /// out.
+    pub(crate) fn plan_stages(&self) -> Vec<Result<Geometry, Error>> {
+        let mut planned = Vec::new();
+        let mut bytes = 0usize;
+        while planned.len() < MAX_PLANNED_STAGES {
+            let geometry = self.geometry(planned.len());
+            if let Ok(geometry) = &geometry {
+                bytes = bytes.saturating_add(Stage::<()>::memory_bytes_for(geometry));
+            }
+            let last = geometry.is_err() || self.memory_limit.is_some_and(|limit| bytes > limit);
+            planned.push(geometry);
+            if last {
+                break;
+            }
+        }
+        planned
+    }
+
+    /// Allocates stage `index` with `geometry`, in a filter that already
+    /// takes `memory_so_far` bytes; returns it and its bytes.
+    pub(crate) fn allocate<T: ?Sized>(
+        &self,
+        index: usize,
+        geometry: Geometry,
+        memory_so_far: usize,
+    ) -> Result<(Stage<T>, usize), Error> {
+        let bytes = Stage::<T>::memory_bytes_for(&geometry);
+        let needed = memory_so_far.saturating_add(bytes);
+        match self.memory_limit {
+            Some(limit) if needed > limit && index == 0 => {
+                return Err(Error::MemoryLimitTooSmall {
+                    limit,
+                    first_stage: bytes,
+                })
+            }
+            Some(limit) if needed > limit => {
+                return Err(Error::MemoryLimitReached { limit, needed })
+            }
+            _ => {}
+        }
+        let fill = if index == 0 {
+            self.first_stage_fill_bits
+        } else {
+            None
+        };
+        Ok((Stage::new(geometry, self.stage_rate(index), fill)?, bytes))
+    }
+}
+
+/// Configures a [`ScalableBloomFilter`] before its first stage is allocated.
+///
+/// Made by [`ScalableBloomFilter::builder`]; nothing is checked or allocated
+/// until [`build`](ScalableBloomFilterBuilder::build).
+///
+/// # Example
+///
+/// ```
+/// use atomic_bloom::{Layout, ScalableBloomFilter};
+///
+/// let visited: ScalableBloomFilter<str> = ScalableBloomFilter::builder(10_000, 0.001)
+///     .growth_factor(2)
+///     .tightening_ratio(0.85)
+///     .layout(Layout::CacheLine)
+///     .memory_limit(256 << 20)
+///     .seed(42)
+///     .build()?;
+/// assert_eq!(visited.stages(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ScalableBloomFilterBuilder<T: ?Sized, S = DefaultHasher> {
+    sizing: Sizing<S>,
+    growth: usize,
+    tightening: f64,
+    layout: Layout,
+    memory_limit: Option<usize>,
+    first_stage_fill_bits: Option<usize>,
+    _item: PhantomData<fn(&T)>,
+}
+
+impl<T: ?Sized> ScalableBloomFilterBuilder<T, DefaultHasher> {
+    pub(crate) fn new(initial_capacity: usize, rate: f64) -> Self {
+        ScalableBloomFilterBuilder {
+            sizing: Sizing::new(initial_capacity, rate),
+            growth: 2,
+            tightening: 0.85,
+            layout: Layout::default(),
+            memory_limit: Some(DEFAULT_MEMORY_LIMIT),
+            first_stage_fill_bits: None,
+            _item: PhantomData,
+        }
+    }
+
+    /// Seeds the default hasher with `seed` instead of OS entropy: the same
+    /// items set the same bits in every run. Keep the random default for
+    /// filters fed by untrusted input.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::ScalableBloomFilter;
+    ///
+    /// let a: ScalableBloomFilter<str> = ScalableBloomFilter::builder(100, 0.01).seed(7).build()?;
+    /// let b: ScalableBloomFilter<str> = ScalableBloomFilter::builder(100, 0.01).seed(7).build()?;
+    /// assert_eq!(a.hash_item("x"), b.hash_item("x"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.sizing = self.sizing.seed(seed);
+        self
+    }
+}
+
+impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
+    /// How much larger each stage is than the one before: 2 (the default)
+    /// or 4. With 4 there are half as many stages to check per lookup, and
+    /// the last stage may be up to 4× larger than needed.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::builder(100, 0.01).growth_factor(4).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn growth_factor(mut self, growth: usize) -> Self {
+        self.growth = growth;
+        self
+    }
+
+    /// The ratio between the rates of successive stages, in [0.8, 0.9]
+    /// (default 0.85). The first stage gets `rate · (1 - ratio)`, so a
+    /// higher ratio tightens the first stage and loosens the later ones.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::builder(100, 0.01).tightening_ratio(0.9).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tightening_ratio(mut self, ratio: f64) -> Self {
+        self.tightening = ratio;
+        self
+    }
+
+    /// The [`Layout`] of every stage (default [`Layout::CacheLine`]).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{Layout, ScalableBloomFilter};
+    /// let f: ScalableBloomFilter<u64> =
+    ///     ScalableBloomFilter::builder(100, 0.01).layout(Layout::Word).build()?;
+    /// assert_eq!(f.layout(), Layout::Word);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// The most bytes the stages may take together (default 1 GiB). When the
+    /// next stage would pass it the filter stops growing: see
+    /// [`ScalableBloomFilter::try_insert`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::builder(1000, 0.01).memory_limit(1 << 20).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn memory_limit(mut self, bytes: usize) -> Self {
+        self.memory_limit = Some(bytes);
+        self
+    }
+
+    /// No memory limit: the filter grows as long as the allocator gives
+    /// memory. Only for input you trust: a flood of distinct items then
+    /// grows it without bound.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::builder(1000, 0.01).unlimited_memory().build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unlimited_memory(mut self) -> Self {
+        self.memory_limit = None;
+        self
+    }
+
+    #[doc(hidden)]
+    /// The first stage counts as full at `bits` set bits; loom models use it
+    /// to cross a stage boundary in one insert.
+    pub fn __first_stage_fill_bits(mut self, bits: usize) -> Self {
+        self.first_stage_fill_bits = Some(bits);
+        self
+    }
+
+    /// Hashes items with `hasher` instead of the seeded wyhash default; it
+    /// must spread its output over all 64 bits.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::collections::hash_map::RandomState;
+    /// use atomic_bloom::ScalableBloomFilter;
+    ///
+    /// let f: ScalableBloomFilter<str, RandomState> =
+    ///     ScalableBloomFilter::builder(100, 0.01).hasher(RandomState::new()).build()?;
+    /// f.insert("a");
+    /// assert!(f.contains("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hasher<H: BuildHasher>(self, hasher: H) -> ScalableBloomFilterBuilder<T, H> {
+        ScalableBloomFilterBuilder {
+            sizing: self.sizing.hasher(hasher),
+            growth: self.growth,
+            tightening: self.tightening,
+            layout: self.layout,
+            memory_limit: self.memory_limit,
+            first_stage_fill_bits: self.first_stage_fill_bits,
+            _item: PhantomData,
+        }
+    }
+
+    /// Checks the options and allocates the first stage.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroCapacity`], [`Error::InvalidFalsePositiveRate`],
+    /// [`Error::InvalidGrowthFactor`] (not 2 or 4),
+    /// [`Error::InvalidTighteningRatio`] (outside [0.8, 0.9]),
+    /// [`Error::TooLarge`], [`Error::MemoryLimitTooSmall`] (the first stage
+    /// alone passes the limit), [`Error::AllocationFailed`],
+    /// [`Error::SeedUnavailable`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{Error, ScalableBloomFilter};
+    ///
+    /// let bad = ScalableBloomFilter::<str>::builder(1000, 0.01).growth_factor(3).build();
+    /// assert!(matches!(bad, Err(Error::InvalidGrowthFactor { growth: 3 })));
+    /// ```
+    pub fn build(self) -> Result<ScalableBloomFilter<T, S>, Error>
+    where
+        S: BuildHasher,
+    {
+        let Sizing {
+            capacity,
+            rate,
+            hasher,
+        } = self.sizing;
+        crate::sizing::validate(capacity, rate)?;
+        if !matches!(self.growth, 2 | 4) {
+            return Err(Error::InvalidGrowthFactor {
+                growth: self.growth,
+            });
+        }
+        if !(0.8..=0.9).contains(&self.tightening) {
+            return Err(Error::InvalidTighteningRatio {
+                ratio: self.tightening,
+            });
+        }
+        let plan = GrowthPlan {
+            initial_capacity: capacity,
+            rate,
+            growth: self.growth,
+            tightening: self.tightening,
+            layout: self.layout,
+            memory_limit: self.memory_limit,
+            first_stage_fill_bits: self.first_stage_fill_bits,
+        };
+        ScalableBloomFilter::from_parts(plan, hasher?)
+    }
+}
+
+impl<T: ?Sized, S: fmt::Debug> fmt::Debug for ScalableBloomFilterBuilder<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScalableBloomFilterBuilder")
+            .field("sizing", &self.sizing)
+            .field("growth", &self.growth)
+            .field("tightening", &self.tightening)
+            .field("layout", &self.layout)
+            .field("memory_limit", &self.memory_limit)
+            .finish()
+    }
+}

@@ -1,0 +1,544 @@
+//! `ScalableBloomFilter`: a filter that grows without a capacity guess,
+//! lock-free, keeping the total rate it promised.
+
+mod builder;
+mod stage;
+
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+
+use builder::GrowthPlan;
+pub use builder::ScalableBloomFilterBuilder;
+use stage::Stage;
+
+use crate::sizing::Geometry;
+use crate::sync::{Arc, ArcSwap, AtomicBool, Mutex, Ordering};
+use crate::{DefaultHasher, Error, Layout};
+
+/// A Bloom filter that grows as items arrive (Almeida et al. 2007), for
+/// when no capacity can be guessed: a crawler of an unknown web, an id
+/// allocator.
+///
+/// It is a list of stages, each a power-of-two Bloom filter. Stage `i` holds
+/// `c0 · s^i` items at rate `p0 · r^i`, with growth `s` (2 or 4) and
+/// tightening `r` (0.8 to 0.9). The first stage's rate is `p0 = P (1 - r)`,
+/// so the rates of all the stages, however many there are, sum to at most
+/// the rate `P` asked for: the **total** false-positive rate stays at or
+/// under `P`. (Filters that give the first stage `P` measure about 3% for a
+/// 1% request once grown.) One hash serves every stage, by masking.
+///
+/// An insert checks the older stages, then sets bits in the newest; when the
+/// newest is full, the inserter that notices appends the next stage.
+///
+/// # Growth and memory
+///
+/// The stage list is immutable and swapped in whole through `arc-swap`: a
+/// reader loads it once per call and never blocks. Of several threads that
+/// find the newest stage full, exactly one allocates the next stage and
+/// publishes the longer list with a compare-and-swap; the others go on
+/// inserting into the full stage meanwhile (a little past its fill, which
+/// the sizing's margin absorbs).
+///
+/// Memory is capped at 1 GiB unless the builder says otherwise
+/// ([`memory_limit`](ScalableBloomFilterBuilder::memory_limit),
+/// [`unlimited_memory`](ScalableBloomFilterBuilder::unlimited_memory)), so a
+/// flood of distinct items cannot grow it without bound. When the next
+/// stage would pass the cap, [`try_insert`](Self::try_insert) returns
+/// [`Error::MemoryLimitReached`] and inserts nothing, while
+/// [`insert`](Self::insert) keeps the filter usable by adding to the last
+/// stage: nothing is lost, but the false-positive rate rises past the target
+/// ([`estimated_fpr`](Self::estimated_fpr) reports it,
+/// [`growth_error`](Self::growth_error) says why).
+///
+/// # Example
+///
+/// ```
+/// use atomic_bloom::ScalableBloomFilter;
+///
+/// let seen: ScalableBloomFilter<str> = ScalableBloomFilter::new(1_000, 0.01)?;
+/// for page in 0..50_000 {
+///     seen.insert(&format!("https://example.com/{page}"));
+/// }
+/// assert!(seen.stages() > 1);
+/// assert!(seen.contains("https://example.com/7"));
+/// assert!(seen.estimated_fpr() <= 0.01);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Consistency
+///
+/// An insert that happens-before a lookup is always seen by it, whichever
+/// stage it went into, also across a growth. A lookup racing an insert of
+/// the same item may or may not see it. Two threads inserting the same
+/// absent item at once may both be told it was new (with
+/// [`Layout::Word`], exactly one is, unless a growth falls between them).
+/// [`stages`](Self::stages), [`len_estimate`](Self::len_estimate) and the
+/// other figures are snapshots.
+pub struct ScalableBloomFilter<T: ?Sized, S = DefaultHasher> {
+    stages: ArcSwap<StageList<T>>,
+    plan: GrowthPlan,
+    /// Set while one thread makes the next stage, so others do not make
+    /// (and throw away) another: they never wait on it.
+    growing: AtomicBool,
+    /// Set once a growth failed (the memory limit): no more attempts.
+    exhausted: AtomicBool,
+    /// Why growth failed; read on the cold path only.
+    growth_error: Mutex<Option<Error>>,
+    /// Stage geometries by stage index, sized when the filter was built
+    /// (see `GrowthPlan::plan_stages`); never changed.
+    planned: Box<[Result<Geometry, Error>]>,
+    hasher: S,
+    _item: PhantomData<fn(&T)>,
+}
+
+/// The stages, oldest first; never changed once published.
+struct StageList<T: ?Sized> {
+    older: Vec<Arc<Stage<T>>>,
+    newest: Arc<Stage<T>>,
+    memory_bytes: usize,
+}
+
+impl<T: ?Sized> StageList<T> {
+    fn all(&self) -> impl DoubleEndedIterator<Item = &Stage<T>> {
+        self.older
+            .iter()
+            .map(|stage| &**stage)
+            .chain(std::iter::once(&*self.newest))
+    }
+
+    fn len(&self) -> usize {
+        self.older.len() + 1
+    }
+
+    /// This list with `stage` appended.
+    fn with(&self, stage: Stage<T>, bytes: usize) -> Self {
+        let mut older = self.older.clone();
+        older.push(Arc::clone(&self.newest));
+        StageList {
+            older,
+            newest: Arc::new(stage),
+            memory_bytes: self.memory_bytes + bytes,
+        }
+    }
+}
+
+/// Locks a cold-path mutex; nothing panics while holding one, but a poisoned
+/// one would still hold a valid value.
+fn lock<V>(mutex: &Mutex<V>) -> crate::sync::MutexGuard<'_, V> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl<T: ?Sized> ScalableBloomFilter<T, DefaultHasher> {
+    /// A scalable filter whose first stage holds about `initial_capacity`
+    /// items, at a total false-positive rate `rate`, growth 2, tightening
+    /// 0.85, a random seed and a 1 GiB memory limit.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroCapacity`], [`Error::InvalidFalsePositiveRate`],
+    /// [`Error::TooLarge`], [`Error::AllocationFailed`],
+    /// [`Error::SeedUnavailable`], [`Error::MemoryLimitTooSmall`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1_000, 0.001)?;
+    /// assert_eq!(f.stages(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(initial_capacity: usize, rate: f64) -> Result<Self, Error> {
+        Self::builder(initial_capacity, rate).build()
+    }
+
+    /// A builder: growth factor, tightening ratio, layout, seed or hasher,
+    /// memory limit.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<str> =
+    ///     atomic_bloom::ScalableBloomFilter::builder(1_000, 0.01)
+    ///         .growth_factor(4)
+    ///         .tightening_ratio(0.9)
+    ///         .seed(7)
+    ///         .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(initial_capacity: usize, rate: f64) -> ScalableBloomFilterBuilder<T> {
+        ScalableBloomFilterBuilder::new(initial_capacity, rate)
+    }
+}
+
+impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
+    pub(crate) fn from_parts(plan: GrowthPlan, hasher: S) -> Result<Self, Error> {
+        let planned = plan.plan_stages();
+        let first = planned
+            .first()
+            .cloned()
+            .unwrap_or_else(|| plan.geometry(0))?;
+        let (first, bytes) = plan.allocate(0, first, 0)?;
+        let stages = StageList {
+            older: Vec::new(),
+            newest: Arc::new(first),
+            memory_bytes: bytes,
+        };
+        Ok(ScalableBloomFilter {
+            stages: ArcSwap::from_pointee(stages),
+            plan,
+            growing: AtomicBool::new(false),
+            exhausted: AtomicBool::new(false),
+            growth_error: Mutex::new(None),
+            planned: planned.into_boxed_slice(),
+            hasher,
+            _item: PhantomData,
+        })
+    }
+
+    /// Inserts the item whose hash is `hash`; true if no stage held it.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<str> =
+    ///     atomic_bloom::ScalableBloomFilter::new(100, 0.01)?;
+    /// assert!(f.insert_hash(f.hash_item("a")));
+    /// assert!(f.contains("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn insert_hash(&self, hash: u64) -> bool {
+        let stages = self.stages.load();
+        if stages
+            .older
+            .iter()
+            .rev()
+            .any(|stage| stage.contains_hash(hash))
+        {
+            return false;
+        }
+        let outcome = stages.newest.insert_hash(hash);
+        if outcome.full {
+            self.grow(&stages);
+        }
+        outcome.new
+    }
+
+    /// Whether the item whose hash is `hash` may be in the filter.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<str> =
+    ///     atomic_bloom::ScalableBloomFilter::new(100, 0.01)?;
+    /// f.insert("a");
+    /// assert!(f.contains_hash(f.hash_item("a")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        // Newest first: it is the largest, and holds about half the items.
+        self.stages
+            .load()
+            .all()
+            .rev()
+            .any(|stage| stage.contains_hash(hash))
+    }
+
+    /// Makes the next stage and publishes it with a compare-and-swap on the
+    /// list loaded as `seen`: of racing growers, exactly one succeeds.
+    ///
+    /// The `growing` flag spares duplicate allocations: while one thread
+    /// grows, others skip, unless the stage is overfull by an eighth (its
+    /// grower may have been descheduled), in which case they race it.
+    /// Growth never waits on another thread.
+    #[cold]
+    fn grow(&self, seen: &Arc<StageList<T>>) {
+        // Relaxed: a hint that spares a doomed attempt; the compare-and-swap
+        // below decides.
+        if self.exhausted.load(Ordering::Relaxed) {
+            return;
+        }
+        // Acquire: pairs with the Release that ends the previous growth, so
+        // the list that growth published is the one loaded next.
+        let holder = !self.growing.swap(true, Ordering::Acquire);
+        if holder || seen.newest.is_overfull() {
+            let current = self.stages.load();
+            if Arc::ptr_eq(&current, seen) {
+                self.append_stage(&current);
+            }
+        }
+        if holder {
+            // Release: publishes this growth's outcome to the next grower.
+            self.growing.store(false, Ordering::Release);
+        }
+    }
+
+    /// Allocates the stage after `current`'s newest and publishes the
+    /// longer list if `current` is still the list; records a failure.
+    fn append_stage(&self, current: &Arc<StageList<T>>) {
+        let index = current.len();
+        let geometry = match self.planned.get(index) {
+            Some(geometry) => geometry.clone(),
+            None => self.plan.geometry(index),
+        };
+        let stage =
+            geometry.and_then(|geometry| self.plan.allocate(index, geometry, current.memory_bytes));
+        match stage {
+            Ok((stage, bytes)) => {
+                let longer = Arc::new(current.with(stage, bytes));
+                // A loser drops its stage: the winner's is the one stage
+                // of this boundary.
+                drop(self.stages.compare_and_swap(current, longer));
+            }
+            Err(error) => {
+                *lock(&self.growth_error) = Some(error);
+                // Release: whoever sees the flag finds the error stored.
+                self.exhausted.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// Why the filter stopped growing ([`Error::MemoryLimitReached`], or the
+    /// allocator's refusal), or `None` while it still grows.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// assert!(f.growth_error().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn growth_error(&self) -> Option<Error> {
+        // Acquire: pairs with the Release after the error was stored.
+        if !self.exhausted.load(Ordering::Acquire) {
+            return None;
+        }
+        lock(&self.growth_error).clone()
+    }
+
+    /// Number of stages (1 until the first stage fills).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(100, 0.01)?;
+    /// for i in 0..10_000u64 { f.insert(&i); }
+    /// assert!(f.stages() >= 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stages(&self) -> usize {
+        self.stages.load().len()
+    }
+
+    /// Items the present stages hold at their rates: the filter grows when
+    /// it passes this.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// assert!(f.capacity() >= 1000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.stages
+            .load()
+            .all()
+            .map(|stage| stage.filter().capacity())
+            .sum()
+    }
+
+    /// The total false-positive rate the filter was built for.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.02)?;
+    /// assert_eq!(f.target_fpr(), 0.02);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn target_fpr(&self) -> f64 {
+        self.plan.rate
+    }
+
+    /// The [`Layout`] of every stage.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(f.layout(), atomic_bloom::Layout::CacheLine);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn layout(&self) -> Layout {
+        self.plan.layout
+    }
+
+    /// Bytes allocated by all stages.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// let before = f.memory_bytes();
+    /// for i in 0..100_000u64 { f.insert(&i); }
+    /// assert!(f.memory_bytes() > before);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn memory_bytes(&self) -> usize {
+        self.stages.load().memory_bytes
+    }
+
+    /// Items inserted, estimated from each stage's fill.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// for i in 0..100_000u64 { f.insert(&i); }
+    /// assert!((f.len_estimate() as f64 - 100_000.0).abs() < 3_000.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn len_estimate(&self) -> usize {
+        self.stages
+            .load()
+            .all()
+            .map(|stage| stage.filter().len_estimate())
+            .fold(0, usize::saturating_add)
+    }
+
+    /// The total false-positive rate expected now: one minus the chance
+    /// that every stage says no, each at its estimated fill.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// for i in 0..100_000u64 { f.insert(&i); }
+    /// assert!(f.estimated_fpr() <= 0.01);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn estimated_fpr(&self) -> f64 {
+        let all_say_no: f64 = self
+            .stages
+            .load()
+            .all()
+            .map(|stage| 1.0 - stage.filter().estimated_fpr())
+            .product();
+        1.0 - all_say_no
+    }
+
+    #[doc(hidden)]
+    /// Each stage's set bits and the set bits at which it counts as full,
+    /// oldest first; for tests.
+    pub fn __stage_fills(&self) -> Vec<(usize, usize)> {
+        self.stages.load().all().map(Stage::fill).collect()
+    }
+}
+
+impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
+    /// Inserts `item`; returns true if no stage held it before. Never
+    /// fails: past the memory limit it adds to the last stage (see the
+    /// type's *Growth and memory*).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<str> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// assert!(f.insert("a"));
+    /// assert!(!f.insert("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn insert(&self, item: &T) -> bool {
+        self.insert_hash(self.hash_item(item))
+    }
+
+    /// Inserts `item` while the filter can still keep its rate.
+    ///
+    /// # Errors
+    ///
+    /// Once the filter is full and could not add a stage (the error
+    /// [`growth_error`](Self::growth_error) reports:
+    /// [`Error::MemoryLimitReached`], [`Error::AllocationFailed`] or
+    /// [`Error::TooLarge`]), returns it and inserts nothing.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{Error, ScalableBloomFilter};
+    ///
+    /// let f: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(1000, 0.01)
+    ///     .memory_limit(64 * 1024)
+    ///     .build()?;
+    /// let refused = (0..1_000_000u64).find_map(|i| f.try_insert(&i).err());
+    /// assert!(matches!(refused, Some(Error::MemoryLimitReached { .. })));
+    /// assert!(f.memory_bytes() <= 64 * 1024);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_insert(&self, item: &T) -> Result<bool, Error> {
+        match self.growth_error() {
+            Some(error) => Err(error),
+            None => Ok(self.insert(item)),
+        }
+    }
+
+    /// Whether `item` may be in the filter (any stage holds it).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<[u8]> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// f.insert(b"k");
+    /// assert!(f.contains(b"k"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn contains(&self, item: &T) -> bool {
+        self.contains_hash(self.hash_item(item))
+    }
+
+    /// The 64-bit hash every stage derives `item`'s bits from.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<str> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(f.hash_item("a"), f.hash_item("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn hash_item(&self, item: &T) -> u64 {
+        self.hasher.hash_one(item)
+    }
+}
+
+impl<T: ?Sized, S: fmt::Debug> fmt::Debug for ScalableBloomFilter<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScalableBloomFilter")
+            .field("stages", &self.stages())
+            .field("capacity", &self.capacity())
+            .field("len_estimate", &self.len_estimate())
+            .field("memory_bytes", &self.memory_bytes())
+            .field("estimated_fpr", &self.estimated_fpr())
+            .field("plan", &self.plan)
+            .field("growth_error", &self.growth_error())
+            .field("hasher", &self.hasher)
+            .finish()
+    }
+}
