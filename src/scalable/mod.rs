@@ -241,11 +241,13 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
         // Newest first: it is the largest, and holds about half the items.
-        self.stages
-            .load()
-            .all()
-            .rev()
-            .any(|stage| stage.contains_hash(hash))
+        let stages = self.stages.load();
+        stages.newest.contains_hash(hash)
+            || stages
+                .older
+                .iter()
+                .rev()
+                .any(|stage| stage.contains_hash(hash))
     }
 
     /// Makes the next stage and publishes it with a compare-and-swap on the

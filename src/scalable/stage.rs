@@ -61,7 +61,7 @@ impl<T: ?Sized> Stage<T> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert_hash(&self, hash: u64) -> StageInsert {
         match self.filter.insert_hash_tallied(hash) {
             None => StageInsert {
@@ -103,7 +103,7 @@ impl<T: ?Sized> Stage<T> {
         (self.filter.set_bits(), self.full_at_bits)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn contains_hash(&self, hash: u64) -> bool {
         self.filter.contains_hash(hash)
     }
