@@ -192,6 +192,10 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         }
     }
 
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
     /// Shards of the set-bit count: what [`ShardAdd`] refers to.
     pub(crate) fn set_bits_shards(&self) -> usize {
         self.bits.set_bits_shards()

@@ -12,6 +12,8 @@
 //!   counters updated by compare-and-swap, sticky when they saturate.
 //! * [`ScalableBloomFilter`]: grows stage by stage without a capacity
 //!   guess, lock-free, keeping the total false-positive rate it was given.
+//! * [`Frontier`]: a crawler's to-visit queue that drops what it has seen:
+//!   a filter in front of a lock-free queue.
 //!
 //! # Example
 //!
@@ -67,6 +69,8 @@ mod builder;
 mod counters;
 mod counting;
 mod error;
+mod fill;
+mod frontier;
 mod hash;
 mod layout;
 #[cfg(feature = "rayon")]
@@ -80,6 +84,7 @@ pub use bloom::BloomFilter;
 pub use builder::{BloomFilterBuilder, CountingBloomFilterBuilder};
 pub use counting::CountingBloomFilter;
 pub use error::Error;
+pub use frontier::Frontier;
 pub use hash::DefaultHasher;
 pub use layout::Layout;
 pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder};

@@ -1,4 +1,5 @@
-//! The one door to atomics, `Arc`, `Mutex` and `ArcSwap`.
+//! The one door to atomics, `Arc`, `Mutex`, `ArcSwap` and the frontier's
+//! queue.
 //!
 //! Every other module takes its atomic types from here. In a normal build
 //! they are `std`'s (and `arc-swap`'s); when the crate is compiled with
@@ -8,7 +9,8 @@
 //! `cfg(test)`): a separate test crate can switch it on, and it flips nothing
 //! inside dependencies.
 //!
-//! loom cannot see inside `arc-swap`, so under the loom cfg [`ArcSwap`] is a
+//! loom cannot see inside `arc-swap` or crossbeam's queue. Under the loom
+//! cfg `Queue` is a `Mutex<VecDeque>` with `SegQueue`'s methods, and [`ArcSwap`] is a
 //! stand-in over loom's `RwLock<Arc<T>>` with the same `load` /
 //! `compare_and_swap` semantics: `load` returns the current `Arc` and
 //! `compare_and_swap` replaces it only if it is still the expected one,
@@ -21,6 +23,8 @@ pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use arc_swap::ArcSwap;
+#[cfg(not(atomic_bloom_loom))]
+pub(crate) use crossbeam::queue::SegQueue as Queue;
 
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -29,6 +33,41 @@ pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom_arc_swap::ArcSwap;
+#[cfg(atomic_bloom_loom)]
+pub(crate) use loom_queue::Queue;
+
+/// `crossbeam::queue::SegQueue`'s `push`, `pop` and `len`, over a loom
+/// mutex: loom cannot see crossbeam's own synchronization.
+#[cfg(atomic_bloom_loom)]
+mod loom_queue {
+    use std::collections::VecDeque;
+
+    use loom::sync::Mutex;
+
+    pub(crate) struct Queue<T> {
+        items: Mutex<VecDeque<T>>,
+    }
+
+    impl<T> Queue<T> {
+        pub(crate) fn new() -> Self {
+            Queue {
+                items: Mutex::new(VecDeque::new()),
+            }
+        }
+
+        pub(crate) fn push(&self, item: T) {
+            self.items.lock().unwrap().push_back(item);
+        }
+
+        pub(crate) fn pop(&self) -> Option<T> {
+            self.items.lock().unwrap().pop_front()
+        }
+
+        pub(crate) fn len(&self) -> usize {
+            self.items.lock().unwrap().len()
+        }
+    }
+}
 
 #[cfg(atomic_bloom_loom)]
 mod loom_arc_swap {

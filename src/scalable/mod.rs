@@ -371,6 +371,20 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         self.plan.rate
     }
 
+    /// The hasher every stage's bits come from.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::builder(1000, 0.01).seed(9).build()?;
+    /// assert_eq!(f.hasher().seed(), 9);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hasher(&self) -> &S {
+        &self.hasher
+    }
+
     /// The [`Layout`] of every stage.
     ///
     /// # Example

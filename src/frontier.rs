@@ -1,0 +1,422 @@
+//! `Frontier`: a crawler's to-visit queue that drops what it has seen.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+
+use crate::fill::FillMark;
+use crate::sync::{AtomicBool, Ordering, Queue};
+use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter};
+
+/// A crawler's to-visit queue: [`push`](Self::push) drops an item that was
+/// pushed before, [`pop`](Self::pop) hands out the others, and every
+/// worker thread shares one `Arc<Frontier<String>>`.
+///
+/// It is a Bloom filter of everything ever pushed in front of crossbeam's
+/// lock-free `SegQueue`. Popping does not forget: an item is pushed at most
+/// once in the frontier's life. A false positive of the filter drops a new
+/// item, at the filter's rate; nothing accepted is ever lost.
+///
+/// # Which filter
+///
+/// * [`Frontier::new`]: a [`BloomFilter`] with [`Layout::Word`], where an
+///   insert is one atomic test-and-set: when several workers find the same
+///   URL at the same instant, exactly one push is accepted, so a URL is
+///   never queued twice.
+/// * [`Frontier::from_filter`] with a [`Layout::CacheLine`] filter: 25-35%
+///   less memory (and faster inserts), but two workers racing on the same
+///   new URL may both queue it.
+/// * [`Frontier::scalable`]: a [`ScalableBloomFilter`] (also
+///   [`Layout::Word`]) when no capacity can be guessed. Exactly-once holds
+///   except for racing pushes that straddle a growth.
+///
+/// Past its capacity a fixed filter's rate rises above the target: the
+/// frontier logs one warning through the `log` crate and
+/// [`is_over_capacity`](Self::is_over_capacity) turns true. A scalable one
+/// does the same when it stops growing at its memory limit.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use atomic_bloom::Frontier;
+///
+/// let frontier: Arc<Frontier<String>> = Arc::new(Frontier::new(1_000_000, 0.01)?);
+/// assert!(frontier.push("https://example.com/".to_string()));
+/// assert!(!frontier.push("https://example.com/".to_string())); // seen: dropped
+/// assert_eq!(frontier.pop().as_deref(), Some("https://example.com/"));
+/// assert!(frontier.seen("https://example.com/"));
+/// assert!(!frontier.push("https://example.com/".to_string())); // popped, still seen
+/// assert!(frontier.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Consistency
+///
+/// An accepted push is in the queue before `push` returns, so a pop that
+/// happens after it can take it. The queue is FIFO in the order pushes
+/// complete, and so FIFO per producer. [`len`](Self::len) and the
+/// filter's figures are snapshots.
+pub struct Frontier<T, S = DefaultHasher> {
+    seen: Seen<T, S>,
+    queue: Queue<T>,
+    /// Set once the filter passed its capacity; the warning is logged once.
+    over_capacity: AtomicBool,
+}
+
+enum Seen<T, S> {
+    Fixed {
+        filter: BloomFilter<T, S>,
+        mark: FillMark,
+    },
+    Scalable(ScalableBloomFilter<T, S>),
+}
+
+impl<T: Hash> Frontier<T, DefaultHasher> {
+    /// A frontier for `capacity` distinct items at false-positive rate
+    /// `rate`, on a [`Layout::Word`] filter with a random seed.
+    ///
+    /// # Errors
+    ///
+    /// As [`BloomFilter::new`]: [`Error::ZeroCapacity`],
+    /// [`Error::InvalidFalsePositiveRate`], [`Error::TooLarge`],
+    /// [`Error::AllocationFailed`], [`Error::SeedUnavailable`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(10_000, 0.01)?;
+    /// assert_eq!(frontier.layout(), atomic_bloom::Layout::Word);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(capacity: usize, rate: f64) -> Result<Self, Error> {
+        let filter = BloomFilter::builder(capacity, rate)
+            .layout(Layout::Word)
+            .build()?;
+        Ok(Self::from_filter(filter))
+    }
+
+    /// A frontier on a [`ScalableBloomFilter`] with [`Layout::Word`]
+    /// stages, for when no capacity can be guessed: it starts at
+    /// `initial_capacity` and grows, keeping the total rate at `rate`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ScalableBloomFilter::new`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u64> = atomic_bloom::Frontier::scalable(1_000, 0.01)?;
+    /// for i in 0..100_000u64 { frontier.push(i); }
+    /// assert!(frontier.len() > 99_000);
+    /// assert!(!frontier.is_over_capacity());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn scalable(initial_capacity: usize, rate: f64) -> Result<Self, Error> {
+        let filter = ScalableBloomFilter::builder(initial_capacity, rate)
+            .layout(Layout::Word)
+            .build()?;
+        Ok(Self::from_scalable(filter))
+    }
+}
+
+impl<T, S> Frontier<T, S> {
+    /// A frontier on `filter`, built with any layout, seed or hasher.
+    /// Items already in the filter count as seen.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{BloomFilter, Frontier, Layout};
+    ///
+    /// let filter = BloomFilter::builder(100_000, 0.001).layout(Layout::CacheLine).seed(7).build()?;
+    /// let frontier: Frontier<String> = Frontier::from_filter(filter);
+    /// assert_eq!(frontier.layout(), Layout::CacheLine);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_filter(filter: BloomFilter<T, S>) -> Self {
+        let mark = FillMark::at_capacity(&filter, None);
+        Frontier {
+            seen: Seen::Fixed { filter, mark },
+            queue: Queue::new(),
+            over_capacity: AtomicBool::new(false),
+        }
+    }
+
+    /// A frontier on a scalable `filter`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{Frontier, ScalableBloomFilter};
+    ///
+    /// let filter = ScalableBloomFilter::builder(1_000, 0.01).memory_limit(64 << 20).build()?;
+    /// let frontier: Frontier<String> = Frontier::from_scalable(filter);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_scalable(filter: ScalableBloomFilter<T, S>) -> Self {
+        Frontier {
+            seen: Seen::Scalable(filter),
+            queue: Queue::new(),
+            over_capacity: AtomicBool::new(false),
+        }
+    }
+
+    /// Takes the oldest queued item, or `None` when the queue is empty at
+    /// this instant (other workers may still push).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u32> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// frontier.push(1);
+    /// frontier.push(2);
+    /// assert_eq!(frontier.pop(), Some(1));
+    /// assert_eq!(frontier.pop(), Some(2));
+    /// assert_eq!(frontier.pop(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pop(&self) -> Option<T> {
+        self.queue.pop()
+    }
+
+    /// Items queued now (a snapshot).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u32> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// frontier.push(1);
+    /// frontier.push(1);
+    /// assert_eq!(frontier.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// True when nothing is queued at this instant.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u32> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// assert!(frontier.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the filter passed its capacity (a fixed filter), or stopped
+    /// growing at its memory limit (a scalable one): from then on new items
+    /// are dropped more often than the target rate says. Logged once, as a
+    /// warning, when it happens.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u64> = atomic_bloom::Frontier::new(1_000, 0.01)?;
+    /// for i in 0..1_000u64 { frontier.push(i); }
+    /// assert!(!frontier.is_over_capacity());
+    /// for i in 1_000..10_000u64 { frontier.push(i); }
+    /// assert!(frontier.is_over_capacity());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_over_capacity(&self) -> bool {
+        // Relaxed: a flag that publishes nothing else.
+        self.over_capacity.load(Ordering::Relaxed)
+    }
+
+    /// Records, once, that the filter can no longer keep its rate.
+    #[cold]
+    fn note_over_capacity(&self) {
+        // Relaxed: a flag that publishes nothing else; the swap makes
+        // exactly one caller log.
+        if !self.over_capacity.swap(true, Ordering::Relaxed) {
+            log::warn!(
+                "atomic-bloom frontier: the seen-filter passed its capacity of {} items; \
+                 new items will be dropped as seen more often than the target rate {} \
+                 (build a larger frontier, or use Frontier::scalable)",
+                self.capacity(),
+                self.target_fpr()
+            );
+        }
+    }
+
+    /// Distinct items the filter holds at its target rate (for a scalable
+    /// filter, what its present stages hold).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(10_000, 0.01)?;
+    /// assert!(frontier.capacity() >= 10_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn capacity(&self) -> usize {
+        match &self.seen {
+            Seen::Fixed { filter, .. } => filter.capacity(),
+            Seen::Scalable(filter) => filter.capacity(),
+        }
+    }
+
+    /// The false-positive rate the filter was built for: the chance that a
+    /// new item is dropped as seen.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(10_000, 0.02)?;
+    /// assert_eq!(frontier.target_fpr(), 0.02);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn target_fpr(&self) -> f64 {
+        match &self.seen {
+            Seen::Fixed { filter, .. } => filter.target_fpr(),
+            Seen::Scalable(filter) => filter.target_fpr(),
+        }
+    }
+
+    /// The false-positive rate expected now, from the filter's fill.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u64> = atomic_bloom::Frontier::new(10_000, 0.01)?;
+    /// for i in 0..5_000u64 { frontier.push(i); }
+    /// assert!(frontier.estimated_fpr() < 0.01);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn estimated_fpr(&self) -> f64 {
+        match &self.seen {
+            Seen::Fixed { filter, .. } => filter.estimated_fpr(),
+            Seen::Scalable(filter) => filter.estimated_fpr(),
+        }
+    }
+
+    /// Distinct items ever accepted, estimated from the filter's fill.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u64> = atomic_bloom::Frontier::new(100_000, 0.01)?;
+    /// for i in 0..50_000u64 { frontier.push(i); }
+    /// while frontier.pop().is_some() {}
+    /// assert!((frontier.seen_estimate() as f64 - 50_000.0).abs() < 1_500.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seen_estimate(&self) -> usize {
+        match &self.seen {
+            Seen::Fixed { filter, .. } => filter.len_estimate(),
+            Seen::Scalable(filter) => filter.len_estimate(),
+        }
+    }
+
+    /// Bytes of the seen-filter (the queued items are not counted: they are
+    /// the caller's).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(1_000_000, 0.01)?;
+    /// assert!(frontier.memory_bytes() < 4 << 20);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn memory_bytes(&self) -> usize {
+        match &self.seen {
+            Seen::Fixed { filter, .. } => filter.memory_bytes(),
+            Seen::Scalable(filter) => filter.memory_bytes(),
+        }
+    }
+
+    /// The layout of the seen-filter.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// assert_eq!(frontier.layout(), atomic_bloom::Layout::Word);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn layout(&self) -> Layout {
+        match &self.seen {
+            Seen::Fixed { filter, .. } => filter.layout(),
+            Seen::Scalable(filter) => filter.layout(),
+        }
+    }
+}
+
+impl<T: Hash, S: BuildHasher> Frontier<T, S> {
+    /// Queues `item` unless it was pushed before; returns whether it was
+    /// queued. A false positive of the filter drops a new item (at the
+    /// target rate); an accepted item is never lost.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// assert!(frontier.push("a".to_string()));
+    /// assert!(!frontier.push("a".to_string()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn push(&self, item: T) -> bool {
+        let new = match &self.seen {
+            Seen::Fixed { filter, mark } => {
+                let outcome = mark.insert_hash(filter, filter.hash_item(&item));
+                if outcome.full {
+                    self.note_over_capacity();
+                }
+                outcome.new
+            }
+            Seen::Scalable(filter) => {
+                let new = filter.insert(&item);
+                if new && filter.growth_error().is_some() {
+                    self.note_over_capacity();
+                }
+                new
+            }
+        };
+        if new {
+            self.queue.push(item);
+        }
+        new
+    }
+
+    /// Whether `item` was pushed before (or is a false positive). Takes any
+    /// borrowed form: `seen("url")` on a `Frontier<String>`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// frontier.push("https://a.example/".to_string());
+    /// assert!(frontier.seen("https://a.example/"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seen<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
+        // `Borrow` promises equal hashes for the owned and borrowed forms.
+        match &self.seen {
+            Seen::Fixed { filter, .. } => filter.contains_hash(filter.hasher().hash_one(item)),
+            Seen::Scalable(filter) => filter.contains_hash(filter.hasher().hash_one(item)),
+        }
+    }
+}
+
+impl<T, S: fmt::Debug> fmt::Debug for Frontier<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct("Frontier");
+        out.field("queued", &self.len());
+        match &self.seen {
+            Seen::Fixed { filter, .. } => out.field("filter", filter),
+            Seen::Scalable(filter) => out.field("filter", filter),
+        };
+        out.field("over_capacity", &self.is_over_capacity())
+            .finish()
+    }
+}
