@@ -192,6 +192,12 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         }
     }
 
+    /// Starts loading the block of `hash` into cache.
+    #[inline(always)]
+    pub(crate) fn prefetch_hash(&self, hash: u64) {
+        self.bits.prefetch(hash as usize & self.block_mask);
+    }
+
     pub(crate) fn geometry(&self) -> &Geometry {
         &self.geometry
     }

@@ -63,6 +63,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod batch;
 mod bits;
 mod bloom;
 mod builder;

@@ -1,0 +1,67 @@
+//! `contains_many` and `insert_many`: a slice of items in, one result per
+//! item out, with the blocks of items ahead prefetched while the current
+//! ones are worked on, so that several cache misses overlap.
+
+use std::borrow::Borrow;
+use std::hash::{BuildHasher, Hash};
+
+use crate::BloomFilter;
+
+/// Items hashed and prefetched together: enough misses in flight to cover
+/// memory latency, few enough for the CPU's fill buffers.
+const CHUNK: usize = 16;
+
+impl<T: ?Sized + Hash, S: BuildHasher> BloomFilter<T, S> {
+    /// Whether each item may be in the filter, as [`contains`](Self::contains)
+    /// one at a time would say, but faster on filters larger than the cache:
+    /// the blocks of 16 items are fetched from memory together.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<str> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// f.insert("a");
+    /// assert_eq!(f.contains_many(&["a", "b"]), vec![true, false]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn contains_many<Q: Borrow<T>>(&self, items: &[Q]) -> Vec<bool> {
+        let mut found = Vec::with_capacity(items.len());
+        self.for_each_prefetched(items, |hash| found.push(self.contains_hash(hash)));
+        found
+    }
+
+    /// Inserts each item, as [`insert`](Self::insert) one at a time would,
+    /// and returns whether each was new; faster on filters larger than the
+    /// cache (see [`contains_many`](Self::contains_many)). A duplicate
+    /// within the slice is new only the first time.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(f.insert_many(&[1, 2, 1]), vec![true, true, false]);
+    /// assert!(f.contains(&2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn insert_many<Q: Borrow<T>>(&self, items: &[Q]) -> Vec<bool> {
+        let mut new = Vec::with_capacity(items.len());
+        self.for_each_prefetched(items, |hash| new.push(self.insert_hash(hash)));
+        new
+    }
+
+    /// Hashes `items` a chunk at a time, prefetches the chunk's blocks, then
+    /// hands each hash to `work` in order.
+    #[inline(always)]
+    fn for_each_prefetched<Q: Borrow<T>>(&self, items: &[Q], mut work: impl FnMut(u64)) {
+        let mut hashes = [0u64; CHUNK];
+        for chunk in items.chunks(CHUNK) {
+            for (slot, item) in hashes.iter_mut().zip(chunk) {
+                *slot = self.hash_item(item.borrow());
+                self.prefetch_hash(*slot);
+            }
+            for &hash in &hashes[..chunk.len()] {
+                work(hash);
+            }
+        }
+    }
+}
