@@ -5,7 +5,7 @@ use std::fmt;
 use std::hash::BuildHasher;
 use std::marker::PhantomData;
 
-use crate::sizing::{self, Scheme};
+use crate::sizing::{self, Geometry, Scheme};
 use crate::{BloomFilter, CountingBloomFilter, DefaultHasher, Error, Layout};
 
 /// What every builder holds: the size asked for and the hasher.
@@ -34,6 +34,13 @@ impl Sizing<DefaultHasher> {
 }
 
 impl<S> Sizing<S> {
+    /// Checks the request and sizes it for `scheme`; the geometry, the rate
+    /// and the hasher (or the seed's failure).
+    pub(crate) fn plan(self, scheme: Scheme) -> Result<(Geometry, f64, S), Error> {
+        let geometry = sizing::plan(scheme, self.capacity, self.rate)?;
+        Ok((geometry, self.rate, self.hasher?))
+    }
+
     pub(crate) fn hasher<H>(self, hasher: H) -> Sizing<H> {
         Sizing {
             capacity: self.capacity,
@@ -161,13 +168,8 @@ impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
     where
         S: BuildHasher,
     {
-        let Sizing {
-            capacity,
-            rate,
-            hasher,
-        } = self.sizing;
-        let geometry = sizing::plan(self.layout.into(), capacity, rate)?;
-        BloomFilter::from_parts(geometry, rate, hasher?)
+        let (geometry, rate, hasher) = self.sizing.plan(self.layout.into())?;
+        BloomFilter::from_parts(geometry, rate, hasher)
     }
 }
 
@@ -275,13 +277,8 @@ impl<T: ?Sized, S> CountingBloomFilterBuilder<T, S> {
     where
         S: BuildHasher,
     {
-        let Sizing {
-            capacity,
-            rate,
-            hasher,
-        } = self.sizing;
-        let geometry = sizing::plan(Scheme::Counters, capacity, rate)?;
-        CountingBloomFilter::from_parts(geometry, rate, hasher?)
+        let (geometry, rate, hasher) = self.sizing.plan(Scheme::Counters)?;
+        CountingBloomFilter::from_parts(geometry, rate, hasher)
     }
 }
 
