@@ -1,0 +1,293 @@
+//! A multithreaded web crawler whose workers share one `Frontier<String>`:
+//! the job `atomic-bloom` is for.
+//!
+//! ```text
+//! cargo run --release --example crawl                  # a synthetic web: 1500 hosts x 500 pages
+//! cargo run --release --example crawl -- --verify      # also count new URLs wrongly dropped
+//! cargo run --release --example crawl -- --dir "$(rustc --print sysroot)/share/doc/rust/html" --verify
+//! cargo run --release --example crawl -- --help        # every option
+//! ```
+//!
+//! Each worker pops a URL from the frontier, fetches the page, finds its
+//! links, resolves them against the page's URL and pushes them back; the
+//! frontier drops every URL it has seen before, so each page is fetched
+//! once. The web is generated from `--seed` as it is fetched (`web.rs`), so
+//! nothing has to be downloaded; `--dir` crawls a directory of HTML files
+//! through `file://` URLs instead (`site.rs`).
+//!
+//! At the end it reports pages crawled, links found, duplicates dropped,
+//! new URLs wrongly dropped by false positives (with `--verify`, which keeps
+//! an exact record of every URL beside the filter), throughput, and the
+//! frontier's memory beside that of an exact `HashSet<String>`.
+
+mod links;
+mod report;
+mod site;
+mod web;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use atomic_bloom::{BloomFilter, Frontier, Layout, ScalableBloomFilter};
+use clap::{Parser, ValueEnum};
+use indicatif::{HumanCount, ProgressBar, ProgressStyle};
+use url::Url;
+
+use links::{extract_links, resolve};
+use report::{ExactRecord, Tally};
+use site::Site;
+
+/// Crawl a synthetic web (or a directory of HTML files) with worker threads
+/// sharing one atomic-bloom Frontier.
+#[derive(Parser, Debug)]
+#[command(name = "crawl")]
+struct Args {
+    /// Worker threads.
+    #[arg(long, default_value_t = 4)]
+    threads: usize,
+    /// Hosts in the synthetic web.
+    #[arg(long, default_value_t = 1500)]
+    hosts: usize,
+    /// Articles per host in the synthetic web (each host also has a home,
+    /// about and contact page and up to 16 section indexes).
+    #[arg(long, default_value_t = 500)]
+    pages_per_host: usize,
+    /// Seed of the synthetic web and of the filter.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Target false-positive rate: the share of new URLs the frontier may
+    /// wrongly drop as seen.
+    #[arg(long, default_value_t = 0.01)]
+    rate: f64,
+    /// Distinct URLs the frontier is sized for [default: 1.25 x the pages of
+    /// the web, or of the files under --dir].
+    #[arg(long)]
+    capacity: Option<usize>,
+    /// Layout of the seen-filter: `word` never queues a URL twice,
+    /// `cache-line` takes less memory but two workers racing on one new URL
+    /// may both queue it.
+    #[arg(long, value_enum, default_value_t = LayoutArg::Word)]
+    layout: LayoutArg,
+    /// A scalable filter that starts at capacity/64 and grows.
+    #[arg(long)]
+    scalable: bool,
+    /// Crawl this directory of HTML files instead, from its index.html.
+    #[arg(long, value_name = "PATH")]
+    dir: Option<PathBuf>,
+    /// Keep an exact record of every URL to count the new ones wrongly
+    /// dropped by false positives (slower, more memory).
+    #[arg(long)]
+    verify: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LayoutArg {
+    Word,
+    CacheLine,
+}
+
+/// What the workers share.
+struct Crawl<'a> {
+    site: &'a Site,
+    frontier: &'a Frontier<String>,
+    /// URLs queued or being processed, or about to be pushed: 0 only when
+    /// the crawl is over.
+    pending: AtomicUsize,
+    exact: Option<ExactRecord>,
+    progress: ProgressBar,
+}
+
+/// More worker threads than this is a typo.
+const MAX_THREADS: usize = 1024;
+
+/// Pages a worker crawls between two updates of the progress bar.
+const PROGRESS_EVERY: usize = 1024;
+
+impl Crawl<'_> {
+    /// Pushes `url`, noting it in the tally (and the exact record).
+    fn offer(&self, url: String, tally: &mut Tally) -> bool {
+        if let Some(exact) = &self.exact {
+            exact.offer(&url);
+        }
+        tally.offered += 1;
+        let len = url.len();
+        let accepted = self.frontier.push(url);
+        if accepted {
+            tally.queued += 1;
+            tally.queued_bytes += len;
+        }
+        accepted
+    }
+
+    /// Fetches the page at `url` and offers its links.
+    fn visit(&self, url: &str, found: &mut Vec<String>, tally: &mut Tally) {
+        if let Some(exact) = &self.exact {
+            tally.popped_again += usize::from(exact.popped(url));
+        }
+        let page = Url::parse(url)
+            .ok()
+            .and_then(|base| self.site.fetch(&base).map(|html| (base, html)));
+        let Some((base, html)) = page else {
+            tally.not_fetched += 1;
+            return;
+        };
+        tally.pages += 1;
+        for href in extract_links(&html) {
+            tally.links_found += 1;
+            match resolve(&base, href) {
+                Some(mut link) => {
+                    if link.scheme() == "file" {
+                        link.set_query(None); // a file has one URL
+                    }
+                    found.push(String::from(link));
+                }
+                None => tally.skipped += 1,
+            }
+        }
+    }
+
+    fn worker(&self) -> Tally {
+        let mut tally = Tally::default();
+        let mut found = Vec::new();
+        let mut idle = 0u32;
+        let mut done = 0;
+        loop {
+            let Some(url) = self.frontier.pop() else {
+                // Relaxed: the count only says when to stop. Each page's
+                // links are counted before they are pushed and the page
+                // after, so it is 0 only once no work is left, and then
+                // stays 0; the URLs themselves pass through the queue.
+                if self.pending.load(Ordering::Relaxed) == 0 {
+                    self.progress.inc((done % PROGRESS_EVERY) as u64);
+                    return tally;
+                }
+                idle += 1;
+                if idle < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    thread::yield_now();
+                }
+                continue;
+            };
+            idle = 0;
+            self.visit(&url, &mut found, &mut tally);
+            // Relaxed: see above; a push and its pop order the two counts.
+            self.pending.fetch_add(found.len(), Ordering::Relaxed);
+            let mut rejected = 0;
+            for link in found.drain(..) {
+                rejected += usize::from(!self.offer(link, &mut tally));
+            }
+            // Relaxed: see above. Releases the rejected links and this page.
+            self.pending.fetch_sub(rejected + 1, Ordering::Relaxed);
+            done += 1;
+            if done % PROGRESS_EVERY == 0 {
+                self.progress.inc(PROGRESS_EVERY as u64);
+                self.progress
+                    .set_message(format!("{} queued", self.frontier.len()));
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(&Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("crawl: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    if !(1..=MAX_THREADS).contains(&args.threads) {
+        return Err(format!("--threads must be between 1 and {MAX_THREADS}"));
+    }
+    let (site, what) = match &args.dir {
+        Some(dir) => Site::dir(dir)?,
+        None => Site::synthetic(args.seed, args.hosts, args.pages_per_host)?,
+    };
+    let capacity = args
+        .capacity
+        .unwrap_or(site.size().saturating_mul(5) / 4 + 100);
+    let frontier =
+        build_frontier(args, capacity).map_err(|e| format!("cannot build the frontier: {e}"))?;
+    let setup = format!(
+        "{what}\nfrontier: {:?} layout, {} capacity {} at target rate {}%, {} threads",
+        frontier.layout(),
+        if args.scalable {
+            "scalable, initial"
+        } else {
+            "fixed"
+        },
+        HumanCount(frontier.capacity() as u64),
+        args.rate * 100.0,
+        args.threads,
+    );
+    let crawl = Crawl {
+        site: &site,
+        frontier: &frontier,
+        pending: AtomicUsize::new(0),
+        exact: args.verify.then(ExactRecord::new),
+        progress: spinner(),
+    };
+    let mut tally = Tally::default();
+    let start = site.start_urls();
+    // Relaxed: the workers start after this (a spawn orders it).
+    crawl.pending.fetch_add(start.len(), Ordering::Relaxed);
+    let rejected: usize = (start.into_iter())
+        .map(|url| usize::from(!crawl.offer(url, &mut tally)))
+        .sum();
+    // Relaxed: as above.
+    crawl.pending.fetch_sub(rejected, Ordering::Relaxed);
+
+    let started = Instant::now();
+    let joined: Vec<_> = thread::scope(|scope| {
+        let workers: Vec<_> = (0..args.threads)
+            .map(|_| scope.spawn(|| crawl.worker()))
+            .collect();
+        workers.into_iter().map(|w| w.join()).collect()
+    });
+    let elapsed = started.elapsed();
+    crawl.progress.finish_and_clear();
+    for worker in joined {
+        tally.add(&worker.map_err(|_| "a worker thread panicked".to_string())?);
+    }
+    report::print(&setup, &tally, elapsed, &frontier, crawl.exact.as_ref());
+    Ok(())
+}
+
+/// The frontier the arguments ask for, seeded with `--seed`.
+fn build_frontier(args: &Args, capacity: usize) -> Result<Frontier<String>, atomic_bloom::Error> {
+    let layout = match args.layout {
+        LayoutArg::Word => Layout::Word,
+        LayoutArg::CacheLine => Layout::CacheLine,
+    };
+    if args.scalable {
+        let filter = ScalableBloomFilter::builder((capacity / 64).max(1), args.rate)
+            .layout(layout)
+            .seed(args.seed)
+            .build()?;
+        return Ok(Frontier::from_scalable(filter));
+    }
+    let filter = BloomFilter::builder(capacity, args.rate)
+        .layout(layout)
+        .seed(args.seed)
+        .build()?;
+    Ok(Frontier::from_filter(filter))
+}
+
+/// A spinner with pages crawled, pages/s and the queue's length, drawn on
+/// stderr when it is a terminal.
+fn spinner() -> ProgressBar {
+    let style = ProgressStyle::with_template(
+        "{spinner} {human_pos} pages crawled in {elapsed}, {per_sec}, {msg}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let progress = ProgressBar::new_spinner().with_style(style);
+    progress.enable_steady_tick(Duration::from_millis(100));
+    progress
+}
