@@ -17,7 +17,11 @@ fn batch_calls_match_one_at_a_time() {
             assert_eq!(batched.insert_many(&keys), expected, "{layout:?} {length}");
             let probes: Vec<u64> = (0..2 * length as u64).collect();
             let expected: Vec<bool> = probes.iter().map(|k| one_at_a_time.contains(k)).collect();
-            assert_eq!(batched.contains_many(&probes), expected, "{layout:?} {length}");
+            assert_eq!(
+                batched.contains_many(&probes),
+                expected,
+                "{layout:?} {length}"
+            );
         }
     }
 }
