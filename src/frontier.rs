@@ -178,6 +178,7 @@ impl<T, S> Frontier<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn pop(&self) -> Option<T> {
+        // Acquire inside crossbeam: the item's contents come with it.
         self.queue.pop()
     }
 
@@ -193,6 +194,7 @@ impl<T, S> Frontier<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn len(&self) -> usize {
+        // SeqCst loads inside crossbeam: a snapshot of head and tail.
         self.queue.len()
     }
 
@@ -379,6 +381,7 @@ impl<T: Hash, S: BuildHasher> Frontier<T, S> {
             }
         };
         if new {
+            // Release inside crossbeam: hands the item to the popper.
             self.queue.push(item);
         }
         new

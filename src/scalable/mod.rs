@@ -7,6 +7,7 @@ mod stage;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
+use std::ops::Deref;
 
 use builder::GrowthPlan;
 pub use builder::ScalableBloomFilterBuilder;
@@ -198,6 +199,14 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         })
     }
 
+    /// The current stage list, loaded once per call.
+    #[inline(always)]
+    fn list(&self) -> impl Deref<Target = Arc<StageList<T>>> {
+        // SeqCst inside arc-swap (a lock under loom): sees every list published
+        // by a compare-and-swap that happened-before this call.
+        self.stages.load()
+    }
+
     /// Inserts the item whose hash is `hash`; true if no stage held it.
     ///
     /// # Example
@@ -211,7 +220,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// ```
     #[inline]
     pub fn insert_hash(&self, hash: u64) -> bool {
-        let stages = self.stages.load();
+        let stages = self.list();
         if stages
             .older
             .iter()
@@ -241,7 +250,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
         // Newest first: it is the largest, and holds about half the items.
-        let stages = self.stages.load();
+        let stages = self.list();
         stages.newest.contains_hash(hash)
             || stages
                 .older
@@ -268,7 +277,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         // the list that growth published is the one loaded next.
         let holder = !self.growing.swap(true, Ordering::Acquire);
         if holder || seen.newest.is_overfull() {
-            let current = self.stages.load();
+            let current = self.list();
             if Arc::ptr_eq(&current, seen) {
                 self.append_stage(&current);
             }
@@ -292,8 +301,9 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         match stage {
             Ok((stage, bytes)) => {
                 let longer = Arc::new(current.with(stage, bytes));
-                // A loser drops its stage: the winner's is the one stage
-                // of this boundary.
+                // SeqCst inside arc-swap: publishes the allocated stage with
+                // the list. A loser drops its stage: the winner's is the one
+                // stage of this boundary.
                 drop(self.stages.compare_and_swap(current, longer));
             }
             Err(error) => {
@@ -335,7 +345,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn stages(&self) -> usize {
-        self.stages.load().len()
+        self.list().len()
     }
 
     /// Items the present stages hold at their rates: the filter grows when
@@ -350,8 +360,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn capacity(&self) -> usize {
-        self.stages
-            .load()
+        self.list()
             .all()
             .map(|stage| stage.filter().capacity())
             .sum()
@@ -412,7 +421,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn memory_bytes(&self) -> usize {
-        self.stages.load().memory_bytes
+        self.list().memory_bytes
     }
 
     /// Items inserted, estimated from each stage's fill.
@@ -427,8 +436,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn len_estimate(&self) -> usize {
-        self.stages
-            .load()
+        self.list()
             .all()
             .map(|stage| stage.filter().len_estimate())
             .fold(0, usize::saturating_add)
@@ -448,8 +456,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// ```
     pub fn estimated_fpr(&self) -> f64 {
         let all_say_no: f64 = self
-            .stages
-            .load()
+            .list()
             .all()
             .map(|stage| 1.0 - stage.filter().estimated_fpr())
             .product();
@@ -460,7 +467,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// Each stage's set bits and the set bits at which it counts as full,
     /// oldest first; for tests.
     pub fn __stage_fills(&self) -> Vec<(usize, usize)> {
-        self.stages.load().all().map(Stage::fill).collect()
+        self.list().all().map(Stage::fill).collect()
     }
 }
 
