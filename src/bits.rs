@@ -5,7 +5,7 @@
 //! are in `src/PROTOCOLS.md`.
 
 use crate::layout::{LineProbe, WordProbe};
-use crate::shards::{ShardAdd, ShardedCount};
+use crate::shards::{self, ShardAdd, ShardedCount};
 use crate::sizing::{BLOCK_BYTES, WORDS_PER_BLOCK};
 use crate::sync::{AtomicU64, Ordering};
 use crate::Error;
@@ -53,7 +53,7 @@ impl BitArray {
 
     /// Bytes an array of `blocks` blocks takes, before allocating it.
     pub(crate) fn memory_bytes_for(blocks: usize) -> usize {
-        blocks.saturating_mul(BLOCK_BYTES) + ShardedCount::memory_bytes_for(blocks)
+        shards::block_array_bytes(blocks)
     }
 
     /// Asks the CPU to start loading block `block_index` into cache; a hint

@@ -5,7 +5,7 @@
 //! The protocols are in `src/PROTOCOLS.md`.
 
 use crate::layout::WordProbe;
-use crate::shards::ShardedCount;
+use crate::shards::{self, ShardedCount};
 use crate::sizing::BLOCK_BYTES;
 use crate::sync::{AtomicU8, Ordering};
 use crate::Error;
@@ -57,7 +57,7 @@ impl CounterArray {
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.blocks.len() * BLOCK_BYTES + self.nonzero.memory_bytes()
+        shards::block_array_bytes(self.blocks.len())
     }
 
     fn counters(&self, probe: &WordProbe) -> &[AtomicU8; BLOCK_BYTES] {

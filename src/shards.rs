@@ -3,6 +3,7 @@
 
 use crossbeam::utils::CachePadded;
 
+use crate::sizing::BLOCK_BYTES;
 use crate::sync::{AtomicUsize, Ordering};
 
 /// Most shards; a power of two.
@@ -87,13 +88,12 @@ impl ShardedCount {
             shard.store(if index == 0 { total } else { 0 }, Ordering::Relaxed);
         }
     }
+}
 
-    pub(crate) fn memory_bytes(&self) -> usize {
-        Self::memory_bytes_for(self.shards.len())
-    }
-
-    /// Bytes a count for an array of `blocks` blocks takes.
-    pub(crate) fn memory_bytes_for(blocks: usize) -> usize {
-        blocks.min(MAX_SHARDS) * std::mem::size_of::<CachePadded<AtomicUsize>>()
-    }
+/// Bytes an array of `blocks` 64-byte blocks takes with its sharded count:
+/// what the bit array and the counter array allocate, known before
+/// allocating.
+pub(crate) fn block_array_bytes(blocks: usize) -> usize {
+    let shards = blocks.min(MAX_SHARDS) * std::mem::size_of::<CachePadded<AtomicUsize>>();
+    blocks.saturating_mul(BLOCK_BYTES) + shards
 }
