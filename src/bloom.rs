@@ -127,6 +127,27 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         })
     }
 
+    /// A filter over a bit array read from a saved filter.
+    pub(crate) fn from_bits(
+        bits: BitArray,
+        geometry: Geometry,
+        target_rate: f64,
+        hasher: S,
+    ) -> Self {
+        BloomFilter {
+            bits,
+            block_mask: geometry.blocks - 1,
+            geometry,
+            target_rate,
+            hasher,
+            _item: PhantomData,
+        }
+    }
+
+    pub(crate) fn bits(&self) -> &BitArray {
+        &self.bits
+    }
+
     /// Inserts the item whose hash is `hash` (from [`hash_item`](Self::hash_item)
     /// or the same hasher); returns true if it was not in the filter before.
     ///

@@ -126,6 +126,31 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
         })
     }
 
+    /// A filter over a counter array read from a saved filter.
+    pub(crate) fn from_counters(
+        counters: CounterArray,
+        geometry: Geometry,
+        target_rate: f64,
+        hasher: S,
+    ) -> Self {
+        CountingBloomFilter {
+            counters,
+            block_mask: geometry.blocks - 1,
+            geometry,
+            target_rate,
+            hasher,
+            _item: PhantomData,
+        }
+    }
+
+    pub(crate) fn counters(&self) -> &CounterArray {
+        &self.counters
+    }
+
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
     #[inline]
     fn probe(&self, hash: u64) -> WordProbe {
         WordProbe::new(hash, self.block_mask, self.geometry.bits_per_word)
@@ -158,6 +183,21 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
     /// ```
     pub fn target_fpr(&self) -> f64 {
         self.target_rate
+    }
+
+    /// The hasher (its `Debug` hides the seed).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{CountingBloomFilter, DefaultHasher};
+    ///
+    /// let f: CountingBloomFilter<u64> = CountingBloomFilter::builder(1000, 0.01).seed(7).build()?;
+    /// assert_eq!(*f.hasher(), DefaultHasher::with_seed(7));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hasher(&self) -> &S {
+        &self.hasher
     }
 
     /// k: counters per item.

@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-/// Everything that can go wrong when building or combining a filter.
+/// Everything that can go wrong when building, combining, saving or loading
+/// a filter.
 ///
 /// Every bad input has its own variant, and every message says what to do
 /// about it. Nothing in this crate panics or silently clamps on bad input.
@@ -93,6 +94,105 @@ pub enum Error {
         /// Bytes the filter would take with its next stage.
         needed: usize,
     },
+    /// Reading or writing a saved filter failed in the operating system
+    /// (file not found, permission denied, disk full, ...).
+    Io {
+        /// What kind of I/O error it was.
+        kind: std::io::ErrorKind,
+        /// The operating system's message.
+        message: String,
+    },
+    /// Loading: the input does not start with the format's magic bytes
+    /// (`FORMAT.md`), so it is not a saved atomic-bloom filter.
+    NotAFilter,
+    /// Loading: the input was written in a format version this build does
+    /// not read.
+    UnsupportedVersion {
+        /// The version in the input.
+        found: u16,
+        /// The newest version this build reads.
+        supported: u16,
+    },
+    /// Loading: the input holds another kind of filter than the one asked
+    /// for.
+    WrongKind {
+        /// The type `read_from` was called on.
+        expected: &'static str,
+        /// The type the input holds.
+        found: &'static str,
+    },
+    /// Loading: the input's kind byte names no kind of filter.
+    UnknownKind {
+        /// The kind byte in the input.
+        found: u8,
+    },
+    /// Loading: the input's filter was hashed with a scheme this build does
+    /// not know, so its bits cannot be probed.
+    UnsupportedHashScheme {
+        /// The hash scheme id in the input.
+        found: u8,
+    },
+    /// Loading: the input ended before the filter did.
+    Truncated {
+        /// The part of the format that was being read.
+        section: &'static str,
+    },
+    /// Loading: a checksum does not match the bytes it covers; some bit of
+    /// the input was changed after it was written.
+    ChecksumMismatch {
+        /// The part of the format the checksum covers.
+        section: &'static str,
+        /// The checksum stored in the input.
+        stored: u32,
+        /// The checksum of the bytes read.
+        computed: u32,
+    },
+    /// Loading: a stored length or size does not fit this machine's address
+    /// space, or overflows when multiplied out.
+    LengthOverflow {
+        /// The field that holds it.
+        field: &'static str,
+        /// Its value.
+        value: u64,
+    },
+    /// Loading: the input's filter sets zero bits per item (k = 0).
+    ZeroHashes,
+    /// Loading: the input's scalable filter has no stage.
+    ZeroStages,
+    /// Loading: the input's false-positive rate is not strictly between 0
+    /// and 1 (or is NaN).
+    InvalidStoredRate {
+        /// The rate in the input.
+        rate: f64,
+    },
+    /// Loading: a count stored in the input disagrees with what the input
+    /// holds (set bits against the bits, queued items against the items).
+    CountMismatch {
+        /// What is counted.
+        field: &'static str,
+        /// The count stored in the input.
+        stored: u64,
+        /// The count of what was read.
+        counted: u64,
+    },
+    /// Loading: a field holds a value no filter can have (an unknown layout,
+    /// a block count that is not a power of two, a reserved byte that is not
+    /// zero, ...).
+    InvalidField {
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        value: u64,
+    },
+    /// Loading: a frontier's queued item could not be decoded.
+    InvalidItem {
+        /// Its position in the queue, from 0.
+        index: u64,
+        /// Why it could not be decoded.
+        reason: String,
+    },
+    /// Loading: the input goes on after the end of the filter.
+    TrailingBytes,
 }
 
 impl fmt::Display for Error {
@@ -162,6 +262,90 @@ impl fmt::Display for Error {
                 "the filter is full and its next stage would take it to {needed} bytes, \
                  past its memory limit of {limit}: raise `.memory_limit(..)`, or accept a \
                  rising false-positive rate (`insert` keeps adding to the last stage)"
+            ),
+            Error::Io { kind, message } => write!(
+                f,
+                "I/O error ({kind:?}: {message}): check the path, its permissions and the free space"
+            ),
+            Error::NotAFilter => write!(
+                f,
+                "the input does not start with atomic-bloom's magic bytes: it is not a saved \
+                 filter (or was written by another program); pass a file written by `save`"
+            ),
+            Error::UnsupportedVersion { found, supported } => write!(
+                f,
+                "the input is in format version {found}, and this build reads up to version \
+                 {supported}: load it with the atomic-bloom that wrote it, or a newer one"
+            ),
+            Error::WrongKind { expected, found } => write!(
+                f,
+                "the input holds a {found}, not a {expected}: load it with `{found}::read_from`"
+            ),
+            Error::UnknownKind { found } => write!(
+                f,
+                "the input's kind byte {found} names no filter: the input is corrupt or from a \
+                 newer atomic-bloom"
+            ),
+            Error::UnsupportedHashScheme { found } => write!(
+                f,
+                "the input was hashed with scheme {found}, which this build does not know: \
+                 load it with the atomic-bloom that wrote it"
+            ),
+            Error::Truncated { section } => write!(
+                f,
+                "the input ended inside the {section}: the file was cut short (an interrupted \
+                 copy or download?); load a complete copy"
+            ),
+            Error::ChecksumMismatch {
+                section,
+                stored,
+                computed,
+            } => write!(
+                f,
+                "the {section} is corrupt: its checksum is {computed:#010x} but {stored:#010x} \
+                 was stored; load an intact copy"
+            ),
+            Error::LengthOverflow { field, value } => write!(
+                f,
+                "the input's {field} ({value}) is too large for this machine: the input is \
+                 corrupt, or was written on a 64-bit machine for a larger filter than fits here"
+            ),
+            Error::ZeroHashes => write!(
+                f,
+                "the input's filter sets 0 bits per item (k = 0), which no filter does: the \
+                 input is corrupt"
+            ),
+            Error::ZeroStages => write!(
+                f,
+                "the input's scalable filter has no stage, which no filter has: the input is \
+                 corrupt"
+            ),
+            Error::InvalidStoredRate { rate } => write!(
+                f,
+                "the input's false-positive rate {rate} is not strictly between 0 and 1: the \
+                 input is corrupt"
+            ),
+            Error::CountMismatch {
+                field,
+                stored,
+                counted,
+            } => write!(
+                f,
+                "the input stores {stored} {field} but holds {counted}: the input is corrupt"
+            ),
+            Error::InvalidField { field, value } => write!(
+                f,
+                "the input's {field} is {value}, which no filter has: the input is corrupt"
+            ),
+            Error::InvalidItem { index, reason } => write!(
+                f,
+                "queued item {index} cannot be decoded ({reason}): load the frontier with the \
+                 item type it was saved with"
+            ),
+            Error::TrailingBytes => write!(
+                f,
+                "the input goes on after the end of the filter: pass exactly the bytes one \
+                 `write_to` wrote"
             ),
         }
     }

@@ -64,7 +64,8 @@ pub struct Frontier<T, S = DefaultHasher> {
     over_capacity: AtomicBool,
 }
 
-enum Seen<T, S> {
+/// The frontier's seen-filter.
+pub(crate) enum Seen<T, S> {
     Fixed {
         filter: BloomFilter<T, S>,
         mark: FillMark,
@@ -347,6 +348,44 @@ impl<T, S> Frontier<T, S> {
             Seen::Fixed { filter, .. } => filter.layout(),
             Seen::Scalable(filter) => filter.layout(),
         }
+    }
+}
+
+/// For saving and loading (`src/persist/frontier.rs`).
+impl<T, S> Frontier<T, S> {
+    pub(crate) fn seen_filter(&self) -> &Seen<T, S> {
+        &self.seen
+    }
+
+    /// Pops every queued item, in queue order.
+    pub(crate) fn take_queued(&self) -> Vec<T> {
+        std::iter::from_fn(|| self.pop()).collect()
+    }
+
+    /// Queues `items` in order, without the filter: they were accepted by
+    /// it before.
+    pub(crate) fn requeue(&self, items: impl IntoIterator<Item = T>) {
+        for item in items {
+            // Release inside crossbeam: the item is published with the slot.
+            self.queue.push(item);
+        }
+    }
+
+    /// A frontier over a loaded filter with `items` queued; over capacity
+    /// already if its fixed filter is full.
+    pub(crate) fn from_loaded(seen: Seen<T, S>, items: Vec<T>) -> Self {
+        let frontier = match seen {
+            Seen::Fixed { filter, .. } => Frontier::from_filter(filter),
+            Seen::Scalable(filter) => Frontier::from_scalable(filter),
+        };
+        if let Seen::Fixed { filter, mark } = &frontier.seen {
+            if mark.is_full(filter) {
+                // Relaxed: `frontier` is not shared yet.
+                frontier.over_capacity.store(true, Ordering::Relaxed);
+            }
+        }
+        frontier.requeue(items);
+        frontier
     }
 }
 

@@ -76,6 +76,7 @@ mod hash;
 mod layout;
 #[cfg(feature = "rayon")]
 mod parallel;
+mod persist;
 mod scalable;
 mod shards;
 mod sizing;
@@ -88,6 +89,7 @@ pub use error::Error;
 pub use frontier::Frontier;
 pub use hash::DefaultHasher;
 pub use layout::Layout;
+pub use persist::FrontierItem;
 pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder};
 
 /// The README's examples run as doctests.

@@ -95,7 +95,7 @@ fn slot_groups(scheme: Scheme, blocks: usize) -> usize {
 }
 
 /// Largest `bits_per_word` the position material supports.
-fn max_bits_per_word(scheme: Scheme) -> u32 {
+pub(crate) fn max_bits_per_word(scheme: Scheme) -> u32 {
     match scheme {
         Scheme::CacheLine => POSITIONS_PER_WORD,
         Scheme::Word | Scheme::Counters => 2 * POSITIONS_PER_WORD,

@@ -34,6 +34,22 @@ pub(crate) struct GrowthPlan {
 }
 
 impl GrowthPlan {
+    /// Checks the options a user (or a saved file) chose.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        crate::sizing::validate(self.initial_capacity, self.rate)?;
+        if !matches!(self.growth, 2 | 4) {
+            return Err(Error::InvalidGrowthFactor {
+                growth: self.growth,
+            });
+        }
+        if !(0.8..=0.9).contains(&self.tightening) {
+            return Err(Error::InvalidTighteningRatio {
+                ratio: self.tightening,
+            });
+        }
+        Ok(())
+    }
+
     /// The rate of stage `index`; they sum to `rate` over all stages.
     fn stage_rate(&self, index: usize) -> f64 {
         let exponent = i32::try_from(index).unwrap_or(i32::MAX);
@@ -315,17 +331,6 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
             rate,
             hasher,
         } = self.sizing;
-        crate::sizing::validate(capacity, rate)?;
-        if !matches!(self.growth, 2 | 4) {
-            return Err(Error::InvalidGrowthFactor {
-                growth: self.growth,
-            });
-        }
-        if !(0.8..=0.9).contains(&self.tightening) {
-            return Err(Error::InvalidTighteningRatio {
-                ratio: self.tightening,
-            });
-        }
         let plan = GrowthPlan {
             initial_capacity: capacity,
             rate,
@@ -335,6 +340,7 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
             memory_limit: self.memory_limit,
             first_stage_fill_bits: self.first_stage_fill_bits,
         };
+        plan.validate()?;
         ScalableBloomFilter::from_parts(plan, hasher?)
     }
 }

@@ -9,13 +9,13 @@ use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 use std::ops::Deref;
 
-use builder::GrowthPlan;
+pub(crate) use builder::GrowthPlan;
 pub use builder::ScalableBloomFilterBuilder;
 use stage::Stage;
 
 use crate::sizing::Geometry;
 use crate::sync::{Arc, ArcSwap, AtomicBool, Mutex, Ordering};
-use crate::{DefaultHasher, Error, Layout};
+use crate::{BloomFilter, DefaultHasher, Error, Layout};
 
 /// A Bloom filter that grows as items arrive (Almeida et al. 2007), for
 /// when no capacity can be guessed: a crawler of an unknown web, an id
@@ -200,6 +200,60 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     }
 
     /// The current stage list, loaded once per call.
+    /// A filter over stages read from a saved filter, oldest first (at
+    /// least one).
+    pub(crate) fn from_stages(
+        plan: GrowthPlan,
+        filters: Vec<BloomFilter<T, ()>>,
+        hasher: S,
+    ) -> Result<Self, Error> {
+        let mut stages = Vec::with_capacity(filters.len());
+        let mut memory_bytes = 0usize;
+        for (index, filter) in filters.into_iter().enumerate() {
+            memory_bytes = memory_bytes.saturating_add(filter.memory_bytes());
+            let fill = if index == 0 {
+                plan.first_stage_fill_bits
+            } else {
+                None
+            };
+            stages.push(Arc::new(Stage::from_filter(filter, fill)));
+        }
+        if let Some(limit) = plan.memory_limit.filter(|&limit| memory_bytes > limit) {
+            return Err(Error::InvalidField {
+                field: "memory limit (smaller than the stages)",
+                value: limit as u64,
+            });
+        }
+        let newest = stages.pop().ok_or(Error::ZeroStages)?;
+        let list = StageList {
+            older: stages,
+            newest,
+            memory_bytes,
+        };
+        Ok(ScalableBloomFilter {
+            stages: ArcSwap::from_pointee(list),
+            plan,
+            growing: AtomicBool::new(false),
+            exhausted: AtomicBool::new(false),
+            growth_error: Mutex::new(None),
+            planned: plan.plan_stages().into_boxed_slice(),
+            hasher,
+            _item: PhantomData,
+        })
+    }
+
+    pub(crate) fn plan(&self) -> &GrowthPlan {
+        &self.plan
+    }
+
+    /// Every stage, oldest first, from one snapshot of the stage list.
+    pub(crate) fn stage_snapshot(&self) -> Vec<Arc<Stage<T>>> {
+        let stages = self.list();
+        let mut all = stages.older.clone();
+        all.push(Arc::clone(&stages.newest));
+        all
+    }
+
     #[inline(always)]
     fn list(&self) -> impl Deref<Target = Arc<StageList<T>>> {
         // SeqCst inside arc-swap (a lock under loom): sees every list published

@@ -30,8 +30,13 @@ impl<T: ?Sized> Stage<T> {
         full_at_bits: Option<usize>,
     ) -> Result<Self, Error> {
         let filter = BloomFilter::from_parts(geometry, rate, ())?;
+        Ok(Self::from_filter(filter, full_at_bits))
+    }
+
+    /// A stage over a filter read from a saved one.
+    pub(crate) fn from_filter(filter: BloomFilter<T, ()>, full_at_bits: Option<usize>) -> Self {
         let mark = FillMark::at_capacity(&filter, full_at_bits);
-        Ok(Stage { filter, mark })
+        Stage { filter, mark }
     }
 
     #[inline(always)]

@@ -24,3 +24,5 @@ pub fn url(i: u64) -> String {
         i
     )
 }
+
+pub mod saved;

@@ -1,0 +1,221 @@
+//! Little-endian fields with a running CRC-32C, over any `Write` or `Read`.
+
+use std::io::{self, Read, Write};
+
+use crate::Error;
+
+/// Bytes read or written at a time in bulk data.
+pub(crate) const CHUNK_BYTES: usize = 64 * 1024;
+
+/// An I/O error as an [`Error`]; an early end of input is a truncation of
+/// `part`.
+fn io_error(error: io::Error, part: &'static str) -> Error {
+    match error.kind() {
+        io::ErrorKind::UnexpectedEof => Error::Truncated { section: part },
+        kind => Error::Io {
+            kind,
+            message: error.to_string(),
+        },
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(error: io::Error) -> Self {
+        io_error(error, "input")
+    }
+}
+
+/// Writes fields and keeps the checksum of the current section.
+pub(crate) struct Encoder<W> {
+    out: W,
+    crc: u32,
+}
+
+impl<W: Write> Encoder<W> {
+    pub(crate) fn new(out: W) -> Self {
+        Encoder { out, crc: 0 }
+    }
+
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.crc = crc32c::crc32c_append(self.crc, bytes);
+        self.out.write_all(bytes).map_err(Error::from)
+    }
+
+    pub(crate) fn u8(&mut self, value: u8) -> Result<(), Error> {
+        self.bytes(&[value])
+    }
+
+    pub(crate) fn u16(&mut self, value: u16) -> Result<(), Error> {
+        self.bytes(&value.to_le_bytes())
+    }
+
+    pub(crate) fn u32(&mut self, value: u32) -> Result<(), Error> {
+        self.bytes(&value.to_le_bytes())
+    }
+
+    pub(crate) fn u64(&mut self, value: u64) -> Result<(), Error> {
+        self.bytes(&value.to_le_bytes())
+    }
+
+    /// A `usize` as a `u64`, the same on every platform.
+    pub(crate) fn usize(&mut self, value: usize) -> Result<(), Error> {
+        self.u64(value as u64)
+    }
+
+    pub(crate) fn f64(&mut self, value: f64) -> Result<(), Error> {
+        self.u64(value.to_bits())
+    }
+
+    /// Writes the current section's checksum (not itself checksummed) and
+    /// starts the next section.
+    pub(crate) fn end_section(&mut self) -> Result<(), Error> {
+        let crc = std::mem::take(&mut self.crc);
+        self.out.write_all(&crc.to_le_bytes()).map_err(Error::from)
+    }
+
+    /// The output, flushed.
+    pub(crate) fn finish(mut self) -> Result<W, Error> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// Reads fields and keeps the checksum of the current section.
+pub(crate) struct Decoder<R> {
+    input: R,
+    crc: u32,
+    /// The part of the format a checksum covers.
+    section: &'static str,
+    /// The part being read, named in [`Error::Truncated`].
+    part: &'static str,
+    /// The first inconsistency found in the current section, reported
+    /// after its checksum: a flipped bit is a checksum mismatch, and only
+    /// well-sealed but inconsistent input gets the specific error.
+    deferred: Option<Error>,
+}
+
+impl<R: Read> Decoder<R> {
+    pub(crate) fn new(input: R) -> Self {
+        Decoder {
+            input,
+            crc: 0,
+            section: "header",
+            part: "header",
+            deferred: None,
+        }
+    }
+
+    /// Starts a section with its own checksum.
+    pub(crate) fn begin_section(&mut self, section: &'static str) {
+        self.crc = 0;
+        self.section = section;
+        self.part = section;
+    }
+
+    /// Records `error`, to be returned once the section's checksum has
+    /// matched. For inconsistencies that do not change how much is read
+    /// (counts, item contents); bounds and lengths fail at once.
+    pub(crate) fn defer(&mut self, error: Error) {
+        self.deferred.get_or_insert(error);
+    }
+
+    /// Defers an [`Error::CountMismatch`] unless `stored == counted`.
+    pub(crate) fn expect_count(&mut self, field: &'static str, stored: u64, counted: u64) {
+        if stored != counted {
+            self.defer(Error::CountMismatch {
+                field,
+                stored,
+                counted,
+            });
+        }
+    }
+
+    /// Names the part of the section read next, for [`Error::Truncated`].
+    pub(crate) fn part(&mut self, part: &'static str) {
+        self.part = part;
+    }
+
+    fn fill(&mut self, buffer: &mut [u8]) -> Result<(), Error> {
+        self.input
+            .read_exact(buffer)
+            .map_err(|error| io_error(error, self.part))
+    }
+
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
+        let mut bytes = [0u8; N];
+        self.fill(&mut bytes)?;
+        self.crc = crc32c::crc32c_append(self.crc, &bytes);
+        Ok(bytes)
+    }
+
+    pub(crate) fn u8(&mut self) -> Result<u8, Error> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    pub(crate) fn u16(&mut self) -> Result<u16, Error> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+
+    pub(crate) fn u32(&mut self) -> Result<u32, Error> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    pub(crate) fn u64(&mut self) -> Result<u64, Error> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    pub(crate) fn f64(&mut self) -> Result<f64, Error> {
+        Ok(f64::from_bits(self.u64()?))
+    }
+
+    /// Reads `total` bytes and hands them to `each` a chunk at a time; no
+    /// buffer larger than [`CHUNK_BYTES`] whatever `total` claims.
+    pub(crate) fn chunks(
+        &mut self,
+        total: usize,
+        mut each: impl FnMut(&[u8]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut buffer = vec![0u8; total.min(CHUNK_BYTES)];
+        let mut left = total;
+        while left > 0 {
+            let chunk = &mut buffer[..left.min(CHUNK_BYTES)];
+            self.fill(chunk)?;
+            self.crc = crc32c::crc32c_append(self.crc, chunk);
+            each(chunk)?;
+            left -= chunk.len();
+        }
+        Ok(())
+    }
+
+    /// Reads the stored checksum of the current section and compares it
+    /// with the bytes read since the section began.
+    pub(crate) fn end_section(&mut self) -> Result<(), Error> {
+        let computed = self.crc;
+        let mut stored = [0u8; 4];
+        self.part = self.section;
+        self.fill(&mut stored)?;
+        let stored = u32::from_le_bytes(stored);
+        if stored != computed {
+            return Err(Error::ChecksumMismatch {
+                section: self.section,
+                stored,
+                computed,
+            });
+        }
+        self.crc = 0;
+        self.deferred.take().map_or(Ok(()), Err)
+    }
+
+    /// Fails with [`Error::TrailingBytes`] unless the input is at its end.
+    pub(crate) fn expect_end(&mut self) -> Result<(), Error> {
+        let mut byte = [0u8; 1];
+        loop {
+            return match self.input.read(&mut byte) {
+                Ok(0) => Ok(()),
+                Ok(_) => Err(Error::TrailingBytes),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => Err(error.into()),
+            };
+        }
+    }
+}

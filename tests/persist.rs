@@ -1,0 +1,562 @@
+//! Saving and loading: round trips of every type, every kind of bad input
+//! with its own error, saves racing inserts, and a save killed midway.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use atomic_bloom::{
+    BloomFilter, CountingBloomFilter, Error, Frontier, Layout, ScalableBloomFilter,
+};
+use common::saved::{body_start, reseal, HEADER_CRC_AT};
+
+fn bytes_of(write: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    write(&mut bytes).unwrap();
+    bytes
+}
+
+fn bloom(layout: Layout, seed: u64) -> BloomFilter<u64> {
+    let filter = BloomFilter::builder(10_000, 0.01)
+        .seed(seed)
+        .layout(layout)
+        .build()
+        .unwrap();
+    for item in 0..5_000u64 {
+        filter.insert(&item);
+    }
+    filter
+}
+
+fn temp_path(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("atomic-bloom-persist-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn bloom_round_trip_answers_as_before_under_both_layouts() {
+    for layout in [Layout::CacheLine, Layout::Word] {
+        let filter = bloom(layout, 7);
+        let bytes = bytes_of(|out| filter.write_to(out));
+        let loaded: BloomFilter<u64> = BloomFilter::read_from(bytes.as_slice()).unwrap();
+        assert_eq!(bytes_of(|out| loaded.write_to(out)), bytes);
+        assert_eq!(loaded.layout(), layout);
+        assert_eq!(loaded.capacity(), filter.capacity());
+        assert_eq!(loaded.num_hashes(), filter.num_hashes());
+        assert_eq!(loaded.set_bits(), filter.set_bits());
+        assert_eq!(loaded.len_estimate(), filter.len_estimate());
+        assert!((0..5_000u64).all(|item| loaded.contains(&item)));
+        let answers = |f: &BloomFilter<u64>| {
+            (1u64 << 40..(1 << 40) + 100_000)
+                .filter(|i| f.contains(i))
+                .count()
+        };
+        assert_eq!(answers(&loaded), answers(&filter));
+        // It goes on working: a new item is new, an old one is not.
+        assert!(loaded.insert(&(1 << 50)));
+        assert!(!loaded.insert(&3));
+    }
+}
+
+#[test]
+fn counting_round_trip_keeps_every_count() {
+    let filter: CountingBloomFilter<u64> = CountingBloomFilter::builder(10_000, 0.01)
+        .seed(3)
+        .build()
+        .unwrap();
+    for item in 0..3_000u64 {
+        for _ in 0..=(item % 4) {
+            filter.insert(&item);
+        }
+    }
+    let bytes = bytes_of(|out| filter.write_to(out));
+    let loaded: CountingBloomFilter<u64> =
+        CountingBloomFilter::read_from(bytes.as_slice()).unwrap();
+    assert_eq!(bytes_of(|out| loaded.write_to(out)), bytes);
+    for item in 0..3_000u64 {
+        assert_eq!(loaded.count(&item), filter.count(&item), "item {item}");
+    }
+    assert_eq!(loaded.len_estimate(), filter.len_estimate());
+    assert!(loaded.remove(&0));
+    assert!(!loaded.contains(&0) || filter.count(&0) > 1);
+}
+
+#[test]
+fn scalable_round_trip_keeps_every_stage_and_goes_on_growing() {
+    let filter: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(500, 0.01)
+        .seed(11)
+        .growth_factor(4)
+        .tightening_ratio(0.9)
+        .memory_limit(64 << 20)
+        .build()
+        .unwrap();
+    for item in 0..20_000u64 {
+        filter.insert(&item);
+    }
+    assert!(filter.stages() >= 3);
+    let bytes = bytes_of(|out| filter.write_to(out));
+    let loaded: ScalableBloomFilter<u64> =
+        ScalableBloomFilter::read_from(bytes.as_slice()).unwrap();
+    assert_eq!(bytes_of(|out| loaded.write_to(out)), bytes);
+    assert_eq!(loaded.stages(), filter.stages());
+    assert_eq!(loaded.capacity(), filter.capacity());
+    assert_eq!(loaded.len_estimate(), filter.len_estimate());
+    assert!((0..20_000u64).all(|item| loaded.contains(&item)));
+    let before = loaded.stages();
+    for item in 20_000..200_000u64 {
+        loaded.insert(&item);
+    }
+    assert!(
+        loaded.stages() > before,
+        "the loaded filter grows on its plan"
+    );
+    assert!((0..200_000u64).all(|item| loaded.contains(&item)));
+}
+
+#[test]
+fn frontier_round_trip_keeps_its_queue_and_goes_on_crawling() {
+    for scalable in [false, true] {
+        let frontier: Frontier<String> = if scalable {
+            Frontier::scalable(100, 0.01).unwrap()
+        } else {
+            Frontier::new(10_000, 0.01).unwrap()
+        };
+        let url = |page: usize| format!("https://example.com/page/{page}");
+        // A false positive may drop a new page: follow what was accepted.
+        let mut queued: Vec<String> = (0..1_000)
+            .map(url)
+            .filter(|page| frontier.push(page.clone()))
+            .collect();
+        assert!(queued.len() > 980);
+        for page in queued.drain(..400) {
+            assert_eq!(frontier.pop(), Some(page));
+        }
+        let path = temp_path(&format!("frontier-{scalable}.bin"));
+        frontier.save(&path).unwrap();
+        assert_eq!(
+            frontier.len(),
+            queued.len(),
+            "saving queues the items again"
+        );
+        assert_eq!(frontier.pop().as_ref(), queued.first(), "in the same order");
+
+        let restarted: Frontier<String> = Frontier::load(&path).unwrap();
+        assert_eq!(restarted.len(), queued.len());
+        for page in 0..1_000 {
+            assert!(
+                !restarted.push(url(page)),
+                "page {page} was seen before the restart"
+            );
+        }
+        queued.extend(
+            (1_000..1_200)
+                .map(url)
+                .filter(|page| restarted.push(page.clone())),
+        );
+        let popped: Vec<String> = std::iter::from_fn(|| restarted.pop()).collect();
+        assert_eq!(popped, queued);
+        std::fs::remove_file(&path).unwrap();
+    }
+}
+
+#[test]
+fn a_save_racing_inserts_holds_every_insert_completed_before_it_began() {
+    let filter = Arc::new(
+        BloomFilter::<u64>::builder(2_000_000, 0.01)
+            .seed(5)
+            .build()
+            .unwrap(),
+    );
+    let done = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let (filter, done) = (Arc::clone(&filter), Arc::clone(&done));
+        std::thread::spawn(move || {
+            for item in 0..2_000_000u64 {
+                filter.insert(&item);
+                if item % 1024 == 1023 {
+                    // Release: the inserts before it happen-before whoever
+                    // reads this count.
+                    done.store(item as usize + 1, Ordering::Release);
+                }
+            }
+        })
+    };
+    let mut checked = 0;
+    while !writer.is_finished() || checked == 0 {
+        // Acquire: pairs with the writer's Release.
+        let completed = done.load(Ordering::Acquire);
+        let bytes = bytes_of(|out| filter.write_to(out));
+        let saved: BloomFilter<u64> = BloomFilter::read_from(bytes.as_slice()).unwrap();
+        let lost = (0..completed as u64).find(|item| !saved.contains(item));
+        assert_eq!(lost, None, "an insert completed before the save is missing");
+        checked += 1;
+    }
+    writer.join().unwrap();
+    assert!(
+        checked >= 2,
+        "the saves raced the inserts ({checked} saves)"
+    );
+}
+
+#[test]
+fn union_of_loaded_filters_refuses_what_differs() {
+    let machine_a = bytes_of(|out| bloom(Layout::CacheLine, 7).write_to(out));
+    let a: BloomFilter<u64> = BloomFilter::read_from(machine_a.as_slice()).unwrap();
+    let same: BloomFilter<u64> = BloomFilter::builder(10_000, 0.01).seed(7).build().unwrap();
+    same.insert(&(1 << 60));
+    let machine_b = bytes_of(|out| same.write_to(out));
+    let b: BloomFilter<u64> = BloomFilter::read_from(machine_b.as_slice()).unwrap();
+    a.union(&b).unwrap();
+    assert!(a.contains(&(1 << 60)) && a.contains(&42));
+
+    let load = |filter: BloomFilter<u64>| -> BloomFilter<u64> {
+        BloomFilter::read_from(bytes_of(|out| filter.write_to(out)).as_slice()).unwrap()
+    };
+    let other_seed = load(bloom(Layout::CacheLine, 8));
+    assert_eq!(a.union(&other_seed), Err(Error::HasherMismatch));
+    let other_layout = load(bloom(Layout::Word, 7));
+    assert!(matches!(
+        a.union(&other_layout),
+        Err(Error::LayoutMismatch { .. })
+    ));
+    let bigger = load(BloomFilter::builder(100_000, 0.01).seed(7).build().unwrap());
+    assert!(matches!(a.union(&bigger), Err(Error::SizeMismatch { .. })));
+    // Same size, another rate: another k.
+    let other_k = (1..200)
+        .map(|step| f64::from(step) * 0.0005)
+        .filter_map(|rate| {
+            BloomFilter::<u64>::builder(10_000, rate)
+                .seed(7)
+                .build()
+                .ok()
+        })
+        .find(|f| f.num_bits() == a.num_bits() && f.num_hashes() != a.num_hashes())
+        .expect("a rate with the same size and another k");
+    let other_k = load(other_k);
+    assert!(matches!(
+        a.union(&other_k),
+        Err(Error::HashCountMismatch { .. })
+    ));
+}
+
+/// A small saved Bloom filter to break.
+fn small_bloom_bytes() -> Vec<u8> {
+    let filter: BloomFilter<u64> = BloomFilter::builder(100, 0.01).seed(1).build().unwrap();
+    for item in 0..50u64 {
+        filter.insert(&item);
+    }
+    bytes_of(|out| filter.write_to(out))
+}
+
+fn read_bloom(bytes: &[u8]) -> Result<BloomFilter<u64>, Error> {
+    BloomFilter::read_from(bytes)
+}
+
+#[test]
+fn each_kind_of_bad_input_gets_its_own_error() {
+    let good = small_bloom_bytes();
+    let patched = |at: usize, value: &[u8], seal: bool| {
+        let mut bytes = good.clone();
+        bytes[at..at + value.len()].copy_from_slice(value);
+        if seal {
+            reseal(&mut bytes);
+        }
+        bytes
+    };
+    let body = body_start();
+
+    assert_eq!(
+        read_bloom(&patched(0, b"XTMBLOOM", false)).unwrap_err(),
+        Error::NotAFilter
+    );
+    assert_eq!(
+        read_bloom(&patched(8, &9u16.to_le_bytes(), false)).unwrap_err(),
+        Error::UnsupportedVersion {
+            found: 9,
+            supported: 1
+        }
+    );
+    assert_eq!(
+        read_bloom(&patched(10, &[9], true)).unwrap_err(),
+        Error::UnknownKind { found: 9 }
+    );
+    assert_eq!(
+        read_bloom(&patched(11, &[7], true)).unwrap_err(),
+        Error::UnsupportedHashScheme { found: 7 }
+    );
+    assert!(matches!(
+        read_bloom(&patched(20, &[0xff], false)).unwrap_err(),
+        Error::ChecksumMismatch {
+            section: "header",
+            ..
+        }
+    ));
+    assert!(matches!(
+        read_bloom(&patched(body + 40, &[0xff], false)).unwrap_err(),
+        Error::ChecksumMismatch {
+            section: "body",
+            ..
+        }
+    ));
+    let counting = bytes_of(|out| {
+        CountingBloomFilter::<u64>::builder(100, 0.01)
+            .seed(1)
+            .build()
+            .unwrap()
+            .write_to(out)
+    });
+    assert_eq!(
+        read_bloom(&counting).unwrap_err(),
+        Error::WrongKind {
+            expected: "BloomFilter",
+            found: "CountingBloomFilter"
+        }
+    );
+    assert_eq!(
+        read_bloom(&good[..good.len() - 1]).unwrap_err(),
+        Error::Truncated { section: "body" }
+    );
+    assert_eq!(
+        read_bloom(&good[..40]).unwrap_err(),
+        Error::Truncated {
+            section: "filter parameters"
+        }
+    );
+    assert_eq!(
+        read_bloom(&good[..70]).unwrap_err(),
+        Error::Truncated {
+            section: "bit array"
+        }
+    );
+    assert_eq!(
+        read_bloom(&[]).unwrap_err(),
+        Error::Truncated { section: "header" }
+    );
+
+    // Body fields (offsets in FORMAT.md): scheme 0, k 1..5, capacity 5..13,
+    // rate 13..21, blocks 21..29, then the words and the set-bit count.
+    assert_eq!(
+        read_bloom(&patched(body + 1, &0u32.to_le_bytes(), true)).unwrap_err(),
+        Error::ZeroHashes
+    );
+    assert_eq!(
+        read_bloom(&patched(body + 1, &99u32.to_le_bytes(), true)).unwrap_err(),
+        Error::InvalidField {
+            field: "bits per word",
+            value: 99
+        }
+    );
+    assert_eq!(
+        read_bloom(&patched(body, &[5], true)).unwrap_err(),
+        Error::InvalidField {
+            field: "layout",
+            value: 5
+        }
+    );
+    for rate in [0.0, 1.0, 1.5, -0.01] {
+        assert_eq!(
+            read_bloom(&patched(body + 13, &f64::to_le_bytes(rate), true)).unwrap_err(),
+            Error::InvalidStoredRate { rate }
+        );
+    }
+    assert!(matches!(
+        read_bloom(&patched(body + 13, &f64::NAN.to_le_bytes(), true)).unwrap_err(),
+        Error::InvalidStoredRate { rate } if rate.is_nan()
+    ));
+    assert_eq!(
+        read_bloom(&patched(body + 21, &(1u64 << 62).to_le_bytes(), true)).unwrap_err(),
+        Error::LengthOverflow {
+            field: "block count",
+            value: 1 << 62
+        }
+    );
+    assert_eq!(
+        read_bloom(&patched(body + 21, &u64::MAX.to_le_bytes(), true)).unwrap_err(),
+        Error::LengthOverflow {
+            field: "block count",
+            value: u64::MAX
+        }
+    );
+    assert_eq!(
+        read_bloom(&patched(body + 21, &3u64.to_le_bytes(), true)).unwrap_err(),
+        Error::InvalidField {
+            field: "block count",
+            value: 3
+        }
+    );
+    assert_eq!(
+        read_bloom(&patched(body + 5, &0u64.to_le_bytes(), true)).unwrap_err(),
+        Error::InvalidField {
+            field: "capacity",
+            value: 0
+        }
+    );
+    let count_at = good.len() - 12;
+    let stored = u64::from_le_bytes(good[count_at..count_at + 8].try_into().unwrap());
+    assert_eq!(
+        read_bloom(&patched(count_at, &(stored + 1).to_le_bytes(), true)).unwrap_err(),
+        Error::CountMismatch {
+            field: "set bits",
+            stored: stored + 1,
+            counted: stored
+        }
+    );
+    // More blocks than the input holds: truncated, after reading what is there.
+    assert_eq!(
+        read_bloom(&patched(body + 21, &(1u64 << 40).to_le_bytes(), true)).unwrap_err(),
+        Error::Truncated {
+            section: "bit array"
+        }
+    );
+}
+
+#[test]
+fn scalable_and_frontier_bad_fields_get_their_own_errors() {
+    let filter: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(100, 0.01)
+        .seed(2)
+        .build()
+        .unwrap();
+    let good = bytes_of(|out| filter.write_to(out));
+    let body = body_start();
+    let patched = |at: usize, value: &[u8]| {
+        let mut bytes = good.clone();
+        bytes[at..at + value.len()].copy_from_slice(value);
+        reseal(&mut bytes);
+        ScalableBloomFilter::<u64>::read_from(bytes.as_slice()).map(drop)
+    };
+    // Scalable body: layout 0, growth 1, tightening 2..10, rate 10..18,
+    // initial capacity 18..26, memory limit 26..34, first fill 34..42,
+    // stage count 42..50.
+    assert_eq!(
+        patched(body + 42, &0u64.to_le_bytes()),
+        Err(Error::ZeroStages)
+    );
+    assert_eq!(
+        patched(body + 1, &[3]),
+        Err(Error::InvalidGrowthFactor { growth: 3 })
+    );
+    assert_eq!(
+        patched(body + 2, &0.5f64.to_le_bytes()),
+        Err(Error::InvalidTighteningRatio { ratio: 0.5 })
+    );
+    assert_eq!(
+        patched(body + 10, &2.0f64.to_le_bytes()),
+        Err(Error::InvalidStoredRate { rate: 2.0 })
+    );
+    // Five stages claimed, one stored: the body's checksum is read as the
+    // next stage.
+    assert!(matches!(
+        patched(body + 42, &5u64.to_le_bytes()),
+        Err(Error::Truncated { .. } | Error::InvalidField { .. } | Error::ZeroHashes)
+    ));
+
+    let frontier: Frontier<String> = Frontier::new(100, 0.01).unwrap();
+    frontier.push("https://example.com/a".to_string());
+    let mut bytes = bytes_of(|out| frontier.write_to(out));
+    let item_at = bytes.len() - 4 - 1;
+    bytes[item_at] = 0xff; // "…/a" is no longer UTF-8
+    reseal(&mut bytes);
+    assert!(matches!(
+        Frontier::<String>::read_from(bytes.as_slice()),
+        Err(Error::InvalidItem { index: 0, .. })
+    ));
+    bytes[item_at] = b'a';
+    let count_at = bytes.len() - 4 - 21 - 8 - 8;
+    bytes[count_at..count_at + 8].copy_from_slice(&2u64.to_le_bytes());
+    reseal(&mut bytes);
+    assert_eq!(
+        Frontier::<String>::read_from(bytes.as_slice()).map(drop),
+        Err(Error::Truncated {
+            section: "queued item"
+        })
+    );
+}
+
+#[test]
+fn every_cut_and_every_flipped_bit_is_an_error() {
+    let good = small_bloom_bytes();
+    for cut in 0..good.len() {
+        assert!(
+            matches!(read_bloom(&good[..cut]), Err(Error::Truncated { .. })),
+            "cut at {cut}"
+        );
+    }
+    for byte in 0..good.len() {
+        for bit in 0..8 {
+            let mut bytes = good.clone();
+            bytes[byte] ^= 1 << bit;
+            assert!(
+                read_bloom(&bytes).is_err(),
+                "flip of bit {bit} of byte {byte}"
+            );
+        }
+    }
+}
+
+#[test]
+fn load_refuses_trailing_bytes_and_names_io_errors() {
+    let path = temp_path("trailing.bin");
+    let mut bytes = small_bloom_bytes();
+    bytes.push(0);
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(
+        BloomFilter::<u64>::load(&path).unwrap_err(),
+        Error::TrailingBytes
+    );
+    std::fs::remove_file(&path).unwrap();
+    assert!(matches!(
+        BloomFilter::<u64>::load(&path).unwrap_err(),
+        Error::Io {
+            kind: std::io::ErrorKind::NotFound,
+            ..
+        }
+    ));
+    let nowhere = temp_path("no-such-dir").join("filter.bin");
+    assert!(matches!(
+        bloom(Layout::Word, 1).save(&nowhere),
+        Err(Error::Io { .. })
+    ));
+}
+
+#[test]
+fn save_replaces_the_old_file_and_leaves_no_temporary() {
+    let path = temp_path("replace.bin");
+    bloom(Layout::CacheLine, 1).save(&path).unwrap();
+    let second = BloomFilter::<u64>::builder(10_000, 0.01)
+        .seed(2)
+        .build()
+        .unwrap();
+    second.insert(&(1 << 62));
+    second.save(&path).unwrap();
+    let loaded = BloomFilter::<u64>::load(&path).unwrap();
+    assert!(loaded.contains(&(1 << 62)) && loaded.len_estimate() == 1);
+    let dir = path.parent().unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_name().to_string_lossy().contains("replace.bin."))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// Header offsets the tests patch, checked against the format's layout.
+#[test]
+fn the_format_starts_as_documented() {
+    let bytes = small_bloom_bytes();
+    assert_eq!(&bytes[..8], b"ATMBLOOM");
+    assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 1);
+    assert_eq!(bytes[10], 1, "kind: BloomFilter");
+    assert_eq!(bytes[11], 1, "hash scheme: wyhash v1");
+    assert_eq!(
+        u64::from_le_bytes(bytes[16..24].try_into().unwrap()),
+        1,
+        "seed"
+    );
+    assert_eq!(HEADER_CRC_AT, 24);
+    assert_eq!(body_start(), 28);
+    let blocks = u64::from_le_bytes(bytes[28 + 21..28 + 29].try_into().unwrap()) as usize;
+    assert_eq!(bytes.len(), 28 + 29 + blocks * 64 + 8 + 4);
+}
