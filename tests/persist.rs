@@ -560,3 +560,51 @@ fn the_format_starts_as_documented() {
     let blocks = u64::from_le_bytes(bytes[28 + 21..28 + 29].try_into().unwrap()) as usize;
     assert_eq!(bytes.len(), 28 + 29 + blocks * 64 + 8 + 4);
 }
+
+/// Through serde, with the same validation (`--features serde`).
+#[cfg(feature = "serde")]
+#[test]
+fn serde_round_trips_and_validates() {
+    let filter = bloom(Layout::Word, 4);
+    let json = serde_json::to_string(&filter).unwrap();
+    let loaded: BloomFilter<u64> = serde_json::from_str(&json).unwrap();
+    assert!((0..5_000u64).all(|item| loaded.contains(&item)));
+    assert_eq!(
+        bytes_of(|out| loaded.write_to(out)),
+        bytes_of(|out| filter.write_to(out))
+    );
+
+    let frontier: Frontier<String> = Frontier::new(100, 0.01).unwrap();
+    frontier.push("https://example.com/".to_string());
+    let json = serde_json::to_string(&frontier).unwrap();
+    let loaded: Frontier<String> = serde_json::from_str(&json).unwrap();
+    assert_eq!(loaded.pop().as_deref(), Some("https://example.com/"));
+
+    // One changed byte of the JSON array: a checksum error, not a panic.
+    let mut values: Vec<u8> =
+        serde_json::from_str(&serde_json::to_string(&filter).unwrap()).unwrap();
+    values[100] ^= 1;
+    let error = serde_json::from_str::<BloomFilter<u64>>(&serde_json::to_string(&values).unwrap())
+        .unwrap_err();
+    assert!(error.to_string().contains("corrupt"), "{error}");
+    values[100] ^= 1;
+    values.push(0);
+    let error = serde_json::from_str::<BloomFilter<u64>>(&serde_json::to_string(&values).unwrap())
+        .unwrap_err();
+    assert!(error.to_string().contains("goes on after"), "{error}");
+    let scalable: ScalableBloomFilter<str> = ScalableBloomFilter::builder(10, 0.01)
+        .seed(1)
+        .build()
+        .unwrap();
+    scalable.insert("a");
+    let counting: CountingBloomFilter<str> = CountingBloomFilter::builder(10, 0.01)
+        .seed(1)
+        .build()
+        .unwrap();
+    counting.insert("a");
+    let scalable: ScalableBloomFilter<str> =
+        serde_json::from_str(&serde_json::to_string(&scalable).unwrap()).unwrap();
+    let counting: CountingBloomFilter<str> =
+        serde_json::from_str(&serde_json::to_string(&counting).unwrap()).unwrap();
+    assert!(scalable.contains("a") && counting.contains("a"));
+}
