@@ -55,6 +55,27 @@
 //!
 //! * `rayon` (default): `par_insert` on every filter inserts from a rayon
 //!   parallel iterator.
+//! * `serde`: `Serialize` and `Deserialize` for every filter, as the bytes of
+//!   the saved-filter format and with the same checks as `read_from`.
+//!
+//! # Saving and loading
+//!
+//! Every type has `write_to` / `read_from` and crash-safe `save` / `load`,
+//! in one versioned little-endian format with checksums (`FORMAT.md` in the
+//! repository). Loading hostile input returns an [`Error`] naming what is
+//! wrong, never panics, and allocates only as the input delivers bytes.
+//!
+//! ```
+//! use atomic_bloom::ScalableBloomFilter;
+//!
+//! let seen: ScalableBloomFilter<str> = ScalableBloomFilter::new(1_000, 0.01)?;
+//! seen.insert("https://example.com/");
+//! let mut bytes = Vec::new();
+//! seen.write_to(&mut bytes)?;
+//! let restored: ScalableBloomFilter<str> = ScalableBloomFilter::read_from(bytes.as_slice())?;
+//! assert!(restored.contains("https://example.com/"));
+//! # Ok::<(), atomic_bloom::Error>(())
+//! ```
 //!
 //! Model checks of every atomic protocol live in `loom-tests/`; they compile
 //! this crate with `RUSTFLAGS="--cfg atomic_bloom_loom"`, which swaps the

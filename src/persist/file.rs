@@ -3,14 +3,9 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Decoder, Saved};
 use crate::Error;
-
-/// Distinguishes the temporary files of saves running at once in one
-/// process.
-static SAVES: AtomicU64 = AtomicU64::new(0);
 
 /// Saves `value` to `path` so that a crash at any instant leaves either the
 /// previous file or the new one there, whole: write a temporary file in the
@@ -24,11 +19,15 @@ pub(crate) fn save<V: Saved>(value: &V, path: &Path) -> Result<(), Error> {
         kind: std::io::ErrorKind::InvalidInput,
         message: format!("{} names no file", path.display()),
     })?;
-    // Relaxed: only uniqueness matters, and fetch_add gives it.
-    let save_number = SAVES.fetch_add(1, Ordering::Relaxed);
+    // Saves running at once get different names; `create_new` refuses a
+    // clash rather than clobber another save's file.
+    let save_number = getrandom::u64().unwrap_or_else(|_| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        now.map_or(0, |elapsed| elapsed.as_nanos() as u64)
+    });
     let mut temporary_name = std::ffi::OsString::from(".");
     temporary_name.push(name);
-    temporary_name.push(format!(".{}.{save_number}.tmp", std::process::id()));
+    temporary_name.push(format!(".{}.{save_number:016x}.tmp", std::process::id()));
     let temporary = directory.join(temporary_name);
     let written = write_synced(value, &temporary).and_then(|()| {
         fs::rename(&temporary, path)?;

@@ -1,0 +1,28 @@
+//! Every loader on arbitrary bytes: `Err` or a filter that writes back the
+//! bytes it was read from; never a panic, never an allocation the input does
+//! not justify (libFuzzer's `-rss_limit_mb` and `-malloc_limit_mb` catch
+//! those).
+//!
+//! Run from the repository root (see README.md):
+//! `RUSTC_BOOTSTRAP=1 cargo fuzz run read_from -- -max_total_time=60`
+
+#![no_main]
+
+use atomic_bloom::{BloomFilter, CountingBloomFilter, Error, Frontier, ScalableBloomFilter};
+use libfuzzer_sys::fuzz_target;
+
+fn check<V>(data: &[u8], loaded: Result<V, Error>, write: impl Fn(&V, &mut Vec<u8>) -> Result<(), Error>) {
+    if let Ok(value) = loaded {
+        let mut again = Vec::new();
+        write(&value, &mut again).expect("writing to a Vec cannot fail");
+        assert_eq!(&data[..again.len()], &again[..], "a loaded filter writes back its bytes");
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    check(data, BloomFilter::<[u8]>::read_from(data), |f, out| f.write_to(out));
+    check(data, CountingBloomFilter::<[u8]>::read_from(data), |f, out| f.write_to(out));
+    check(data, ScalableBloomFilter::<[u8]>::read_from(data), |f, out| f.write_to(out));
+    check(data, Frontier::<String>::read_from(data), |f, out| f.write_to(out));
+    check(data, Frontier::<Vec<u8>>::read_from(data), |f, out| f.write_to(out));
+});
