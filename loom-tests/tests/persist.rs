@@ -42,7 +42,10 @@ fn a_save_holds_every_insert_that_happened_before_it() {
         inserter.join().unwrap();
         let saved = BloomFilter::<u64>::read_from(bytes.as_slice()).unwrap();
         if published {
-            assert!(saved.contains(&1), "an insert published before the save is lost");
+            assert!(
+                saved.contains(&1),
+                "an insert published before the save is lost"
+            );
         }
     });
 }
@@ -79,7 +82,10 @@ fn a_frontier_save_racing_push_and_pop_loses_nothing() {
         assert_eq!(once.len(), queued.len(), "a saved item queued twice");
         assert!(saved.seen(&1), "pushed before the save");
         for item in &queued {
-            assert!(saved.seen(item), "a saved queued item is in the saved filter");
+            assert!(
+                saved.seen(item),
+                "a saved queued item is in the saved filter"
+            );
         }
     });
 }

@@ -1,0 +1,532 @@
+//! The subjects of `benches/contention.rs`: this crate's filters and their
+//! peers behind one interface, plus the floor. Included by that bench alone
+//! (`#[path]`), so the other benches' `mod common;` does not see it.
+
+use std::collections::{HashSet, VecDeque};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
+
+use atomic_bloom::{
+    BloomFilter, CountingBloomFilter, DefaultHasher, Frontier, Layout, ScalableBloomFilter,
+};
+use crossbeam::queue::SegQueue;
+use dashmap::DashSet;
+use growable_bloom_filter::GrowableBloom;
+
+/// Target false-positive rate of every filter.
+pub const RATE: f64 = 0.01;
+/// Seed of every seeded hasher.
+pub const SEED: u64 = 0x5eed;
+
+/// A set under test: ours, a peer, or the floor.
+pub trait Subject: Send + Sync {
+    /// Inserts `key`; whether it was new (peers that do not say return `true`).
+    fn insert(&self, key: u64) -> bool;
+    fn contains(&self, key: u64) -> bool;
+    /// Empties the subject (untimed).
+    fn reset(&mut self);
+    /// Untimed housekeeping between timed stretches: frontiers drop their
+    /// queued items here, so queues do not grow without bound.
+    fn tidy(&mut self) {}
+    /// Bytes it allocated, where known (`≈`: an estimate).
+    fn memory(&self) -> String;
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{:.2} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// hashbrown's table for `len` u64 keys: buckets (a power of two at most 7/8
+/// full), 8 bytes plus one control byte each.
+fn exact_set_bytes(len: usize) -> String {
+    let buckets = (len * 8 / 7).max(1).next_power_of_two();
+    format!("≈{}", mib(buckets * 9))
+}
+
+fn hasher() -> DefaultHasher {
+    DefaultHasher::with_seed(SEED)
+}
+
+// ---- this crate ----
+
+/// A seeded `BloomFilter<u64>` for `items` items.
+pub fn bloom(items: usize, layout: Layout) -> BloomFilter<u64> {
+    BloomFilter::builder(items, RATE)
+        .seed(SEED)
+        .layout(layout)
+        .build()
+        .unwrap()
+}
+
+impl Subject for BloomFilter<u64> {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        BloomFilter::insert(self, &key)
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        BloomFilter::contains(self, &key)
+    }
+    fn reset(&mut self) {
+        self.clear();
+    }
+    fn memory(&self) -> String {
+        format!(
+            "{} (capacity {})",
+            mib(self.memory_bytes()),
+            self.capacity()
+        )
+    }
+}
+
+/// A seeded `CountingBloomFilter<u64>` for `items` items.
+pub fn counting(items: usize) -> CountingBloomFilter<u64> {
+    CountingBloomFilter::builder(items, RATE)
+        .seed(SEED)
+        .build()
+        .unwrap()
+}
+
+impl Subject for CountingBloomFilter<u64> {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        CountingBloomFilter::insert(self, &key)
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        CountingBloomFilter::contains(self, &key)
+    }
+    fn reset(&mut self) {
+        self.clear();
+    }
+    fn memory(&self) -> String {
+        format!(
+            "{} (capacity {})",
+            mib(self.memory_bytes()),
+            self.capacity()
+        )
+    }
+}
+
+/// `ScalableBloomFilter<u64>` that starts at `final_items / 64`; emptied
+/// by building it again.
+pub struct Scalable {
+    filter: ScalableBloomFilter<u64>,
+    final_items: usize,
+}
+
+impl Scalable {
+    pub fn new(final_items: usize) -> Self {
+        let filter = ScalableBloomFilter::builder(final_items / 64, RATE)
+            .seed(SEED)
+            .build()
+            .unwrap();
+        Scalable {
+            filter,
+            final_items,
+        }
+    }
+}
+
+impl Subject for Scalable {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        self.filter.insert(&key)
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.filter.contains(&key)
+    }
+    fn reset(&mut self) {
+        *self = Scalable::new(self.final_items);
+    }
+    fn memory(&self) -> String {
+        format!(
+            "{} now, {} stages",
+            mib(self.filter.memory_bytes()),
+            self.filter.stages()
+        )
+    }
+}
+
+/// `Frontier<u64>` (a seeded `Layout::Word` filter): insert is `push`,
+/// contains is `seen`; emptied by building it again.
+pub struct OurFrontier {
+    frontier: Frontier<u64>,
+    items: usize,
+}
+
+impl OurFrontier {
+    pub fn new(items: usize) -> Self {
+        let mut filter = bloom(items, Layout::Word);
+        // Writes every word: the pages are faulted in here, untimed.
+        filter.clear();
+        OurFrontier {
+            frontier: Frontier::from_filter(filter),
+            items,
+        }
+    }
+}
+
+impl Subject for OurFrontier {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        self.frontier.push(key)
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.frontier.seen(&key)
+    }
+    fn reset(&mut self) {
+        *self = OurFrontier::new(self.items);
+    }
+    fn tidy(&mut self) {
+        while self.frontier.pop().is_some() {}
+    }
+    fn memory(&self) -> String {
+        format!(
+            "{} (capacity {})",
+            mib(self.frontier.memory_bytes()),
+            self.frontier.capacity()
+        )
+    }
+}
+
+// ---- peers ----
+
+/// fastbloom's `AtomicBloomFilter` with this crate's hasher (wyhash).
+pub fn fastbloom(items: usize) -> fastbloom::AtomicBloomFilter<DefaultHasher> {
+    fastbloom::AtomicBloomFilter::with_false_pos(RATE)
+        .hasher(hasher())
+        .expected_items(items)
+}
+
+impl<S: BuildHasher + Send + Sync> Subject for fastbloom::AtomicBloomFilter<S> {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        // fastbloom returns whether the item was already present.
+        !fastbloom::AtomicBloomFilter::insert(self, &key)
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        fastbloom::AtomicBloomFilter::contains(self, &key)
+    }
+    fn reset(&mut self) {
+        self.clear();
+    }
+    fn memory(&self) -> String {
+        mib(self.num_bits() / 8)
+    }
+}
+
+/// bloomfilter's `Bloom` (needs `&mut` to insert) in an `RwLock`.
+pub fn bloomfilter_rwlock(items: usize) -> RwLock<bloomfilter::Bloom<u64>> {
+    let mut seed = [0u8; 32];
+    seed[..8].copy_from_slice(&SEED.to_le_bytes());
+    RwLock::new(bloomfilter::Bloom::new_for_fp_rate_with_seed(items, RATE, &seed).unwrap())
+}
+
+impl Subject for RwLock<bloomfilter::Bloom<u64>> {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        !self.write().unwrap().check_and_set(&key)
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.read().unwrap().check(&key)
+    }
+    fn reset(&mut self) {
+        self.get_mut().unwrap().clear();
+    }
+    fn memory(&self) -> String {
+        mib(self.read().unwrap().len() as usize / 8)
+    }
+}
+
+/// bloomcraft's `StandardBloomFilter`: lock-free, `&self` insert.
+pub fn bloomcraft(items: usize) -> bloomcraft::filters::StandardBloomFilter<u64> {
+    bloomcraft::filters::StandardBloomFilter::new(items, RATE).unwrap()
+}
+
+impl Subject for bloomcraft::filters::StandardBloomFilter<u64> {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        bloomcraft::filters::StandardBloomFilter::insert(self, &key);
+        true
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        bloomcraft::filters::StandardBloomFilter::contains(self, &key)
+    }
+    fn reset(&mut self) {
+        self.clear();
+    }
+    fn memory(&self) -> String {
+        mib(self.memory_usage())
+    }
+}
+
+/// bloomcraft's `CountingBloomFilter` (its `insert` and `delete` take
+/// `&mut self`) in a `Mutex`.
+pub fn bloomcraft_counting(items: usize) -> Mutex<bloomcraft::filters::CountingBloomFilter<u64>> {
+    Mutex::new(bloomcraft::filters::CountingBloomFilter::new(items, RATE))
+}
+
+impl Subject for Mutex<bloomcraft::filters::CountingBloomFilter<u64>> {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        self.lock().unwrap().insert(&key);
+        true
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.lock().unwrap().contains(&key)
+    }
+    fn reset(&mut self) {
+        self.get_mut().unwrap().clear();
+    }
+    fn memory(&self) -> String {
+        mib(self.lock().unwrap().memory_usage())
+    }
+}
+
+/// growable-bloom-filter's `GrowableBloom` in a `Mutex`, starting at
+/// `final_items / 64`; emptied by building it again.
+pub struct Growable {
+    filter: Mutex<GrowableBloom>,
+    final_items: usize,
+}
+
+impl Growable {
+    pub fn new(final_items: usize) -> Self {
+        Growable {
+            filter: Mutex::new(GrowableBloom::new(RATE, final_items / 64)),
+            final_items,
+        }
+    }
+}
+
+impl Subject for Growable {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        self.filter.lock().unwrap().insert(key)
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.filter.lock().unwrap().contains(key)
+    }
+    fn reset(&mut self) {
+        *self = Growable::new(self.final_items);
+    }
+    fn memory(&self) -> String {
+        "not reported".into()
+    }
+}
+
+/// bloomcraft's `AtomicScalableBloomFilter`, starting at `final_items / 64`;
+/// emptied by building it again.
+pub struct BloomcraftScalable {
+    filter: bloomcraft::filters::AtomicScalableBloomFilter<u64>,
+    final_items: usize,
+}
+
+impl BloomcraftScalable {
+    pub fn new(final_items: usize) -> Self {
+        BloomcraftScalable {
+            filter: bloomcraft::filters::AtomicScalableBloomFilter::new(final_items / 64, RATE)
+                .unwrap(),
+            final_items,
+        }
+    }
+}
+
+impl Subject for BloomcraftScalable {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        self.filter.insert(&key);
+        true
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.filter.contains(&key)
+    }
+    fn reset(&mut self) {
+        *self = BloomcraftScalable::new(self.final_items);
+    }
+    fn memory(&self) -> String {
+        mib(self.filter.memory_usage())
+    }
+}
+
+/// An exact `DashSet<u64>` presized for `items`, hashed with wyhash as the
+/// filters are.
+pub fn dashset(items: usize) -> DashSet<u64, DefaultHasher> {
+    DashSet::with_capacity_and_hasher(items, hasher())
+}
+
+impl Subject for DashSet<u64, DefaultHasher> {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        DashSet::insert(self, key)
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        DashSet::contains(self, &key)
+    }
+    fn reset(&mut self) {
+        self.clear();
+    }
+    fn memory(&self) -> String {
+        exact_set_bytes(self.capacity())
+    }
+}
+
+/// An exact `HashSet<u64>` presized for `items`, wyhash, in a `Mutex`.
+pub fn mutex_hashset(items: usize) -> Mutex<HashSet<u64, DefaultHasher>> {
+    Mutex::new(HashSet::with_capacity_and_hasher(items, hasher()))
+}
+
+impl Subject for Mutex<HashSet<u64, DefaultHasher>> {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        self.lock().unwrap().insert(key)
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.lock().unwrap().contains(&key)
+    }
+    fn reset(&mut self) {
+        self.get_mut().unwrap().clear();
+    }
+    fn memory(&self) -> String {
+        exact_set_bytes(self.lock().unwrap().capacity())
+    }
+}
+
+/// A frontier from std: an exact set and a queue under one `Mutex`.
+pub struct MutexFrontier(Mutex<(HashSet<u64, DefaultHasher>, VecDeque<u64>)>);
+
+impl MutexFrontier {
+    pub fn new(items: usize) -> Self {
+        MutexFrontier(Mutex::new((
+            HashSet::with_capacity_and_hasher(items, hasher()),
+            VecDeque::new(),
+        )))
+    }
+}
+
+impl Subject for MutexFrontier {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        let mut guard = self.0.lock().unwrap();
+        let (seen, queue) = &mut *guard;
+        let new = seen.insert(key);
+        if new {
+            queue.push_back(key);
+        }
+        new
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.0.lock().unwrap().0.contains(&key)
+    }
+    fn reset(&mut self) {
+        let (seen, queue) = self.0.get_mut().unwrap();
+        seen.clear();
+        queue.clear();
+    }
+    fn tidy(&mut self) {
+        self.0.get_mut().unwrap().1.clear();
+    }
+    fn memory(&self) -> String {
+        exact_set_bytes(self.0.lock().unwrap().0.capacity())
+    }
+}
+
+/// A lock-free frontier from parts: an exact `DashSet` and crossbeam's
+/// `SegQueue`.
+pub struct DashFrontier {
+    seen: DashSet<u64, DefaultHasher>,
+    queue: SegQueue<u64>,
+}
+
+impl DashFrontier {
+    pub fn new(items: usize) -> Self {
+        DashFrontier {
+            seen: dashset(items),
+            queue: SegQueue::new(),
+        }
+    }
+}
+
+impl Subject for DashFrontier {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        let new = self.seen.insert(key);
+        if new {
+            self.queue.push(key);
+        }
+        new
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.seen.contains(&key)
+    }
+    fn reset(&mut self) {
+        self.seen.clear();
+        self.queue = SegQueue::new();
+    }
+    fn tidy(&mut self) {
+        self.queue = SegQueue::new();
+    }
+    fn memory(&self) -> String {
+        exact_set_bytes(self.seen.capacity())
+    }
+}
+
+// ---- the floor ----
+
+/// One wyhash and one atomic touch of one word of an array as large as the
+/// filter it stands beside (rounded down to a power of two of words): no
+/// filter can do less.
+pub struct Floor {
+    words: Vec<AtomicU64>,
+    hasher: DefaultHasher,
+}
+
+impl Floor {
+    pub fn new(bytes: usize) -> Self {
+        let words = 1usize << (bytes / 8).max(1).ilog2();
+        Floor {
+            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            hasher: hasher(),
+        }
+    }
+}
+
+impl Subject for Floor {
+    #[inline]
+    fn insert(&self, key: u64) -> bool {
+        let hash = self.hasher.hash_one(key);
+        let word = &self.words[hash as usize & (self.words.len() - 1)];
+        let bit = 1u64 << (hash >> 58);
+        // Relaxed: as in the filters, a bit publishes nothing else.
+        word.fetch_or(bit, Ordering::Relaxed) & bit == 0
+    }
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        let hash = self.hasher.hash_one(key);
+        let word = &self.words[hash as usize & (self.words.len() - 1)];
+        // Relaxed: as above.
+        word.load(Ordering::Relaxed) & (1u64 << (hash >> 58)) != 0
+    }
+    fn reset(&mut self) {
+        self.words
+            .iter()
+            .for_each(|w| w.store(0, Ordering::Relaxed));
+    }
+    fn memory(&self) -> String {
+        mib(self.words.len() * 8)
+    }
+}
