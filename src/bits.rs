@@ -216,23 +216,17 @@ impl BitArray {
     /// Writes every word, block by block, little-endian (`FORMAT.md`);
     /// returns the number of set bits written.
     pub(crate) fn write_words<W: Write>(&self, out: &mut Encoder<W>) -> Result<u64, Error> {
-        let mut buffer = Vec::with_capacity(persist::CHUNK_BYTES);
-        let mut set_bits = 0u64;
-        for block in self.blocks.iter() {
+        persist::write_blocks(out, &self.blocks, |block, buffer| {
+            let mut ones = 0;
             for word in &block.0 {
                 // Relaxed: a snapshot of bits that only go 0 -> 1; an insert
                 // that happened-before the save began is seen.
                 let bits = word.load(Ordering::Relaxed);
-                set_bits += u64::from(bits.count_ones());
+                ones += bits.count_ones() as usize;
                 buffer.extend_from_slice(&bits.to_le_bytes());
             }
-            if buffer.len() >= persist::CHUNK_BYTES {
-                out.bytes(&buffer)?;
-                buffer.clear();
-            }
-        }
-        out.bytes(&buffer)?;
-        Ok(set_bits)
+            ones
+        })
     }
 
     /// Reads an array of `blocks` blocks (a power of two) as
@@ -242,42 +236,21 @@ impl BitArray {
         blocks: usize,
         input: &mut Decoder<R>,
     ) -> Result<(Self, u64), Error> {
-        let bytes = blocks
-            .checked_mul(BLOCK_BYTES)
-            .ok_or(Error::LengthOverflow {
-                field: "block count",
-                value: blocks as u64,
-            })?;
         let set_bits = ShardedCount::new(blocks);
-        let mut storage: Vec<Block> = Vec::new();
-        let mut total = 0u64;
-        input.chunks(bytes, |chunk| {
-            for block_bytes in chunk.chunks_exact(BLOCK_BYTES) {
-                persist::reserve_as_read(&mut storage, blocks, persist::CHUNK_BYTES / BLOCK_BYTES)?;
-                let block = Block(std::array::from_fn(|word| {
-                    let mut le = [0u8; 8];
-                    le.copy_from_slice(&block_bytes[word * 8..word * 8 + 8]);
-                    AtomicU64::new(u64::from_le_bytes(le))
-                }));
-                let ones = block
-                    .0
-                    .iter()
-                    // Relaxed: the block is not shared yet.
-                    .map(|word| word.load(Ordering::Relaxed).count_ones() as usize)
-                    .sum::<usize>();
-                if ones != 0 {
-                    set_bits.add(storage.len(), ones);
-                }
-                total += ones as u64;
-                storage.push(block);
-            }
-            Ok(())
-        })?;
-        let array = BitArray {
-            blocks: storage.into_boxed_slice(),
-            set_bits,
+        let decode = |bytes: &[u8]| {
+            let block = Block(std::array::from_fn(|word| {
+                let mut le = [0u8; 8];
+                le.copy_from_slice(&bytes[word * 8..word * 8 + 8]);
+                AtomicU64::new(u64::from_le_bytes(le))
+            }));
+            let ones = bytes.iter().map(|byte| byte.count_ones() as usize).sum();
+            (block, ones)
         };
-        Ok((array, total))
+        let tally = |block_index, ones| {
+            set_bits.add(block_index, ones);
+        };
+        let (blocks, total) = persist::read_blocks(blocks, input, decode, tally)?;
+        Ok((BitArray { blocks, set_bits }, total))
     }
 
     pub(crate) fn clear(&mut self) {

@@ -149,23 +149,17 @@ impl CounterArray {
     /// Writes every counter, block by block (`FORMAT.md`); returns the
     /// number of non-zero counters written.
     pub(crate) fn write_counters<W: Write>(&self, out: &mut Encoder<W>) -> Result<u64, Error> {
-        let mut buffer = Vec::with_capacity(persist::CHUNK_BYTES);
-        let mut nonzero = 0u64;
-        for block in self.blocks.iter() {
+        persist::write_blocks(out, &self.blocks, |block, buffer| {
+            let mut used = 0;
             for counter in &block.0 {
                 // Relaxed: a snapshot; each counter is read once, and an
                 // update that happened-before the save began is seen.
                 let count = counter.load(Ordering::Relaxed);
-                nonzero += u64::from(count != 0);
+                used += usize::from(count != 0);
                 buffer.push(count);
             }
-            if buffer.len() >= persist::CHUNK_BYTES {
-                out.bytes(&buffer)?;
-                buffer.clear();
-            }
-        }
-        out.bytes(&buffer)?;
-        Ok(nonzero)
+            used
+        })
     }
 
     /// Reads an array of `blocks` blocks as
@@ -175,34 +169,16 @@ impl CounterArray {
         blocks: usize,
         input: &mut Decoder<R>,
     ) -> Result<(Self, u64), Error> {
-        let bytes = blocks
-            .checked_mul(BLOCK_BYTES)
-            .ok_or(Error::LengthOverflow {
-                field: "block count",
-                value: blocks as u64,
-            })?;
         let nonzero = ShardedCount::new(blocks);
-        let mut storage: Vec<CounterBlock> = Vec::new();
-        let mut total = 0u64;
-        input.chunks(bytes, |chunk| {
-            for block_bytes in chunk.chunks_exact(BLOCK_BYTES) {
-                persist::reserve_as_read(&mut storage, blocks, persist::CHUNK_BYTES / BLOCK_BYTES)?;
-                let used = block_bytes.iter().filter(|&&count| count != 0).count();
-                if used != 0 {
-                    nonzero.add(storage.len(), used);
-                }
-                total += used as u64;
-                storage.push(CounterBlock(std::array::from_fn(|slot| {
-                    AtomicU8::new(block_bytes[slot])
-                })));
-            }
-            Ok(())
-        })?;
-        let array = CounterArray {
-            blocks: storage.into_boxed_slice(),
-            nonzero,
+        let decode = |bytes: &[u8]| {
+            let block = CounterBlock(std::array::from_fn(|slot| AtomicU8::new(bytes[slot])));
+            (block, bytes.iter().filter(|&&count| count != 0).count())
         };
-        Ok((array, total))
+        let tally = |block_index, used| {
+            nonzero.add(block_index, used);
+        };
+        let (blocks, total) = persist::read_blocks(blocks, input, decode, tally)?;
+        Ok((CounterArray { blocks, nonzero }, total))
     }
 
     pub(crate) fn clear(&mut self) {

@@ -27,6 +27,7 @@ pub(crate) use codec::{Decoder, Encoder, CHUNK_BYTES};
 
 use std::io::{Read, Write};
 
+use crate::sizing::BLOCK_BYTES;
 use crate::Error;
 
 /// The first eight bytes of every saved filter.
@@ -179,6 +180,61 @@ pub(crate) fn reserve_as_read<E>(
             })?;
     }
     Ok(())
+}
+
+/// Writes `blocks` through `encode`, which appends one block's 64 bytes to
+/// the buffer and returns how many units (bits, non-zero counters) it holds
+/// set; returns the total. Shared by the bit and counter arrays.
+pub(crate) fn write_blocks<B, W: Write>(
+    out: &mut Encoder<W>,
+    blocks: &[B],
+    mut encode: impl FnMut(&B, &mut Vec<u8>) -> usize,
+) -> Result<u64, Error> {
+    let mut buffer = Vec::with_capacity(CHUNK_BYTES);
+    let mut total = 0u64;
+    for block in blocks {
+        total += encode(block, &mut buffer) as u64;
+        if buffer.len() >= CHUNK_BYTES {
+            out.bytes(&buffer)?;
+            buffer.clear();
+        }
+    }
+    out.bytes(&buffer)?;
+    Ok(total)
+}
+
+/// Reads `blocks` 64-byte blocks that [`write_blocks`] wrote, a chunk at a
+/// time, allocating only as the input delivers them. `decode` turns one
+/// block's bytes into a block and its count of set units; `tally` is told
+/// each non-zero count with its block index. Returns the blocks and the
+/// total count.
+pub(crate) fn read_blocks<B, R: Read>(
+    blocks: usize,
+    input: &mut Decoder<R>,
+    mut decode: impl FnMut(&[u8]) -> (B, usize),
+    mut tally: impl FnMut(usize, usize),
+) -> Result<(Box<[B]>, u64), Error> {
+    let bytes = blocks
+        .checked_mul(BLOCK_BYTES)
+        .ok_or(Error::LengthOverflow {
+            field: "block count",
+            value: blocks as u64,
+        })?;
+    let mut storage = Vec::new();
+    let mut total = 0u64;
+    input.chunks(bytes, |chunk| {
+        for block_bytes in chunk.chunks_exact(BLOCK_BYTES) {
+            reserve_as_read(&mut storage, blocks, CHUNK_BYTES / BLOCK_BYTES)?;
+            let (block, used) = decode(block_bytes);
+            if used != 0 {
+                tally(storage.len(), used);
+            }
+            total += used as u64;
+            storage.push(block);
+        }
+        Ok(())
+    })?;
+    Ok((storage.into_boxed_slice(), total))
 }
 
 /// `value` as a `usize`, or [`Error::LengthOverflow`] naming `field`.
