@@ -10,13 +10,12 @@
 
 use std::hash::BuildHasher;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use atomic_bloom::{BloomFilter, DefaultHasher, Layout};
 mod common;
 
-use common::run_split;
+use common::{run_split, Floor};
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
@@ -62,42 +61,17 @@ impl<S: BuildHasher + Sync> Subject for fastbloom::AtomicBloomFilter<S> {
     }
 }
 
-/// One wyhash and one atomic touch of one word of an array of the same size.
-struct Floor {
-    words: Vec<AtomicU64>,
-    hasher: DefaultHasher,
-}
-
-impl Floor {
-    fn new(bytes: usize) -> Self {
-        let words = (bytes / 8).next_power_of_two();
-        Floor {
-            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
-            hasher: DefaultHasher::with_seed(SEED),
-        }
-    }
-}
-
 impl Subject for Floor {
     #[inline]
     fn insert(&self, key: u64) -> bool {
-        let hash = self.hasher.hash_one(key);
-        let word = &self.words[hash as usize & (self.words.len() - 1)];
-        let bit = 1u64 << (hash >> 58);
-        // Relaxed: as in the filters, a bit publishes nothing else.
-        word.fetch_or(bit, Ordering::Relaxed) & bit == 0
+        Floor::insert(self, key)
     }
     #[inline]
     fn contains(&self, key: u64) -> bool {
-        let hash = self.hasher.hash_one(key);
-        let word = &self.words[hash as usize & (self.words.len() - 1)];
-        // Relaxed: as above.
-        word.load(Ordering::Relaxed) & (1u64 << (hash >> 58)) != 0
+        Floor::contains(self, key)
     }
     fn reset(&mut self) {
-        self.words
-            .iter()
-            .for_each(|w| w.store(0, Ordering::Relaxed));
+        self.clear();
     }
 }
 
@@ -132,7 +106,10 @@ fn subjects() -> Vec<(&'static str, Maker)> {
         ("fastbloom-wyhash", |n| Box::new(fastbloom_wyhash(n))),
         ("fastbloom-default", |n| Box::new(fastbloom_default(n))),
         ("floor", |n| {
-            Box::new(Floor::new(ours(n, Layout::CacheLine).num_bits() / 8))
+            Box::new(Floor::new(
+                ours(n, Layout::CacheLine).num_bits() / 8,
+                DefaultHasher::with_seed(SEED),
+            ))
         }),
     ]
 }

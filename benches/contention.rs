@@ -374,7 +374,7 @@ fn bloom_family(c: &mut Criterion, family: &str, layout: Layout, sizes: Sizes) {
             g.bench("dashset", || dashset(n));
             g.bench("mutex-hashset", || mutex_hashset(n));
         }
-        g.bench("floor", || Floor::new(bloom(n, layout).num_bits() / 8));
+        g.bench("floor", || floor(bloom(n, layout).num_bits() / 8));
     });
 }
 
@@ -396,7 +396,7 @@ fn counting_family(c: &mut Criterion) {
         g.bench("bloomcraft-mutex", || bloomcraft_counting(n));
         g.bench("dashset", || dashset(n));
         g.bench("mutex-hashset", || mutex_hashset(n));
-        g.bench("floor", || Floor::new(subjects::counting(n).memory_bytes()));
+        g.bench("floor", || floor(subjects::counting(n).memory_bytes()));
     });
 }
 

@@ -4,7 +4,6 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use atomic_bloom::{
@@ -487,46 +486,26 @@ impl Subject for DashFrontier {
 
 // ---- the floor ----
 
-/// One wyhash and one atomic touch of one word of an array as large as the
-/// filter it stands beside (rounded down to a power of two of words): no
-/// filter can do less.
-pub struct Floor {
-    words: Vec<AtomicU64>,
-    hasher: DefaultHasher,
-}
+pub use super::common::Floor;
 
-impl Floor {
-    pub fn new(bytes: usize) -> Self {
-        let words = 1usize << (bytes / 8).max(1).ilog2();
-        Floor {
-            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
-            hasher: hasher(),
-        }
-    }
+/// A floor the size of `bytes`, hashed like every subject here.
+pub fn floor(bytes: usize) -> Floor {
+    Floor::new(bytes, hasher())
 }
 
 impl Subject for Floor {
     #[inline]
     fn insert(&self, key: u64) -> bool {
-        let hash = self.hasher.hash_one(key);
-        let word = &self.words[hash as usize & (self.words.len() - 1)];
-        let bit = 1u64 << (hash >> 58);
-        // Relaxed: as in the filters, a bit publishes nothing else.
-        word.fetch_or(bit, Ordering::Relaxed) & bit == 0
+        Floor::insert(self, key)
     }
     #[inline]
     fn contains(&self, key: u64) -> bool {
-        let hash = self.hasher.hash_one(key);
-        let word = &self.words[hash as usize & (self.words.len() - 1)];
-        // Relaxed: as above.
-        word.load(Ordering::Relaxed) & (1u64 << (hash >> 58)) != 0
+        Floor::contains(self, key)
     }
     fn reset(&mut self) {
-        self.words
-            .iter()
-            .for_each(|w| w.store(0, Ordering::Relaxed));
+        self.clear();
     }
     fn memory(&self) -> String {
-        mib(self.words.len() * 8)
+        mib(self.bytes())
     }
 }
