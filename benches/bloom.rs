@@ -1,14 +1,27 @@
 //! Single-operation speed of `BloomFilter` beside fastbloom's
-//! `AtomicBloomFilter` and a floor, at 1 and 2 threads, 1M and 50M items, 1%.
+//! `AtomicBloomFilter` and a floor, at 1 and 2 threads, 1% target, on two
+//! kinds of keys:
+//!
+//! * `u64`: the key is its index (hashing 8 bytes is cheap, so the filter's
+//!   own work dominates);
+//! * `url`: URL-shaped strings as the crawl example links them
+//!   (`https://host{h}.example/section{s}/page{i}.html`, 40-48 bytes), built
+//!   before timing and read through a `Vec<String>`, as a crawler holds
+//!   them: hashing a string narrows every lead.
+//!
+//! Sizes: `L2` (340k items: both our layouts take 512 KiB, the L2 size of
+//! `benches/contention.rs`), `1M`, and `50M` (`u64` only: 50M strings would
+//! take 4 GB).
 //!
 //! The floor is one wyhash of the key plus one atomic touch of one random
-//! word in an array as large as our filter: no filter can do less.
+//! word in an array as large as our `CacheLine` filter: no filter can do
+//! less.
 //!
-//! Run: `cargo bench --bench bloom` (all), or add a filter such as
-//! `-- insert/1M`. Every subject runs the same keys in the same run; compare
-//! ratios, on a quiet machine.
+//! Run: `cargo bench --bench bloom` (all, about 12 minutes), or a filter
+//! such as `-- 'insert/1M/'`. Every subject runs the same keys in the same
+//! run; compare ratios, on a quiet machine.
 
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hash};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -25,57 +38,106 @@ const RATE: f64 = 0.01;
 const SEED: u64 = 0x5eed;
 const THREADS: [usize; 2] = [1, 2];
 
-/// A filter under test, behind one interface.
-trait Subject: Sync {
-    fn insert(&self, key: u64) -> bool;
-    fn contains(&self, key: u64) -> bool;
+/// A filter under test, behind one interface, for keys of type `K`.
+trait Subject<K: ?Sized>: Sync + Send {
+    fn insert(&self, key: &K) -> bool;
+    fn contains(&self, key: &K) -> bool;
     fn reset(&mut self);
 }
 
-impl Subject for BloomFilter<u64> {
+impl<K: Hash + ?Sized> Subject<K> for BloomFilter<K> {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
-        BloomFilter::insert(self, &key)
+    fn insert(&self, key: &K) -> bool {
+        BloomFilter::insert(self, key)
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
-        BloomFilter::contains(self, &key)
+    fn contains(&self, key: &K) -> bool {
+        BloomFilter::contains(self, key)
     }
     fn reset(&mut self) {
         self.clear();
     }
 }
 
-impl<S: BuildHasher + Sync> Subject for fastbloom::AtomicBloomFilter<S> {
+impl<K: Hash + ?Sized, S: BuildHasher + Sync + Send> Subject<K>
+    for fastbloom::AtomicBloomFilter<S>
+{
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, key: &K) -> bool {
         // fastbloom returns whether the item was already present.
-        !fastbloom::AtomicBloomFilter::insert(self, &key)
+        !fastbloom::AtomicBloomFilter::insert(self, key)
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
-        fastbloom::AtomicBloomFilter::contains(self, &key)
+    fn contains(&self, key: &K) -> bool {
+        fastbloom::AtomicBloomFilter::contains(self, key)
     }
     fn reset(&mut self) {
         self.clear();
     }
 }
 
-impl Subject for Floor {
+impl<K: Hash + ?Sized> Subject<K> for Floor {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
-        Floor::insert(self, key)
+    fn insert(&self, key: &K) -> bool {
+        self.insert_key(key)
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
-        Floor::contains(self, key)
+    fn contains(&self, key: &K) -> bool {
+        self.contains_key(key)
     }
     fn reset(&mut self) {
         self.clear();
     }
 }
 
-fn ours(items: usize, layout: Layout) -> BloomFilter<u64> {
+/// The keys of one run: key `index` of the sequence.
+trait Keys: Sync {
+    type Key: Hash + ?Sized;
+    const NAME: &'static str;
+    fn with<R>(&self, index: u64, op: impl FnOnce(&Self::Key) -> R) -> R;
+}
+
+/// `u64` keys: the index itself.
+struct Integers;
+
+impl Keys for Integers {
+    type Key = u64;
+    const NAME: &'static str = "u64";
+    #[inline]
+    fn with<R>(&self, index: u64, op: impl FnOnce(&u64) -> R) -> R {
+        op(&index)
+    }
+}
+
+/// URL-shaped keys, one `String` each, distinct per index.
+struct Urls(Vec<String>);
+
+impl Urls {
+    fn new(count: usize) -> Self {
+        Urls(
+            (0..count)
+                .map(|i| {
+                    format!(
+                        "https://host{}.example/section{}/page{i}.html",
+                        i % 1500,
+                        (i / 1500) % 16
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Keys for Urls {
+    type Key = str;
+    const NAME: &'static str = "url";
+    #[inline]
+    fn with<R>(&self, index: u64, op: impl FnOnce(&str) -> R) -> R {
+        op(&self.0[index as usize])
+    }
+}
+
+fn ours<K: ?Sized>(items: usize, layout: Layout) -> BloomFilter<K> {
     BloomFilter::builder(items, RATE)
         .seed(SEED)
         .layout(layout)
@@ -83,31 +145,29 @@ fn ours(items: usize, layout: Layout) -> BloomFilter<u64> {
         .unwrap()
 }
 
-fn fastbloom_wyhash(items: usize) -> fastbloom::AtomicBloomFilter<DefaultHasher> {
-    fastbloom::AtomicBloomFilter::with_false_pos(RATE)
-        .hasher(DefaultHasher::with_seed(SEED))
-        .expected_items(items)
-}
+type Maker<K> = fn(usize) -> Box<dyn Subject<K>>;
 
-fn fastbloom_default(items: usize) -> fastbloom::AtomicBloomFilter {
-    fastbloom::AtomicBloomFilter::with_false_pos(RATE).expected_items(items)
-}
-
-type Maker = fn(usize) -> Box<dyn SubjectBox>;
-
-/// `Subject` plus `Send`, boxed so one loop runs every subject.
-trait SubjectBox: Subject + Send {}
-impl<T: Subject + Send> SubjectBox for T {}
-
-fn subjects() -> Vec<(&'static str, Maker)> {
+fn subjects<K: Hash + ?Sized + 'static>() -> Vec<(&'static str, Maker<K>)> {
     vec![
-        ("atomic-bloom", |n| Box::new(ours(n, Layout::CacheLine))),
-        ("atomic-bloom-word", |n| Box::new(ours(n, Layout::Word))),
-        ("fastbloom-wyhash", |n| Box::new(fastbloom_wyhash(n))),
-        ("fastbloom-default", |n| Box::new(fastbloom_default(n))),
+        ("atomic-bloom", |n| {
+            Box::new(ours::<K>(n, Layout::CacheLine))
+        }),
+        ("atomic-bloom-word", |n| {
+            Box::new(ours::<K>(n, Layout::Word))
+        }),
+        ("fastbloom-wyhash", |n| {
+            Box::new(
+                fastbloom::AtomicBloomFilter::with_false_pos(RATE)
+                    .hasher(DefaultHasher::with_seed(SEED))
+                    .expected_items(n),
+            )
+        }),
+        ("fastbloom-default", |n| {
+            Box::new(fastbloom::AtomicBloomFilter::with_false_pos(RATE).expected_items(n))
+        }),
         ("floor", |n| {
             Box::new(Floor::new(
-                ours(n, Layout::CacheLine).num_bits() / 8,
+                ours::<u64>(n, Layout::CacheLine).num_bits() / 8,
                 DefaultHasher::with_seed(SEED),
             ))
         }),
@@ -115,74 +175,90 @@ fn subjects() -> Vec<(&'static str, Maker)> {
 }
 
 /// Sizes: (label, filter capacity, keys per timed batch).
-const SIZES: [(&str, usize, u64); 2] =
-    [("1M", 1_000_000, 1_000_000), ("50M", 50_000_000, 5_000_000)];
+const L2: (&str, usize, u64) = ("L2", 340_000, 340_000);
+const ONE_M: (&str, usize, u64) = ("1M", 1_000_000, 1_000_000);
+const FIFTY_M: (&str, usize, u64) = ("50M", 50_000_000, 5_000_000);
 
 fn single_ops(c: &mut Criterion) {
-    for (label, items, batch) in SIZES {
-        let big = items > 10_000_000;
-        for (name, make) in subjects() {
-            let mut subject = make(items);
-            // Insert: fresh keys every batch; the filter is emptied (untimed)
-            // whenever it reaches `items`, so fills cycle from 0 to full.
-            {
-                let mut group = c.benchmark_group(format!("insert/{label}"));
-                configure(&mut group, big, batch);
-                let mut next_key = 0u64;
-                for threads in THREADS {
-                    group.bench_function(BenchmarkId::new(name, threads), |b| {
-                        b.iter_custom(|iters| {
-                            fresh_batches(
-                                &mut subject,
-                                &mut next_key,
-                                items,
-                                batch,
-                                iters,
-                                |s| s.reset(),
-                                |s, keys| {
-                                    let (time, new) = run_split(threads, keys, |k| s.insert(k));
-                                    black_box(new);
-                                    time
-                                },
-                            )
-                        })
-                    });
-                }
-                group.finish();
+    for size in [L2, ONE_M] {
+        let urls = Urls::new(size.1 + size.2 as usize / 2);
+        bench_size(c, size, &Integers);
+        bench_size(c, size, &urls);
+    }
+    bench_size(c, FIFTY_M, &Integers);
+}
+
+/// Insert and contains for every subject at one size, on one kind of key.
+fn bench_size<K: Keys>(c: &mut Criterion, (label, items, batch): (&str, usize, u64), keys: &K)
+where
+    K::Key: 'static,
+{
+    let big = items > 10_000_000;
+    for (name, make) in subjects::<K::Key>() {
+        let mut subject = make(items);
+        // Insert: fresh keys every batch; the filter is emptied (untimed)
+        // whenever it reaches `items`, so fills cycle from 0 to full.
+        {
+            let mut group = c.benchmark_group(format!("insert/{label}/{}", K::NAME));
+            configure(&mut group, big, batch);
+            let mut next_key = 0u64;
+            for threads in THREADS {
+                group.bench_function(BenchmarkId::new(name, threads), |b| {
+                    b.iter_custom(|iters| {
+                        fresh_batches(
+                            &mut subject,
+                            &mut next_key,
+                            items,
+                            batch,
+                            iters,
+                            |s| s.reset(),
+                            |s, range| {
+                                let (time, new) = run_split(threads, range, |index| {
+                                    keys.with(index, |key| s.insert(key))
+                                });
+                                black_box(new);
+                                time
+                            },
+                        )
+                    })
+                });
             }
-            // Contains on a full filter: half the probes present, half absent.
-            {
-                subject.reset();
-                let s = &*subject;
-                run_split(2, 0..items as u64, |k| s.insert(k));
-                let mut group = c.benchmark_group(format!("contains/{label}"));
-                configure(&mut group, big, batch);
-                let probes = items as u64 - batch / 2..items as u64 + batch / 2;
-                for threads in THREADS {
-                    group.bench_function(BenchmarkId::new(name, threads), |b| {
-                        b.iter_custom(|iters| {
-                            (0..iters)
-                                .map(|_| {
-                                    let (time, hits) =
-                                        run_split(threads, probes.clone(), |k| s.contains(k));
-                                    black_box(hits);
-                                    time
-                                })
-                                .sum()
-                        })
-                    });
-                }
-                group.finish();
+            group.finish();
+        }
+        // Contains on a full filter: half the probes present, half absent.
+        {
+            subject.reset();
+            let s = &*subject;
+            run_split(2, 0..items as u64, |index| {
+                keys.with(index, |key| s.insert(key))
+            });
+            let mut group = c.benchmark_group(format!("contains/{label}/{}", K::NAME));
+            configure(&mut group, big, batch);
+            let probes = items as u64 - batch / 2..items as u64 + batch / 2;
+            for threads in THREADS {
+                group.bench_function(BenchmarkId::new(name, threads), |b| {
+                    b.iter_custom(|iters| {
+                        (0..iters)
+                            .map(|_| {
+                                let (time, hits) = run_split(threads, probes.clone(), |index| {
+                                    keys.with(index, |key| s.contains(key))
+                                });
+                                black_box(hits);
+                                time
+                            })
+                            .sum()
+                    })
+                });
             }
+            group.finish();
         }
     }
 }
 
 /// `par_insert` on a 50M-item filter with rayon pools of 1 and 2 threads.
 fn parallel_insert(c: &mut Criterion) {
-    let items = 50_000_000usize;
-    let batch = 5_000_000u64;
-    let mut filter = ours(items, Layout::CacheLine);
+    let (_, items, batch) = FIFTY_M;
+    let mut filter = ours::<u64>(items, Layout::CacheLine);
     let mut group = c.benchmark_group("par_insert/50M");
     configure(&mut group, true, batch);
     let mut next_key = 0u64;

@@ -1,6 +1,6 @@
 //! Shared by the benches.
 
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -32,14 +32,26 @@ impl Floor {
 
     #[inline]
     pub fn insert(&self, key: u64) -> bool {
+        self.insert_key(&key)
+    }
+
+    #[inline]
+    pub fn contains(&self, key: u64) -> bool {
+        self.contains_key(&key)
+    }
+
+    /// `insert` of any key, hashed as the filters hash it.
+    #[inline]
+    pub fn insert_key<K: Hash + ?Sized>(&self, key: &K) -> bool {
         let hash = self.hasher.hash_one(key);
         let bit = 1u64 << (hash >> 58);
         // Relaxed: as in the filters, a bit publishes nothing else.
         self.word(hash).fetch_or(bit, Ordering::Relaxed) & bit == 0
     }
 
+    /// `contains` of any key.
     #[inline]
-    pub fn contains(&self, key: u64) -> bool {
+    pub fn contains_key<K: Hash + ?Sized>(&self, key: &K) -> bool {
         let hash = self.hasher.hash_one(key);
         // Relaxed: as above.
         self.word(hash).load(Ordering::Relaxed) & (1u64 << (hash >> 58)) != 0
