@@ -1,5 +1,6 @@
-//! The atomic bit array: 64-byte blocks of eight `AtomicU64`s, and the exact
-//! count of set bits kept in cache-padded shards.
+//! The atomic bit array: 64-byte blocks of eight `AtomicU64`s. It keeps no
+//! count: an insert writes only the words it sets bits in, and the number
+//! of set bits is a popcount over the array, taken when asked for.
 //!
 //! The insert and lookup protocols, and why `Relaxed` is enough for them,
 //! are in `src/PROTOCOLS.md`.
@@ -8,7 +9,6 @@ use std::io::{Read, Write};
 
 use crate::layout::{LineProbe, WordProbe};
 use crate::persist::{self, Decoder, Encoder};
-use crate::shards::{self, ShardAdd, ShardedCount};
 use crate::sizing::{BLOCK_BYTES, WORDS_PER_BLOCK};
 use crate::sync::{AtomicU64, Ordering};
 use crate::Error;
@@ -25,8 +25,6 @@ impl Block {
 
 pub(crate) struct BitArray {
     blocks: Box<[Block]>,
-    /// Set bits, exact, in shards picked by the block index.
-    set_bits: ShardedCount,
 }
 
 impl BitArray {
@@ -41,7 +39,6 @@ impl BitArray {
         storage.extend((0..blocks).map(|_| Block::new()));
         Ok(BitArray {
             blocks: storage.into_boxed_slice(),
-            set_bits: ShardedCount::new(blocks),
         })
     }
 
@@ -49,14 +46,14 @@ impl BitArray {
         self.blocks.len()
     }
 
-    /// Bytes allocated: the blocks and the counter shards.
+    /// Bytes allocated: the blocks.
     pub(crate) fn memory_bytes(&self) -> usize {
         Self::memory_bytes_for(self.blocks.len())
     }
 
     /// Bytes an array of `blocks` blocks takes, before allocating it.
     pub(crate) fn memory_bytes_for(blocks: usize) -> usize {
-        shards::block_array_bytes(blocks)
+        blocks.saturating_mul(BLOCK_BYTES)
     }
 
     /// Asks the CPU to start loading block `block_index` into cache; a hint
@@ -89,19 +86,11 @@ impl BitArray {
             .fetch_or(mask, Ordering::Relaxed)
     }
 
-    /// Adds bits this call turned on to the count: one RMW per insert that
-    /// turned any on. `None` if it turned none on.
-    #[inline(always)]
-    fn count(&self, block_index: usize, turned_on: u32) -> Option<ShardAdd> {
-        (turned_on != 0).then(|| self.set_bits.add(block_index, turned_on as usize))
-    }
-
     /// Test-before-set insert of a [`LineProbe`]: loads both words and calls
-    /// `fetch_or` only on a word that lacks bits. Returns what the set-bit
-    /// count's shard did if this call turned on at least one bit, `None` if
-    /// every bit was already set.
+    /// `fetch_or` only on a word that lacks bits. Returns the number of bits
+    /// this call turned on (0: every bit was already set).
     #[inline(always)]
-    pub(crate) fn insert_line(&self, probe: &LineProbe) -> Option<ShardAdd> {
+    pub(crate) fn insert_line(&self, probe: &LineProbe) -> u32 {
         let block = &self.blocks[probe.block_index].0;
         // Relaxed: a stale 0 only costs a redundant fetch_or; a 1 never reverts.
         let low = block[probe.low_word].load(Ordering::Relaxed);
@@ -116,7 +105,7 @@ impl BitArray {
             let previous = self.set(probe.block_index, probe.high_word, probe.high_mask);
             turned_on += (probe.high_mask & !previous).count_ones();
         }
-        self.count(probe.block_index, turned_on)
+        turned_on
     }
 
     #[inline(always)]
@@ -131,21 +120,20 @@ impl BitArray {
     }
 
     /// Test-and-set of a [`WordProbe`]: one `fetch_or`, so of racing inserts
-    /// of one absent item exactly one sees the bits missing (and gets
-    /// `Some`, as [`insert_line`](Self::insert_line)).
+    /// of one absent item exactly one sees bits missing and turns them on.
+    /// Returns the number of bits this call turned on (0: none).
     #[inline(always)]
-    pub(crate) fn insert_word(&self, probe: &WordProbe) -> Option<ShardAdd> {
+    pub(crate) fn insert_word(&self, probe: &WordProbe) -> u32 {
         // Relaxed: a 1 never reverts, so seeing all bits set is final; a stale
         // value only sends us to the fetch_or, which decides.
         let current = self
             .word(probe.block_index, probe.word)
             .load(Ordering::Relaxed);
         if current & probe.mask == probe.mask {
-            return None;
+            return 0;
         }
         let previous = self.set(probe.block_index, probe.word, probe.mask);
-        let turned_on = (probe.mask & !previous).count_ones();
-        self.count(probe.block_index, turned_on)
+        (probe.mask & !previous).count_ones()
     }
 
     #[inline(always)]
@@ -157,15 +145,25 @@ impl BitArray {
         current & probe.mask == probe.mask
     }
 
-    /// The exact number of set bits (a sum of shards; concurrent inserts may
-    /// or may not be counted).
+    /// The number of set bits: a popcount of every word, O(size) (concurrent
+    /// inserts may or may not be counted).
     pub(crate) fn set_bits(&self) -> usize {
-        self.set_bits.sum()
+        self.blocks
+            .iter()
+            .flat_map(|block| &block.0)
+            // Relaxed: a snapshot of bits that only go 0 -> 1; an insert that
+            // happened-before this call is seen.
+            .map(|word| word.load(Ordering::Relaxed).count_ones() as usize)
+            .sum()
     }
 
-    /// Shards of the set-bit count.
-    pub(crate) fn set_bits_shards(&self) -> usize {
-        self.set_bits.num_shards()
+    /// Whether any bit is set: a scan that stops at the first set word.
+    pub(crate) fn any_set(&self) -> bool {
+        self.blocks
+            .iter()
+            .flat_map(|block| &block.0)
+            // Relaxed: as in `set_bits`.
+            .any(|word| word.load(Ordering::Relaxed) != 0)
     }
 
     /// ORs every word of `other` (same size) into `self`.
@@ -178,15 +176,14 @@ impl BitArray {
                 // Relaxed: as above; skip the fetch_or when nothing is missing.
                 let have = self.word(block_index, word).load(Ordering::Relaxed);
                 if wanted & !have != 0 {
-                    let previous = self.set(block_index, word, wanted);
-                    self.count(block_index, (wanted & !previous).count_ones());
+                    self.set(block_index, word, wanted);
                 }
             }
         }
     }
 
     /// A copy of the current bits (concurrent inserts may or may not be in
-    /// it). The copy's count is recounted from its own words, so it is exact.
+    /// it).
     pub(crate) fn snapshot(&self) -> Self {
         let blocks: Box<[Block]> = self
             .blocks
@@ -198,19 +195,7 @@ impl BitArray {
                 }))
             })
             .collect();
-        let mut copy = BitArray {
-            blocks,
-            set_bits: ShardedCount::new(self.blocks.len()),
-        };
-        let total = copy
-            .blocks
-            .iter()
-            .flat_map(|block| &block.0)
-            // Relaxed: the copy is not shared yet.
-            .map(|word| word.load(Ordering::Relaxed).count_ones() as usize)
-            .sum();
-        copy.set_bits.reset(total);
-        copy
+        BitArray { blocks }
     }
 
     /// Writes every word, block by block, little-endian (`FORMAT.md`);
@@ -236,7 +221,6 @@ impl BitArray {
         blocks: usize,
         input: &mut Decoder<R>,
     ) -> Result<(Self, u64), Error> {
-        let set_bits = ShardedCount::new(blocks);
         let decode = |bytes: &[u8]| {
             let block = Block(std::array::from_fn(|word| {
                 let mut le = [0u8; 8];
@@ -246,11 +230,8 @@ impl BitArray {
             let ones = bytes.iter().map(|byte| byte.count_ones() as usize).sum();
             (block, ones)
         };
-        let tally = |block_index, ones| {
-            set_bits.add(block_index, ones);
-        };
-        let (blocks, total) = persist::read_blocks(blocks, input, decode, tally)?;
-        Ok((BitArray { blocks, set_bits }, total))
+        let (blocks, total) = persist::read_blocks(blocks, input, decode)?;
+        Ok((BitArray { blocks }, total))
     }
 
     pub(crate) fn clear(&mut self) {
@@ -260,6 +241,5 @@ impl BitArray {
                 word.store(0, Ordering::Relaxed);
             }
         }
-        self.set_bits.reset(0);
     }
 }

@@ -1,6 +1,7 @@
 //! The atomic counter array of the counting filter: 64-byte blocks of 64
 //! `AtomicU8` counters, updated by compare-and-swap, saturating and sticky at
-//! 255; and the exact count of non-zero counters in cache-padded shards.
+//! 255. It keeps no count: an update writes only its own counters, and the
+//! number of non-zero counters is counted over the array when asked for.
 //!
 //! The protocols are in `src/PROTOCOLS.md`.
 
@@ -8,7 +9,6 @@ use std::io::{Read, Write};
 
 use crate::layout::WordProbe;
 use crate::persist::{self, Decoder, Encoder};
-use crate::shards::{self, ShardedCount};
 use crate::sizing::BLOCK_BYTES;
 use crate::sync::{AtomicU8, Ordering};
 use crate::Error;
@@ -23,8 +23,6 @@ struct CounterBlock([AtomicU8; BLOCK_BYTES]);
 
 pub(crate) struct CounterArray {
     blocks: Box<[CounterBlock]>,
-    /// Non-zero counters, exact, in shards picked by the block index.
-    nonzero: ShardedCount,
 }
 
 /// The counters of a probe's slots, lowest slot first.
@@ -51,7 +49,6 @@ impl CounterArray {
             .extend((0..blocks).map(|_| CounterBlock(std::array::from_fn(|_| AtomicU8::new(0)))));
         Ok(CounterArray {
             blocks: storage.into_boxed_slice(),
-            nonzero: ShardedCount::new(blocks),
         })
     }
 
@@ -60,7 +57,7 @@ impl CounterArray {
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
-        shards::block_array_bytes(self.blocks.len())
+        self.blocks.len() * BLOCK_BYTES
     }
 
     fn counters(&self, probe: &WordProbe) -> &[AtomicU8; BLOCK_BYTES] {
@@ -71,7 +68,7 @@ impl CounterArray {
     /// 255). Returns true if some counter was 0 before: the item was absent.
     pub(crate) fn increment(&self, probe: &WordProbe) -> bool {
         let counters = self.counters(probe);
-        let mut turned_on = 0;
+        let mut was_absent = false;
         for slot in slots(probe) {
             let previous = counters[slot]
                 // Relaxed: counters publish nothing else; the CAS reads the
@@ -79,12 +76,9 @@ impl CounterArray {
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |count| {
                     (count != STICKY).then(|| count + 1)
                 });
-            turned_on += usize::from(previous == Ok(0));
+            was_absent |= previous == Ok(0);
         }
-        if turned_on != 0 {
-            self.nonzero.add(probe.block_index, turned_on);
-        }
-        turned_on != 0
+        was_absent
     }
 
     /// Subtracts one from each of the probe's counters, if all are non-zero;
@@ -95,17 +89,13 @@ impl CounterArray {
             return false;
         }
         let counters = self.counters(probe);
-        let mut turned_off = 0;
         for slot in slots(probe) {
-            let previous = counters[slot]
-                // Relaxed: as in `increment`; the CAS refuses to go below 0
-                // even when removes race.
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |count| {
-                    (count != 0 && count != STICKY).then(|| count - 1)
-                });
-            turned_off += usize::from(previous == Ok(1));
+            // Relaxed: as in `increment`; the CAS refuses to go below 0 even
+            // when removes race. A refusal (0 or sticky) is not an error.
+            let _ = counters[slot].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |count| {
+                (count != 0 && count != STICKY).then(|| count - 1)
+            });
         }
-        self.nonzero.sub(probe.block_index, turned_off);
         true
     }
 
@@ -141,9 +131,15 @@ impl CounterArray {
         }
     }
 
-    /// Non-zero counters (a snapshot under concurrent updates).
+    /// Non-zero counters, counted over the whole array when called: O(size)
+    /// (a snapshot under concurrent updates).
     pub(crate) fn nonzero(&self) -> usize {
-        self.nonzero.sum()
+        self.blocks
+            .iter()
+            .flat_map(|block| &block.0)
+            // Relaxed: a snapshot; counters publish nothing else.
+            .filter(|counter| counter.load(Ordering::Relaxed) != 0)
+            .count()
     }
 
     /// Writes every counter, block by block (`FORMAT.md`); returns the
@@ -169,16 +165,12 @@ impl CounterArray {
         blocks: usize,
         input: &mut Decoder<R>,
     ) -> Result<(Self, u64), Error> {
-        let nonzero = ShardedCount::new(blocks);
         let decode = |bytes: &[u8]| {
             let block = CounterBlock(std::array::from_fn(|slot| AtomicU8::new(bytes[slot])));
             (block, bytes.iter().filter(|&&count| count != 0).count())
         };
-        let tally = |block_index, used| {
-            nonzero.add(block_index, used);
-        };
-        let (blocks, total) = persist::read_blocks(blocks, input, decode, tally)?;
-        Ok((CounterArray { blocks, nonzero }, total))
+        let (blocks, total) = persist::read_blocks(blocks, input, decode)?;
+        Ok((CounterArray { blocks }, total))
     }
 
     pub(crate) fn clear(&mut self) {
@@ -188,6 +180,5 @@ impl CounterArray {
                 counter.store(0, Ordering::Relaxed);
             }
         }
-        self.nonzero.reset(0);
     }
 }

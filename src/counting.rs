@@ -214,7 +214,7 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
         self.geometry.num_hashes()
     }
 
-    /// Bytes allocated: the counters and the count shards.
+    /// Bytes allocated: the counters.
     ///
     /// # Example
     ///

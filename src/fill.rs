@@ -1,29 +1,42 @@
-//! Noticing that a [`BloomFilter`] reached its capacity, with no counter of
-//! its own: the set-bit count's `fetch_add` already returns its shard's
-//! previous value, and only an insert that takes its shard past its share of
-//! the fill (or past another step beyond it) sums all the shards.
+//! Noticing that a [`BloomFilter`] reached its capacity without a shared
+//! write on every insert: a sampled tally of the bits inserts turn on.
+//!
+//! Only an insert whose hash has its top `sample_shift` bits zero (one in
+//! `2^sample_shift`) adds, `2^sample_shift` times the bits it turned on, to
+//! its thread's slot of a [`ThreadTally`]. The shift is chosen per filter so
+//! that about [`SAMPLED_AT_FILL`] inserts are sampled by the time the filter
+//! is full: the tally then estimates the set bits within about 0.3% (one
+//! standard deviation) at the fill, so the trigger fires within 1% of it.
+//! Small filters sample every insert and count exactly.
+//!
+//! A thread sums the slots only when its own slot passes a multiple of
+//! `step` (the fill over [`STEPS_PER_FILL`]), so with `t` threads adding the
+//! filter is seen full at most `t / STEPS_PER_FILL` of the fill late.
 //!
 //! Used by the scalable filter (a full stage grows the filter) and the
 //! frontier (a full filter is reported once).
 
-use crate::shards::ShardAdd;
 use crate::sizing;
+use crate::tally::ThreadTally;
 use crate::BloomFilter;
 
-/// Past its share of the fill, a shard asks for the total again every
-/// `share / STEPS_PER_SHARE` bits: the filter is seen full at most about
-/// `1 / STEPS_PER_SHARE` past its fill, and sums are rare.
-const STEPS_PER_SHARE: usize = 64;
+/// Sampled inserts wanted by the time the filter is full.
+const SAMPLED_AT_FILL: usize = 1 << 17;
 
-/// The fill, in set bits, at which a filter counts as full, and the shard
-/// thresholds that send an inserter to check it.
-#[derive(Clone, Copy, Debug)]
+/// How finely a thread's slot is cut into steps at which it sums the tally.
+const STEPS_PER_FILL: usize = 1024;
+
+/// The fill, in set bits, at which a filter counts as full, and the
+/// sampled tally that estimates its set bits.
+#[derive(Debug)]
 pub(crate) struct FillMark {
     /// Set bits at which the filter holds `capacity()` items.
     full_at_bits: usize,
-    /// One shard's share of `full_at_bits`.
-    shard_share: usize,
+    /// One insert in `2^sample_shift` adds to the tally.
+    sample_shift: u32,
+    /// A thread sums the tally each time its slot passes a multiple of this.
     step: usize,
+    tally: ThreadTally,
 }
 
 /// What an insert did.
@@ -36,22 +49,34 @@ pub(crate) struct TrackedInsert {
 
 impl FillMark {
     /// The mark of `filter` at its `capacity()` (or at `full_at_bits` set
-    /// bits, when given: loom models use it to fill a filter in one insert).
-    pub(crate) fn at_capacity<T: ?Sized, S>(
+    /// bits, when given: loom models use it to fill a filter in one insert),
+    /// counting `already_set` bits as set.
+    pub(crate) fn new<T: ?Sized, S>(
         filter: &BloomFilter<T, S>,
         full_at_bits: Option<usize>,
+        already_set: usize,
     ) -> Self {
         let geometry = filter.geometry();
-        let full_at_bits = full_at_bits
-            .unwrap_or_else(|| sizing::set_bits_at(geometry, geometry.capacity as f64) as usize)
-            .max(1);
-        let shard_share = full_at_bits / filter.set_bits_shards();
+        let (full_at_bits, sample_shift) = match full_at_bits {
+            Some(bits) => (bits, 0),
+            None => (
+                sizing::set_bits_at(geometry, geometry.capacity as f64) as usize,
+                (geometry.capacity / SAMPLED_AT_FILL)
+                    .checked_ilog2()
+                    .unwrap_or(0),
+            ),
+        };
+        let full_at_bits = full_at_bits.max(1);
         FillMark {
             full_at_bits,
-            shard_share,
-            step: (shard_share / STEPS_PER_SHARE).max(1),
+            sample_shift,
+            step: (full_at_bits / STEPS_PER_FILL).max(1),
+            tally: ThreadTally::new(already_set),
         }
     }
+
+    /// Bytes a mark takes beside its filter.
+    pub(crate) const BYTES: usize = ThreadTally::BYTES;
 
     /// Inserts `hash` into `filter` (the filter this mark was made for).
     #[inline(always)]
@@ -60,38 +85,37 @@ impl FillMark {
         filter: &BloomFilter<T, S>,
         hash: u64,
     ) -> TrackedInsert {
-        match filter.insert_hash_tallied(hash) {
-            None => TrackedInsert {
-                new: false,
-                full: false,
-            },
-            Some(tally) => TrackedInsert {
-                new: true,
-                full: self.crossed_a_step(tally) && self.is_full(filter),
-            },
+        let turned_on = filter.insert_hash_turned_on(hash);
+        TrackedInsert {
+            new: turned_on != 0,
+            full: turned_on != 0 && self.crossed_a_step(hash, turned_on) && self.is_full(),
         }
     }
 
-    /// Whether this insert took its shard past its share, or past another
-    /// step beyond it: integer tests on the value the `fetch_add` returned.
-    #[inline]
-    fn crossed_a_step(&self, tally: ShardAdd) -> bool {
-        let share = self.shard_share;
-        if tally.after < share {
+    /// Adds a sampled insert's bits to the tally; true if that took the
+    /// caller's slot past a multiple of `step`.
+    #[inline(always)]
+    fn crossed_a_step(&self, hash: u64, turned_on: u32) -> bool {
+        if hash.leading_zeros() < self.sample_shift {
             return false;
         }
-        tally.before < share
-            || (tally.before - share) / self.step != (tally.after - share) / self.step
+        let add = self.tally.add((turned_on as usize) << self.sample_shift);
+        add.before / self.step != add.after / self.step
     }
 
-    /// Whether the set bits reached the fill (a sum over shards).
-    pub(crate) fn is_full<T: ?Sized, S>(&self, filter: &BloomFilter<T, S>) -> bool {
-        filter.set_bits() >= self.full_at_bits
+    /// Set bits, as the sampled tally estimates them.
+    pub(crate) fn estimated_set_bits(&self) -> usize {
+        self.tally.sum()
     }
 
-    /// Whether the filter is an eighth past its fill.
-    pub(crate) fn is_overfull<T: ?Sized, S>(&self, filter: &BloomFilter<T, S>) -> bool {
-        filter.set_bits() >= self.full_at_bits.saturating_add(self.full_at_bits / 8)
+    /// Whether the tally reached the fill.
+    pub(crate) fn is_full(&self) -> bool {
+        self.estimated_set_bits() >= self.full_at_bits
+    }
+
+    /// Whether the tally is an eighth past the fill.
+    pub(crate) fn is_overfull(&self) -> bool {
+        self.estimated_set_bits() >= self.full_at_bits.saturating_add(self.full_at_bits / 8)
     }
 
     pub(crate) fn full_at_bits(&self) -> usize {

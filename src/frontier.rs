@@ -137,7 +137,7 @@ impl<T, S> Frontier<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_filter(filter: BloomFilter<T, S>) -> Self {
-        let mark = FillMark::at_capacity(&filter, None);
+        let mark = FillMark::new(&filter, None, filter.set_bits());
         Frontier {
             seen: Seen::Fixed { filter, mark },
             queue: Queue::new(),
@@ -236,8 +236,11 @@ impl<T, S> Frontier<T, S> {
     #[cold]
     fn note_over_capacity(&self) {
         // Relaxed: a flag that publishes nothing else; the swap makes
-        // exactly one caller log.
-        if !self.over_capacity.swap(true, Ordering::Relaxed) {
+        // exactly one caller log, and the load spares later callers the RMW.
+        if !self.over_capacity.load(Ordering::Relaxed)
+            // Relaxed: as above.
+            && !self.over_capacity.swap(true, Ordering::Relaxed)
+        {
             log::warn!(
                 "atomic-bloom frontier: the seen-filter passed its capacity of {} items; \
                  new items will be dropped as seen more often than the target rate {} \
@@ -329,7 +332,7 @@ impl<T, S> Frontier<T, S> {
     /// ```
     pub fn memory_bytes(&self) -> usize {
         match &self.seen {
-            Seen::Fixed { filter, .. } => filter.memory_bytes(),
+            Seen::Fixed { filter, .. } => filter.memory_bytes() + FillMark::BYTES,
             Seen::Scalable(filter) => filter.memory_bytes(),
         }
     }
@@ -378,8 +381,8 @@ impl<T, S> Frontier<T, S> {
             Seen::Fixed { filter, .. } => Frontier::from_filter(filter),
             Seen::Scalable(filter) => Frontier::from_scalable(filter),
         };
-        if let Seen::Fixed { filter, mark } = &frontier.seen {
-            if mark.is_full(filter) {
+        if let Seen::Fixed { mark, .. } = &frontier.seen {
+            if mark.is_full() {
                 // Relaxed: `frontier` is not shared yet.
                 frontier.over_capacity.store(true, Ordering::Relaxed);
             }

@@ -99,9 +99,9 @@ mod layout;
 mod parallel;
 mod persist;
 mod scalable;
-mod shards;
 mod sizing;
 mod sync;
+mod tally;
 
 pub use bloom::BloomFilter;
 pub use builder::{BloomFilterBuilder, CountingBloomFilterBuilder};

@@ -36,6 +36,41 @@ pub(crate) use loom_arc_swap::ArcSwap;
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom_queue::Queue;
 
+/// A small number that stays the same for the calling thread and differs
+/// between threads started one after another (a round-robin ticket taken on
+/// the thread's first call): what picks a thread's slot of a
+/// [`ThreadTally`](crate::tally::ThreadTally), so that threads add to
+/// different cache lines.
+#[cfg(not(atomic_bloom_loom))]
+#[inline]
+pub(crate) fn thread_ticket() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+
+    static NEXT_TICKET: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static TICKET: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    TICKET
+        .try_with(|ticket| {
+            if ticket.get() == usize::MAX {
+                // Relaxed: a round-robin number; it orders nothing.
+                ticket.set(NEXT_TICKET.fetch_add(1, Ordering::Relaxed) & (usize::MAX >> 1));
+            }
+            ticket.get()
+        })
+        // A thread tearing down its thread-locals: any slot is correct.
+        .unwrap_or(0)
+}
+
+/// Under loom every thread takes ticket 0: all threads add to one slot, the
+/// most contended case, so the models see every race on it.
+#[cfg(atomic_bloom_loom)]
+#[inline]
+pub(crate) fn thread_ticket() -> usize {
+    0
+}
+
 /// `crossbeam::queue::SegQueue`'s `push`, `pop` and `len`, over a loom
 /// mutex: loom cannot see crossbeam's own synchronization.
 #[cfg(atomic_bloom_loom)]

@@ -94,3 +94,41 @@ fn reader_racing_growth_never_misses_an_earlier_insert() {
         assert_eq!(filter.stages(), 2);
     });
 }
+
+/// The fill tally: two threads each insert one item, and only both items'
+/// bits together fill the first stage. The stage must be seen full, so
+/// exactly one stage is appended: an add lost between the two threads
+/// (checked by replacing the tally's `fetch_add` with a load and a store)
+/// leaves the filter at one stage. Under the loom cfg every thread adds to
+/// the same slot of the tally, the contended case.
+#[test]
+fn two_inserts_that_fill_a_stage_together_grow_it_once() {
+    // Two items whose bits do not overlap, so each turns on all of its own
+    // (found in a model of one thread: loom's atomics live only in models).
+    let first = 1u64;
+    let found = std::sync::Arc::new(std::sync::Mutex::new((0, 0)));
+    let setup = std::sync::Arc::clone(&found);
+    loom::model(move || {
+        let second = (2..)
+            .find(|&item| {
+                let both = filter(usize::MAX);
+                both.insert(&first);
+                both.insert(&item);
+                both.__stage_fills()[0].0 == bits_of(first) + bits_of(item)
+            })
+            .unwrap();
+        *setup.lock().unwrap() = (second, bits_of(first) + bits_of(second));
+    });
+    let (second, fill) = *found.lock().unwrap();
+    loom::model(move || {
+        let filter = Arc::new(filter(fill));
+        let other = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || filter.insert(&second))
+        };
+        filter.insert(&first);
+        other.join().unwrap();
+        assert_eq!(filter.stages(), 2, "the stage filled and grew once");
+        assert!(filter.contains(&first) && filter.contains(&second));
+    });
+}

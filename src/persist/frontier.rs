@@ -150,7 +150,7 @@ impl<T: FrontierItem> Saved for Frontier<T, DefaultHasher> {
         let seen = match input.u8()? {
             kind if kind == Kind::Bloom as u8 => {
                 let filter = read_bits(input, hasher)?;
-                let mark = FillMark::at_capacity(&filter, None);
+                let mark = FillMark::new(&filter, None, 0);
                 Seen::Fixed { filter, mark }
             }
             kind if kind == Kind::Scalable as u8 => Seen::Scalable(read_stages(input, hasher)?),

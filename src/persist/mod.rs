@@ -205,14 +205,12 @@ pub(crate) fn write_blocks<B, W: Write>(
 
 /// Reads `blocks` 64-byte blocks that [`write_blocks`] wrote, a chunk at a
 /// time, allocating only as the input delivers them. `decode` turns one
-/// block's bytes into a block and its count of set units; `tally` is told
-/// each non-zero count with its block index. Returns the blocks and the
-/// total count.
+/// block's bytes into a block and its count of set units. Returns the
+/// blocks and the total count.
 pub(crate) fn read_blocks<B, R: Read>(
     blocks: usize,
     input: &mut Decoder<R>,
     mut decode: impl FnMut(&[u8]) -> (B, usize),
-    mut tally: impl FnMut(usize, usize),
 ) -> Result<(Box<[B]>, u64), Error> {
     let bytes = blocks
         .checked_mul(BLOCK_BYTES)
@@ -226,9 +224,6 @@ pub(crate) fn read_blocks<B, R: Read>(
         for block_bytes in chunk.chunks_exact(BLOCK_BYTES) {
             reserve_as_read(&mut storage, blocks, CHUNK_BYTES / BLOCK_BYTES)?;
             let (block, used) = decode(block_bytes);
-            if used != 0 {
-                tally(storage.len(), used);
-            }
             total += used as u64;
             storage.push(block);
         }

@@ -210,13 +210,14 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         let mut stages = Vec::with_capacity(filters.len());
         let mut memory_bytes = 0usize;
         for (index, filter) in filters.into_iter().enumerate() {
-            memory_bytes = memory_bytes.saturating_add(filter.memory_bytes());
             let fill = if index == 0 {
                 plan.first_stage_fill_bits
             } else {
                 None
             };
-            stages.push(Arc::new(Stage::from_filter(filter, fill)));
+            let stage = Stage::from_filter(filter, fill);
+            memory_bytes = memory_bytes.saturating_add(stage.memory_bytes());
+            stages.push(Arc::new(stage));
         }
         if let Some(limit) = plan.memory_limit.filter(|&limit| memory_bytes > limit) {
             return Err(Error::InvalidField {

@@ -17,9 +17,15 @@ impl<T: ?Sized> Stage<T> {
         sizing::plan(layout.into(), capacity, rate)
     }
 
-    /// Bytes a stage of `geometry` takes, before allocating it.
+    /// Bytes a stage of `geometry` takes (its bits and its fill tally),
+    /// before allocating it.
     pub(crate) fn memory_bytes_for(geometry: &Geometry) -> usize {
-        BitArray::memory_bytes_for(geometry.blocks)
+        BitArray::memory_bytes_for(geometry.blocks).saturating_add(FillMark::BYTES)
+    }
+
+    /// Bytes this stage takes.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        Self::memory_bytes_for(self.filter.geometry())
     }
 
     /// Allocates a stage; `full_at_bits` overrides the fill (loom models use
@@ -30,12 +36,14 @@ impl<T: ?Sized> Stage<T> {
         full_at_bits: Option<usize>,
     ) -> Result<Self, Error> {
         let filter = BloomFilter::from_parts(geometry, rate, ())?;
-        Ok(Self::from_filter(filter, full_at_bits))
+        let mark = FillMark::new(&filter, full_at_bits, 0);
+        Ok(Stage { filter, mark })
     }
 
-    /// A stage over a filter read from a saved one.
+    /// A stage over a filter read from a saved one; its set bits count
+    /// towards the fill.
     pub(crate) fn from_filter(filter: BloomFilter<T, ()>, full_at_bits: Option<usize>) -> Self {
-        let mark = FillMark::at_capacity(&filter, full_at_bits);
+        let mark = FillMark::new(&filter, full_at_bits, filter.set_bits());
         Stage { filter, mark }
     }
 
@@ -51,7 +59,7 @@ impl<T: ?Sized> Stage<T> {
 
     /// Whether the stage is an eighth past its fill: its grower is late.
     pub(crate) fn is_overfull(&self) -> bool {
-        self.mark.is_overfull(&self.filter)
+        self.mark.is_overfull()
     }
 
     /// Set bits now, and at the stage's fill.

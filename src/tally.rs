@@ -1,0 +1,71 @@
+//! A tally that threads add to without sharing a cache line: one
+//! cache-padded slot per thread ticket, summed when read.
+//!
+//! It serves fill triggers only (a stage of the scalable filter is full, a
+//! frontier passed its capacity), and only sampled inserts add to it
+//! ([`FillMark`](crate::fill::FillMark)): the bit array itself keeps no
+//! count, so an insert's only shared writes are to the filter's own words.
+
+use crossbeam::utils::CachePadded;
+
+use crate::sync::{thread_ticket, AtomicUsize, Ordering};
+
+/// Slots; a power of two. Threads beyond it share slots, which stays
+/// correct (the adds are RMWs) and only costs contention on sampled adds.
+const SLOTS: usize = 8;
+
+/// What one [`ThreadTally::add`] did to the caller's slot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlotAdd {
+    pub(crate) before: usize,
+    pub(crate) after: usize,
+}
+
+pub(crate) struct ThreadTally {
+    slots: Box<[CachePadded<AtomicUsize>; SLOTS]>,
+}
+
+impl ThreadTally {
+    /// A tally that starts at `initial`.
+    pub(crate) fn new(initial: usize) -> Self {
+        ThreadTally {
+            slots: Box::new(std::array::from_fn(|slot| {
+                CachePadded::new(AtomicUsize::new(if slot == 0 { initial } else { 0 }))
+            })),
+        }
+    }
+
+    /// Bytes a tally takes.
+    pub(crate) const BYTES: usize = SLOTS * std::mem::size_of::<CachePadded<AtomicUsize>>();
+
+    /// Adds `amount` to the calling thread's slot.
+    #[inline]
+    pub(crate) fn add(&self, amount: usize) -> SlotAdd {
+        let slot = &self.slots[thread_ticket() & (SLOTS - 1)];
+        // Relaxed: an independent tally; readers only sum it, and the RMW
+        // loses no add to a thread sharing the slot.
+        let before = slot.fetch_add(amount, Ordering::Relaxed);
+        SlotAdd {
+            before,
+            after: before.wrapping_add(amount),
+        }
+    }
+
+    /// The sum of the slots: exact once adds quiesce, a snapshot while they
+    /// run.
+    pub(crate) fn sum(&self) -> usize {
+        self.slots
+            .iter()
+            // Relaxed: a snapshot of independent tallies; no data hangs off them.
+            .map(|slot| slot.load(Ordering::Relaxed))
+            .fold(0, usize::wrapping_add)
+    }
+}
+
+impl std::fmt::Debug for ThreadTally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadTally")
+            .field("sum", &self.sum())
+            .finish()
+    }
+}
