@@ -23,6 +23,30 @@ impl Block {
     }
 }
 
+/// The bits an insert turned on (or, under [`Layout::CacheLine`](crate::Layout),
+/// found missing and set), in its one or two words.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TurnedOn {
+    low: u64,
+    high: u64,
+}
+
+impl TurnedOn {
+    pub(crate) const NONE: TurnedOn = TurnedOn { low: 0, high: 0 };
+
+    /// Whether any bit was turned on: the item was new.
+    #[inline(always)]
+    pub(crate) fn any(self) -> bool {
+        self.low | self.high != 0
+    }
+
+    /// How many bits were turned on.
+    #[inline(always)]
+    pub(crate) fn count(self) -> u32 {
+        self.low.count_ones() + self.high.count_ones()
+    }
+}
+
 pub(crate) struct BitArray {
     blocks: Box<[Block]>,
 }
@@ -86,26 +110,39 @@ impl BitArray {
             .fetch_or(mask, Ordering::Relaxed)
     }
 
-    /// Test-before-set insert of a [`LineProbe`]: loads both words and calls
-    /// `fetch_or` only on a word that lacks bits. Returns the number of bits
-    /// this call turned on (0: every bit was already set).
+    /// ORs `mask` into a word, not asking what was there (on x86 a single
+    /// `lock or`, where a `fetch_or` whose result is used is a
+    /// compare-and-swap loop).
     #[inline(always)]
-    pub(crate) fn insert_line(&self, probe: &LineProbe) -> u32 {
+    fn or(&self, block_index: usize, word: usize, mask: u64) {
+        // Relaxed: bits only go 0 -> 1 and publish nothing else.
+        self.word(block_index, word)
+            .fetch_or(mask, Ordering::Relaxed);
+    }
+
+    /// Test-before-set insert of a [`LineProbe`]: loads both words and ORs
+    /// the mask only into a word that lacks bits. Returns the bits the loads
+    /// found missing: the item was new if any was (two racing inserts of one
+    /// absent item may both find them missing, as the layout allows).
+    #[inline(always)]
+    pub(crate) fn insert_line(&self, probe: &LineProbe) -> TurnedOn {
         let block = &self.blocks[probe.block_index].0;
-        // Relaxed: a stale 0 only costs a redundant fetch_or; a 1 never reverts.
+        // Relaxed: a stale 0 only costs a redundant OR and a racing "new"; a
+        // 1 never reverts, and an insert that happened-before is seen.
         let low = block[probe.low_word].load(Ordering::Relaxed);
         // Relaxed: as above.
         let high = block[probe.high_word].load(Ordering::Relaxed);
-        let mut turned_on = 0;
-        if low & probe.low_mask != probe.low_mask {
-            let previous = self.set(probe.block_index, probe.low_word, probe.low_mask);
-            turned_on += (probe.low_mask & !previous).count_ones();
+        let missing = TurnedOn {
+            low: probe.low_mask & !low,
+            high: probe.high_mask & !high,
+        };
+        if missing.low != 0 {
+            self.or(probe.block_index, probe.low_word, probe.low_mask);
         }
-        if high & probe.high_mask != probe.high_mask {
-            let previous = self.set(probe.block_index, probe.high_word, probe.high_mask);
-            turned_on += (probe.high_mask & !previous).count_ones();
+        if missing.high != 0 {
+            self.or(probe.block_index, probe.high_word, probe.high_mask);
         }
-        turned_on
+        missing
     }
 
     #[inline(always)]
@@ -121,19 +158,22 @@ impl BitArray {
 
     /// Test-and-set of a [`WordProbe`]: one `fetch_or`, so of racing inserts
     /// of one absent item exactly one sees bits missing and turns them on.
-    /// Returns the number of bits this call turned on (0: none).
+    /// Returns the bits this call turned on (none: the item was in).
     #[inline(always)]
-    pub(crate) fn insert_word(&self, probe: &WordProbe) -> u32 {
+    pub(crate) fn insert_word(&self, probe: &WordProbe) -> TurnedOn {
         // Relaxed: a 1 never reverts, so seeing all bits set is final; a stale
         // value only sends us to the fetch_or, which decides.
         let current = self
             .word(probe.block_index, probe.word)
             .load(Ordering::Relaxed);
         if current & probe.mask == probe.mask {
-            return 0;
+            return TurnedOn::NONE;
         }
         let previous = self.set(probe.block_index, probe.word, probe.mask);
-        (probe.mask & !previous).count_ones()
+        TurnedOn {
+            low: probe.mask & !previous,
+            high: 0,
+        }
     }
 
     #[inline(always)]
@@ -176,7 +216,7 @@ impl BitArray {
                 // Relaxed: as above; skip the fetch_or when nothing is missing.
                 let have = self.word(block_index, word).load(Ordering::Relaxed);
                 if wanted & !have != 0 {
-                    self.set(block_index, word, wanted);
+                    self.or(block_index, word, wanted);
                 }
             }
         }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
-use crate::bits::BitArray;
+use crate::bits::{BitArray, TurnedOn};
 use crate::builder::BloomFilterBuilder;
 use crate::layout::{LineProbe, WordProbe};
 use crate::sizing::{self, Geometry, Scheme, BLOCK_BYTES};
@@ -165,14 +165,14 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// ```
     #[inline(always)]
     pub fn insert_hash(&self, hash: u64) -> bool {
-        self.insert_hash_turned_on(hash) != 0
+        self.insert_hash_turned_on(hash).any()
     }
 
-    /// [`insert_hash`](Self::insert_hash), returning how many bits the
-    /// insert turned on (0: the item was already in), for a
+    /// [`insert_hash`](Self::insert_hash), returning the bits the insert
+    /// turned on (none: the item was already in), for a
     /// [`FillMark`](crate::fill::FillMark) to tally.
     #[inline(always)]
-    pub(crate) fn insert_hash_turned_on(&self, hash: u64) -> u32 {
+    pub(crate) fn insert_hash_turned_on(&self, hash: u64) -> TurnedOn {
         let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
         match self.layout() {
             Layout::CacheLine => {

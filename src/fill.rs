@@ -86,9 +86,10 @@ impl FillMark {
         hash: u64,
     ) -> TrackedInsert {
         let turned_on = filter.insert_hash_turned_on(hash);
+        let new = turned_on.any();
         TrackedInsert {
-            new: turned_on != 0,
-            full: turned_on != 0 && self.crossed_a_step(hash, turned_on) && self.is_full(),
+            new,
+            full: new && self.crossed_a_step(hash, turned_on.count()) && self.is_full(),
         }
     }
 
