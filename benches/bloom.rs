@@ -21,74 +21,18 @@
 //! such as `-- 'insert/1M/'`. Every subject runs the same keys in the same
 //! run; compare ratios, on a quiet machine.
 
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use atomic_bloom::{BloomFilter, DefaultHasher, Layout};
 mod common;
 
-use common::{run_split, Floor};
+use common::{run_split, Floor, Subject, RATE, SEED, THREADS};
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 use rayon::prelude::*;
-
-const RATE: f64 = 0.01;
-const SEED: u64 = 0x5eed;
-const THREADS: [usize; 2] = [1, 2];
-
-/// A filter under test, behind one interface, for keys of type `K`.
-trait Subject<K: ?Sized>: Sync + Send {
-    fn insert(&self, key: &K) -> bool;
-    fn contains(&self, key: &K) -> bool;
-    fn reset(&mut self);
-}
-
-impl<K: Hash + ?Sized> Subject<K> for BloomFilter<K> {
-    #[inline]
-    fn insert(&self, key: &K) -> bool {
-        BloomFilter::insert(self, key)
-    }
-    #[inline]
-    fn contains(&self, key: &K) -> bool {
-        BloomFilter::contains(self, key)
-    }
-    fn reset(&mut self) {
-        self.clear();
-    }
-}
-
-impl<K: Hash + ?Sized, S: BuildHasher + Sync + Send> Subject<K>
-    for fastbloom::AtomicBloomFilter<S>
-{
-    #[inline]
-    fn insert(&self, key: &K) -> bool {
-        // fastbloom returns whether the item was already present.
-        !fastbloom::AtomicBloomFilter::insert(self, key)
-    }
-    #[inline]
-    fn contains(&self, key: &K) -> bool {
-        fastbloom::AtomicBloomFilter::contains(self, key)
-    }
-    fn reset(&mut self) {
-        self.clear();
-    }
-}
-
-impl<K: Hash + ?Sized> Subject<K> for Floor {
-    #[inline]
-    fn insert(&self, key: &K) -> bool {
-        self.insert_key(key)
-    }
-    #[inline]
-    fn contains(&self, key: &K) -> bool {
-        self.contains_key(key)
-    }
-    fn reset(&mut self) {
-        self.clear();
-    }
-}
 
 /// The keys of one run: key `index` of the sequence.
 trait Keys: Sync {

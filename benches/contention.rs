@@ -151,7 +151,7 @@ struct State<S> {
     next_probe: u64,
 }
 
-impl<S: Subject> State<S> {
+impl<S: Contender> State<S> {
     /// Builds the subject and fills it for `workload` (untimed).
     fn new(subject: S, workload: Workload, items: usize) -> Self {
         let mut state = State {
@@ -182,7 +182,7 @@ impl<S: Subject> State<S> {
         }
         let keys = self.next_key..self.next_key + self.base_fill();
         let subject = &self.subject;
-        common::run_split(2, keys.clone(), |key| subject.insert(key));
+        common::run_split(2, keys.clone(), |key| subject.insert(&key));
         self.subject.tidy();
         self.fill = keys.end - keys.start;
         self.next_key = keys.end;
@@ -235,10 +235,10 @@ impl<S: Subject> State<S> {
                 Some(keys)
             },
             move |state, key| match workload {
-                Workload::Insert => state.subject.insert(key),
-                Workload::Contains => state.subject.contains(key),
-                Workload::Mixed if key % 10 == 0 => state.subject.insert(key),
-                Workload::Mixed => state.subject.contains(key),
+                Workload::Insert => state.subject.insert(&key),
+                Workload::Contains => state.subject.contains(&key),
+                Workload::Mixed if key % 10 == 0 => state.subject.insert(&key),
+                Workload::Mixed => state.subject.contains(&key),
             },
         )
     }
@@ -317,7 +317,7 @@ struct Group<'a, 'c> {
 impl Group<'_, '_> {
     /// Benches one subject at every thread count; `make` runs (and the
     /// subject is filled) only if one of its benchmarks is selected.
-    fn bench<S: Subject>(&mut self, subject: &str, make: impl FnOnce() -> S) {
+    fn bench<S: Contender>(&mut self, subject: &str, make: impl FnOnce() -> S) {
         let (workload, items, batch) = (self.workload, self.items, batch(self.items));
         let mut make = Some(make);
         let mut state: Option<State<S>> = None;

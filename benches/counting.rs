@@ -6,7 +6,6 @@
 //!
 //! Run: `cargo bench --bench counting`.
 
-use std::hint::black_box;
 use std::ops::Range;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -14,49 +13,27 @@ use std::time::Duration;
 use atomic_bloom::{BloomFilter, CountingBloomFilter};
 mod common;
 
+use common::{Subject, RATE, SEED, THREADS};
+
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 
 const ITEMS: u64 = 1_000_000;
-const RATE: f64 = 0.01;
-const SEED: u64 = 0x5eed;
-const THREADS: [usize; 2] = [1, 2];
-
-trait Subject: Sync {
-    fn insert(&self, key: u64);
-    fn remove(&self, key: u64) -> bool;
-    fn contains(&self, key: u64) -> bool;
-    fn clear(&mut self);
+/// A [`Subject`] that can also take an item back out.
+trait Removing: Subject<u64> {
+    fn remove(&self, key: &u64) -> bool;
 }
 
-impl Subject for CountingBloomFilter<u64> {
-    fn insert(&self, key: u64) {
-        black_box(CountingBloomFilter::insert(self, &key));
-    }
-    fn remove(&self, key: u64) -> bool {
-        CountingBloomFilter::remove(self, &key)
-    }
-    fn contains(&self, key: u64) -> bool {
-        CountingBloomFilter::contains(self, &key)
-    }
-    fn clear(&mut self) {
-        CountingBloomFilter::clear(self);
+impl Removing for CountingBloomFilter<u64> {
+    fn remove(&self, key: &u64) -> bool {
+        CountingBloomFilter::remove(self, key)
     }
 }
 
-impl Subject for Mutex<bloomcraft::filters::CountingBloomFilter<u64>> {
-    fn insert(&self, key: u64) {
-        self.lock().unwrap().insert(&key);
-    }
-    fn remove(&self, key: u64) -> bool {
-        self.lock().unwrap().delete(&key)
-    }
-    fn contains(&self, key: u64) -> bool {
-        self.lock().unwrap().contains(&key)
-    }
-    fn clear(&mut self) {
-        self.get_mut().unwrap().clear();
+impl Removing for Mutex<bloomcraft::filters::CountingBloomFilter<u64>> {
+    fn remove(&self, key: &u64) -> bool {
+        self.lock().unwrap().delete(key)
     }
 }
 
@@ -66,13 +43,10 @@ fn run_split(threads: usize, keys: Range<u64>, op: impl Fn(u64) -> bool + Sync) 
 }
 
 /// Empties `subject` and inserts every key (untimed set-up).
-fn fill(subject: &mut dyn SubjectBox) {
-    subject.clear();
+fn fill(subject: &mut dyn Removing) {
+    subject.reset();
     let s = &*subject;
-    run_split(2, 0..ITEMS, |k| {
-        s.insert(k);
-        true
-    });
+    run_split(2, 0..ITEMS, |k| s.insert(&k));
 }
 
 fn configure(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
@@ -83,7 +57,7 @@ fn configure(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::W
     group.measurement_time(Duration::from_secs(3));
 }
 
-fn bench_subject(c: &mut Criterion, name: &str, subject: &mut dyn SubjectBox) {
+fn bench_subject(c: &mut Criterion, name: &str, subject: &mut dyn Removing) {
     for threads in THREADS {
         // Insert ITEMS fresh keys into an empty filter (emptied untimed).
         let mut group = c.benchmark_group("counting/insert");
@@ -92,12 +66,9 @@ fn bench_subject(c: &mut Criterion, name: &str, subject: &mut dyn SubjectBox) {
             b.iter_custom(|iters| {
                 (0..iters)
                     .map(|_| {
-                        subject.clear();
+                        subject.reset();
                         let s = &*subject;
-                        run_split(threads, 0..ITEMS, |k| {
-                            s.insert(k);
-                            true
-                        })
+                        run_split(threads, 0..ITEMS, |k| s.insert(&k))
                     })
                     .sum()
             })
@@ -112,7 +83,7 @@ fn bench_subject(c: &mut Criterion, name: &str, subject: &mut dyn SubjectBox) {
                     .map(|_| {
                         fill(subject);
                         let s = &*subject;
-                        run_split(threads, 0..ITEMS, |k| s.remove(k))
+                        run_split(threads, 0..ITEMS, |k| s.remove(&k))
                     })
                     .sum()
             })
@@ -126,16 +97,13 @@ fn bench_subject(c: &mut Criterion, name: &str, subject: &mut dyn SubjectBox) {
         group.bench_function(BenchmarkId::new(name, threads), |b| {
             b.iter_custom(|iters| {
                 (0..iters)
-                    .map(|_| run_split(threads, ITEMS / 2..ITEMS * 3 / 2, |k| s.contains(k)))
+                    .map(|_| run_split(threads, ITEMS / 2..ITEMS * 3 / 2, |k| s.contains(&k)))
                     .sum()
             })
         });
         group.finish();
     }
 }
-
-trait SubjectBox: Subject + Send {}
-impl<T: Subject + Send> SubjectBox for T {}
 
 fn counting(c: &mut Criterion) {
     let mut ours = CountingBloomFilter::<u64>::builder(ITEMS as usize, RATE)

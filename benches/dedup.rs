@@ -74,10 +74,8 @@ mod site;
 mod web;
 
 use std::collections::{HashSet, VecDeque};
-use std::hash::BuildHasher;
 use std::hint::black_box;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use atomic_bloom::{BloomFilter, DefaultHasher, Layout};
@@ -90,9 +88,9 @@ use url::Url;
 use links::{extract_links, resolve};
 use site::Site;
 
-const RATE: f64 = 0.01;
-const SEED: u64 = 0x5eed;
-const THREADS: [usize; 2] = [1, 2];
+mod common;
+
+use common::{Floor, Subject, RATE, SEED, THREADS};
 
 /// The synthetic web: the example's seed and articles per host, a tenth of
 /// its hosts (about 2.8M links offered).
@@ -218,16 +216,17 @@ trait Dedup<'a>: Sync {
     fn reset(&mut self);
 }
 
-/// `BloomFilter<str>`, one `insert` per link.
-struct Ours(BloomFilter<str>);
+/// A [`Subject`] offered one link at a time: ours one `insert` per link,
+/// fastbloom, the floor.
+struct OneByOne<S>(S);
 
-impl<'a> Dedup<'a> for Ours {
+impl<'a, S: Subject<str>> Dedup<'a> for OneByOne<S> {
     #[inline]
     fn offer(&self, page: &[&'a str]) -> usize {
-        page.iter().filter(|link| self.0.insert(link)).count()
+        page.iter().filter(|&&link| self.0.insert(link)).count()
     }
     fn reset(&mut self) {
-        self.0.clear();
+        self.0.reset();
     }
 }
 
@@ -245,55 +244,6 @@ impl<'a> Dedup<'a> for OursBatch {
     }
     fn reset(&mut self) {
         self.0.clear();
-    }
-}
-
-impl<'a, S: BuildHasher + Sync> Dedup<'a> for fastbloom::AtomicBloomFilter<S> {
-    #[inline]
-    fn offer(&self, page: &[&'a str]) -> usize {
-        // fastbloom's insert returns whether the item was already present.
-        page.iter().filter(|&&link| !self.insert(link)).count()
-    }
-    fn reset(&mut self) {
-        self.clear();
-    }
-}
-
-/// One hash and one touch of one word per link: no filter can do less.
-struct Floor {
-    words: Vec<AtomicU64>,
-    hasher: DefaultHasher,
-}
-
-impl Floor {
-    fn new(bits: usize) -> Self {
-        Floor {
-            words: (0..bits.div_ceil(64).next_power_of_two())
-                .map(|_| AtomicU64::new(0))
-                .collect(),
-            hasher: DefaultHasher::with_seed(SEED),
-        }
-    }
-}
-
-impl<'a> Dedup<'a> for Floor {
-    #[inline]
-    fn offer(&self, page: &[&'a str]) -> usize {
-        let new = |link: &str| {
-            let hash = self.hasher.hash_one(link);
-            let word = &self.words[hash as usize & (self.words.len() - 1)];
-            let bit = 1u64 << (hash >> 58);
-            // Relaxed: as in the filters, a bit publishes nothing else.
-            word.load(Ordering::Relaxed) & bit == 0
-                // Relaxed: as above.
-                && word.fetch_or(bit, Ordering::Relaxed) & bit == 0
-        };
-        page.iter().filter(|&&link| new(link)).count()
-    }
-    fn reset(&mut self) {
-        for word in &mut self.words {
-            *word.get_mut() = 0;
-        }
     }
 }
 
@@ -409,14 +359,14 @@ fn dedup(c: &mut Criterion) {
     bench_subject(
         &mut group,
         "atomic-bloom",
-        Ours(ours(n, Layout::CacheLine)),
+        OneByOne(ours(n, Layout::CacheLine)),
         pages,
         n,
     );
     bench_subject(
         &mut group,
         "atomic-bloom-word",
-        Ours(ours(n, Layout::Word)),
+        OneByOne(ours(n, Layout::Word)),
         pages,
         n,
     );
@@ -437,23 +387,30 @@ fn dedup(c: &mut Criterion) {
     bench_subject(
         &mut group,
         "fastbloom-default",
-        fastbloom::AtomicBloomFilter::with_false_pos(RATE)
-            .seed(&u128::from(SEED))
-            .expected_items(n),
+        OneByOne(
+            fastbloom::AtomicBloomFilter::with_false_pos(RATE)
+                .seed(&u128::from(SEED))
+                .expected_items(n),
+        ),
         pages,
         n,
     );
     bench_subject(
         &mut group,
         "fastbloom-wyhash",
-        fastbloom::AtomicBloomFilter::with_false_pos(RATE)
-            .hasher(DefaultHasher::with_seed(SEED))
-            .expected_items(n),
+        OneByOne(
+            fastbloom::AtomicBloomFilter::with_false_pos(RATE)
+                .hasher(DefaultHasher::with_seed(SEED))
+                .expected_items(n),
+        ),
         pages,
         n,
     );
-    let bits = ours(n, Layout::CacheLine).num_bits();
-    bench_subject(&mut group, "floor", Floor::new(bits), pages, n);
+    let floor = Floor::new(
+        ours(n, Layout::CacheLine).num_bits() / 8,
+        DefaultHasher::with_seed(SEED),
+    );
+    bench_subject(&mut group, "floor", OneByOne(floor), pages, n);
     bench_subject(&mut group, "dashset", Exact::new(n), pages, n);
     group.finish();
 }

@@ -22,81 +22,20 @@
 //! at n/64. `Frontier` is measured with its queue drained: the row is its
 //! filter; the queue holding items is extra (printed below the table).
 
-use std::alloc::{GlobalAlloc, Layout as AllocLayout, System};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use atomic_bloom::{BloomFilter, CountingBloomFilter, Frontier, Layout, ScalableBloomFilter};
 use dashmap::DashSet;
 use growable_bloom_filter::GrowableBloom;
 
-/// Counts live heap bytes and their peak; allocates through `System`.
-struct CountingAlloc;
+#[path = "../tests/common/counting_alloc.rs"]
+mod counting_alloc;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-impl CountingAlloc {
-    fn grew(bytes: usize) {
-        // Relaxed: a statistic; the program reads it on the thread that
-        // allocated, after the allocations it wants counted.
-        let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        // Relaxed: as above.
-        PEAK.fetch_max(live, Ordering::Relaxed);
-    }
-
-    fn shrank(bytes: usize) {
-        // Relaxed: as above.
-        LIVE.fetch_sub(bytes, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every call is passed on to `System` unchanged; only the byte
-// counts are noted, after a successful call.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: AllocLayout) -> *mut u8 {
-        // SAFETY: the caller's contract is `System`'s.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            Self::grew(layout.size());
-        }
-        ptr
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: AllocLayout) -> *mut u8 {
-        // SAFETY: as above.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            Self::grew(layout.size());
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: AllocLayout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) };
-        Self::shrank(layout.size());
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: AllocLayout, new_size: usize) -> *mut u8 {
-        // SAFETY: as above.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
-        if !new.is_null() {
-            Self::grew(new_size);
-            Self::shrank(layout.size());
-        }
-        new
-    }
-}
+use counting_alloc::{live, peak, reset_peak, CountingAlloc};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
-
-fn live() -> usize {
-    // Relaxed: see `CountingAlloc::grew`.
-    LIVE.load(Ordering::Relaxed)
-}
 
 const N: usize = 1_000_000;
 const PROBES: u64 = 1_000_000;
@@ -141,15 +80,13 @@ struct Subject<F> {
 fn measure<F>(subject: Subject<F>) -> Row {
     let started = Instant::now();
     let before = live();
-    // Relaxed: see `CountingAlloc::grew`.
-    PEAK.store(before, Ordering::Relaxed);
+    reset_peak();
     let mut filter = (subject.build)();
     for i in 0..N as u64 {
         (subject.insert)(&mut filter, key(i));
     }
     let bytes = live().saturating_sub(before);
-    // Relaxed: as above.
-    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+    let peak = peak().saturating_sub(before);
     let hits = (N as u64..N as u64 + PROBES)
         .filter(|&i| (subject.contains)(&filter, key(i)))
         .count();

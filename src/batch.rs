@@ -5,7 +5,7 @@
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
-use crate::BloomFilter;
+use crate::{BloomFilter, ScalableBloomFilter};
 
 /// Items hashed and prefetched together: enough misses in flight to cover
 /// memory latency, few enough for the CPU's fill buffers.
@@ -49,19 +49,91 @@ impl<T: ?Sized + Hash, S: BuildHasher> BloomFilter<T, S> {
         new
     }
 
-    /// Hashes `items` a chunk at a time, prefetches the chunk's blocks, then
-    /// hands each hash to `work` in order.
     #[inline(always)]
-    fn for_each_prefetched<Q: Borrow<T>>(&self, items: &[Q], mut work: impl FnMut(u64)) {
-        let mut hashes = [0u64; CHUNK];
-        for chunk in items.chunks(CHUNK) {
-            for (slot, item) in hashes.iter_mut().zip(chunk) {
-                *slot = self.hash_item(item.borrow());
-                self.prefetch_hash(*slot);
-            }
-            for &hash in &hashes[..chunk.len()] {
-                work(hash);
-            }
+    fn for_each_prefetched<Q: Borrow<T>>(&self, items: &[Q], work: impl FnMut(u64)) {
+        for_each_prefetched(
+            items,
+            |item| self.hash_item(item),
+            || |hash| self.prefetch_hash(hash),
+            work,
+        );
+    }
+}
+
+impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
+    /// Whether each item may be in the filter, as
+    /// [`contains`](Self::contains) one at a time would say, with the
+    /// newest stage's blocks of 16 items fetched from memory together.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<str> =
+    ///     atomic_bloom::ScalableBloomFilter::new(100, 0.01)?;
+    /// f.insert("a");
+    /// assert_eq!(f.contains_many(&["a", "b"]), vec![true, false]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn contains_many<Q: Borrow<T>>(&self, items: &[Q]) -> Vec<bool> {
+        let mut found = Vec::with_capacity(items.len());
+        self.for_each_prefetched(items, |hash| found.push(self.contains_hash(hash)));
+        found
+    }
+
+    /// Inserts each item, as [`insert`](Self::insert) one at a time would
+    /// (growing as needed), and returns whether each was new; the newest
+    /// stage's blocks are prefetched as in
+    /// [`contains_many`](Self::contains_many). A duplicate within the slice
+    /// is new only the first time.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(100, 0.01)?;
+    /// assert_eq!(f.insert_many(&[1, 2, 1]), vec![true, true, false]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn insert_many<Q: Borrow<T>>(&self, items: &[Q]) -> Vec<bool> {
+        let mut new = Vec::with_capacity(items.len());
+        self.for_each_prefetched(items, |hash| new.push(self.insert_hash(hash)));
+        new
+    }
+
+    #[inline(always)]
+    fn for_each_prefetched<Q: Borrow<T>>(&self, items: &[Q], work: impl FnMut(u64)) {
+        for_each_prefetched(
+            items,
+            |item| self.hash_item(item),
+            || {
+                // One load of the stage list per chunk: a stage appended
+                // meanwhile only misses its prefetch.
+                let stages = self.prefetcher();
+                move |hash| stages.prefetch_hash(hash)
+            },
+            work,
+        );
+    }
+}
+
+/// Hashes `items` a chunk at a time, prefetches the chunk's blocks (with a
+/// prefetcher made per chunk), then hands each hash to `work` in order.
+#[inline(always)]
+fn for_each_prefetched<T: ?Sized, Q: Borrow<T>, P: Fn(u64)>(
+    items: &[Q],
+    hash_item: impl Fn(&T) -> u64,
+    prefetcher: impl Fn() -> P,
+    mut work: impl FnMut(u64),
+) {
+    let mut hashes = [0u64; CHUNK];
+    for chunk in items.chunks(CHUNK) {
+        let prefetch = prefetcher();
+        for (slot, item) in hashes.iter_mut().zip(chunk) {
+            *slot = hash_item(item.borrow());
+            prefetch(*slot);
+        }
+        for &hash in &hashes[..chunk.len()] {
+            work(hash);
         }
     }
 }

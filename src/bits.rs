@@ -7,19 +7,48 @@
 
 use std::io::{Read, Write};
 
+use crate::block::{Block, Blocks, WORDS_PER_BLOCK};
 use crate::layout::{LineProbe, WordProbe};
-use crate::persist::{self, Decoder, Encoder};
-use crate::sizing::{BLOCK_BYTES, WORDS_PER_BLOCK};
 use crate::sync::{AtomicU64, Ordering};
+use crate::wire::{Decoder, Encoder};
 use crate::Error;
 
-/// One cache line of bits.
+/// One cache line of bits: eight words.
 #[repr(C, align(64))]
-pub(crate) struct Block([AtomicU64; WORDS_PER_BLOCK]);
+pub(crate) struct BitBlock([AtomicU64; WORDS_PER_BLOCK]);
 
-impl Block {
-    fn new() -> Self {
-        Block(std::array::from_fn(|_| AtomicU64::new(0)))
+impl Block for BitBlock {
+    fn zero() -> Self {
+        BitBlock(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+
+    fn clear(&mut self) {
+        for word in &self.0 {
+            // Relaxed: `&mut self` excludes every other access.
+            word.store(0, Ordering::Relaxed);
+        }
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) -> usize {
+        let mut ones = 0;
+        for word in &self.0 {
+            // Relaxed: a snapshot of bits that only go 0 -> 1; an insert
+            // that happened-before the save began is seen.
+            let bits = word.load(Ordering::Relaxed);
+            ones += bits.count_ones() as usize;
+            out.extend_from_slice(&bits.to_le_bytes());
+        }
+        ones
+    }
+
+    fn decode(bytes: &[u8]) -> (Self, usize) {
+        let block = BitBlock(std::array::from_fn(|word| {
+            let mut le = [0u8; 8];
+            le.copy_from_slice(&bytes[word * 8..word * 8 + 8]);
+            AtomicU64::new(u64::from_le_bytes(le))
+        }));
+        let ones = bytes.iter().map(|byte| byte.count_ones() as usize).sum();
+        (block, ones)
     }
 }
 
@@ -48,21 +77,14 @@ impl TurnedOn {
 }
 
 pub(crate) struct BitArray {
-    blocks: Box<[Block]>,
+    blocks: Blocks<BitBlock>,
 }
 
 impl BitArray {
     /// An all-zero array of `blocks` blocks (a power of two).
     pub(crate) fn new(blocks: usize) -> Result<Self, Error> {
-        debug_assert!(blocks.is_power_of_two());
-        let bytes = blocks.saturating_mul(BLOCK_BYTES);
-        let mut storage = Vec::new();
-        storage
-            .try_reserve_exact(blocks)
-            .map_err(|_| Error::AllocationFailed { bytes })?;
-        storage.extend((0..blocks).map(|_| Block::new()));
         Ok(BitArray {
-            blocks: storage.into_boxed_slice(),
+            blocks: Blocks::new(blocks)?,
         })
     }
 
@@ -72,33 +94,23 @@ impl BitArray {
 
     /// Bytes allocated: the blocks.
     pub(crate) fn memory_bytes(&self) -> usize {
-        Self::memory_bytes_for(self.blocks.len())
+        self.blocks.memory_bytes()
     }
 
     /// Bytes an array of `blocks` blocks takes, before allocating it.
     pub(crate) fn memory_bytes_for(blocks: usize) -> usize {
-        blocks.saturating_mul(BLOCK_BYTES)
+        Blocks::<BitBlock>::bytes_for(blocks)
     }
 
-    /// Asks the CPU to start loading block `block_index` into cache; a hint
-    /// with no effect on results (and none off x86-64 or under loom).
+    /// Asks the CPU to start loading block `block_index` into cache.
     #[inline(always)]
     pub(crate) fn prefetch(&self, block_index: usize) {
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse", not(atomic_bloom_loom)))]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let block: *const Block = &self.blocks[block_index];
-            // SAFETY: the cfg guarantees SSE, the only feature the intrinsic
-            // needs; a prefetch reads nothing and never faults.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(block.cast::<i8>()) };
-        }
-        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse", not(atomic_bloom_loom))))]
-        let _ = block_index;
+        self.blocks.prefetch(block_index);
     }
 
     #[inline(always)]
     fn word(&self, block_index: usize, word: usize) -> &AtomicU64 {
-        &self.blocks[block_index].0[word]
+        &self.blocks.get(block_index).0[word]
     }
 
     /// Sets `mask` in a word; returns the word's previous value.
@@ -126,7 +138,7 @@ impl BitArray {
     /// absent item may both find them missing, as the layout allows).
     #[inline(always)]
     pub(crate) fn insert_line(&self, probe: &LineProbe) -> TurnedOn {
-        let block = &self.blocks[probe.block_index].0;
+        let block = &self.blocks.get(probe.block_index).0;
         // Relaxed: a stale 0 only costs a redundant OR and a racing "new"; a
         // 1 never reverts, and an insert that happened-before is seen.
         let low = block[probe.low_word].load(Ordering::Relaxed);
@@ -147,7 +159,7 @@ impl BitArray {
 
     #[inline(always)]
     pub(crate) fn contains_line(&self, probe: &LineProbe) -> bool {
-        let block = &self.blocks[probe.block_index].0;
+        let block = &self.blocks.get(probe.block_index).0;
         // Relaxed: a bit set by an insert that happens-before this call is
         // visible (coherence); bits carry no other data to synchronize.
         let low = block[probe.low_word].load(Ordering::Relaxed);
@@ -225,33 +237,15 @@ impl BitArray {
     /// A copy of the current bits (concurrent inserts may or may not be in
     /// it).
     pub(crate) fn snapshot(&self) -> Self {
-        let blocks: Box<[Block]> = self
-            .blocks
-            .iter()
-            .map(|block| {
-                Block(std::array::from_fn(|word| {
-                    // Relaxed: a point-in-time copy of monotone bits.
-                    AtomicU64::new(block.0[word].load(Ordering::Relaxed))
-                }))
-            })
-            .collect();
-        BitArray { blocks }
+        BitArray {
+            blocks: self.blocks.snapshot(),
+        }
     }
 
     /// Writes every word, block by block, little-endian (`FORMAT.md`);
     /// returns the number of set bits written.
     pub(crate) fn write_words<W: Write>(&self, out: &mut Encoder<W>) -> Result<u64, Error> {
-        persist::write_blocks(out, &self.blocks, |block, buffer| {
-            let mut ones = 0;
-            for word in &block.0 {
-                // Relaxed: a snapshot of bits that only go 0 -> 1; an insert
-                // that happened-before the save began is seen.
-                let bits = word.load(Ordering::Relaxed);
-                ones += bits.count_ones() as usize;
-                buffer.extend_from_slice(&bits.to_le_bytes());
-            }
-            ones
-        })
+        self.blocks.write(out)
     }
 
     /// Reads an array of `blocks` blocks (a power of two) as
@@ -261,25 +255,11 @@ impl BitArray {
         blocks: usize,
         input: &mut Decoder<R>,
     ) -> Result<(Self, u64), Error> {
-        let decode = |bytes: &[u8]| {
-            let block = Block(std::array::from_fn(|word| {
-                let mut le = [0u8; 8];
-                le.copy_from_slice(&bytes[word * 8..word * 8 + 8]);
-                AtomicU64::new(u64::from_le_bytes(le))
-            }));
-            let ones = bytes.iter().map(|byte| byte.count_ones() as usize).sum();
-            (block, ones)
-        };
-        let (blocks, total) = persist::read_blocks(blocks, input, decode)?;
+        let (blocks, total) = Blocks::read(blocks, input)?;
         Ok((BitArray { blocks }, total))
     }
 
     pub(crate) fn clear(&mut self) {
-        for block in self.blocks.iter() {
-            for word in &block.0 {
-                // Relaxed: `&mut self` excludes every other access.
-                word.store(0, Ordering::Relaxed);
-            }
-        }
+        self.blocks.clear();
     }
 }

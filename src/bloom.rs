@@ -5,9 +5,10 @@ use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
 use crate::bits::{BitArray, TurnedOn};
+use crate::block::BLOCK_BYTES;
 use crate::builder::BloomFilterBuilder;
 use crate::layout::{LineProbe, WordProbe};
-use crate::sizing::{self, Geometry, Scheme, BLOCK_BYTES};
+use crate::sizing::{self, Geometry};
 use crate::{DefaultHasher, Error, Layout};
 
 /// A fixed-capacity Bloom filter that any number of threads insert into and
@@ -59,6 +60,7 @@ use crate::{DefaultHasher, Error, Layout};
 /// is a snapshot that may or may not include inserts still in flight.
 pub struct BloomFilter<T: ?Sized, S = DefaultHasher> {
     bits: BitArray,
+    layout: Layout,
     block_mask: usize,
     geometry: Geometry,
     target_rate: f64,
@@ -111,30 +113,35 @@ impl<T: ?Sized> BloomFilter<T, DefaultHasher> {
 }
 
 impl<T: ?Sized, S> BloomFilter<T, S> {
+    /// An empty filter of `geometry` (planned for a [`Layout`]).
     pub(crate) fn from_parts(
         geometry: Geometry,
         target_rate: f64,
         hasher: S,
     ) -> Result<Self, Error> {
-        Ok(BloomFilter {
-            bits: BitArray::new(geometry.blocks)?,
-            block_mask: geometry.blocks - 1,
-            geometry,
-            target_rate,
-            hasher,
-            _item: PhantomData,
-        })
+        let bits = BitArray::new(geometry.blocks)?;
+        Ok(Self::from_bits(bits, geometry, target_rate, hasher))
     }
 
-    /// A filter over a bit array read from a saved filter.
+    /// A filter over a bit array of `geometry` (read from a saved filter).
+    ///
+    /// # Panics
+    ///
+    /// If `geometry` was planned for a counter array: a bug in the caller,
+    /// which plans or reads only bit-array schemes.
     pub(crate) fn from_bits(
         bits: BitArray,
         geometry: Geometry,
         target_rate: f64,
         hasher: S,
     ) -> Self {
+        let layout = geometry
+            .scheme
+            .layout()
+            .expect("a BloomFilter is planned for a bit-array layout");
         BloomFilter {
             bits,
+            layout,
             block_mask: geometry.blocks - 1,
             geometry,
             target_rate,
@@ -315,11 +322,7 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn layout(&self) -> Layout {
-        // A BloomFilter is only ever planned from a `Layout`.
-        match self.geometry.scheme {
-            Scheme::CacheLine => Layout::CacheLine,
-            Scheme::Word | Scheme::Counters => Layout::Word,
-        }
+        self.layout
     }
 
     /// The hasher the filter hashes items with.
@@ -491,6 +494,7 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     }
 
     #[doc(hidden)]
+    #[cfg(atomic_bloom_loom)]
     /// The (block, word) an item hash touches first; for loom models that
     /// need two items sharing a word.
     pub fn __first_word_of_hash(&self, hash: u64) -> (usize, usize) {
@@ -565,6 +569,7 @@ impl<T: ?Sized, S: Clone> Clone for BloomFilter<T, S> {
     fn clone(&self) -> Self {
         BloomFilter {
             bits: self.bits.snapshot(),
+            layout: self.layout,
             block_mask: self.block_mask,
             geometry: self.geometry,
             target_rate: self.target_rate,

@@ -7,10 +7,10 @@
 
 use std::io::{Read, Write};
 
+use crate::block::{Block, Blocks, BLOCK_BYTES};
 use crate::layout::WordProbe;
-use crate::persist::{self, Decoder, Encoder};
-use crate::sizing::BLOCK_BYTES;
 use crate::sync::{AtomicU8, Ordering};
+use crate::wire::{Decoder, Encoder};
 use crate::Error;
 
 /// A counter that reached this stays there: it may stand for more items
@@ -19,10 +19,40 @@ const STICKY: u8 = u8::MAX;
 
 /// One cache line of counters.
 #[repr(C, align(64))]
-struct CounterBlock([AtomicU8; BLOCK_BYTES]);
+pub(crate) struct CounterBlock([AtomicU8; BLOCK_BYTES]);
+
+impl Block for CounterBlock {
+    fn zero() -> Self {
+        CounterBlock(std::array::from_fn(|_| AtomicU8::new(0)))
+    }
+
+    fn clear(&mut self) {
+        for counter in &self.0 {
+            // Relaxed: `&mut self` excludes every other access.
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) -> usize {
+        let mut used = 0;
+        for counter in &self.0 {
+            // Relaxed: a snapshot; each counter is read once, and an update
+            // that happened-before the save began is seen.
+            let count = counter.load(Ordering::Relaxed);
+            used += usize::from(count != 0);
+            out.push(count);
+        }
+        used
+    }
+
+    fn decode(bytes: &[u8]) -> (Self, usize) {
+        let block = CounterBlock(std::array::from_fn(|slot| AtomicU8::new(bytes[slot])));
+        (block, bytes.iter().filter(|&&count| count != 0).count())
+    }
+}
 
 pub(crate) struct CounterArray {
-    blocks: Box<[CounterBlock]>,
+    blocks: Blocks<CounterBlock>,
 }
 
 /// The counters of a probe's slots, lowest slot first.
@@ -40,15 +70,8 @@ fn slots(probe: &WordProbe) -> impl Iterator<Item = usize> {
 impl CounterArray {
     /// All-zero counters in `blocks` blocks (a power of two).
     pub(crate) fn new(blocks: usize) -> Result<Self, Error> {
-        let bytes = blocks.saturating_mul(BLOCK_BYTES);
-        let mut storage: Vec<CounterBlock> = Vec::new();
-        storage
-            .try_reserve_exact(blocks)
-            .map_err(|_| Error::AllocationFailed { bytes })?;
-        storage
-            .extend((0..blocks).map(|_| CounterBlock(std::array::from_fn(|_| AtomicU8::new(0)))));
         Ok(CounterArray {
-            blocks: storage.into_boxed_slice(),
+            blocks: Blocks::new(blocks)?,
         })
     }
 
@@ -57,11 +80,11 @@ impl CounterArray {
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.blocks.len() * BLOCK_BYTES
+        self.blocks.memory_bytes()
     }
 
     fn counters(&self, probe: &WordProbe) -> &[AtomicU8; BLOCK_BYTES] {
-        &self.blocks[probe.block_index].0
+        &self.blocks.get(probe.block_index).0
     }
 
     /// Adds one to each of the probe's counters (a saturated one stays at
@@ -117,12 +140,14 @@ impl CounterArray {
         self.loads(probe).min().unwrap_or(0)
     }
 
-    /// The probe's counters, lowest slot first.
+    /// The probe's counters, lowest slot first (for loom models).
+    #[cfg(atomic_bloom_loom)]
     pub(crate) fn values(&self, probe: &WordProbe) -> Vec<u8> {
         self.loads(probe).collect()
     }
 
-    /// Stores `value` into each of the probe's counters (test set-up only).
+    /// Stores `value` into each of the probe's counters (loom set-up only).
+    #[cfg(atomic_bloom_loom)]
     pub(crate) fn store_all(&self, probe: &WordProbe, value: u8) {
         let counters = self.counters(probe);
         for slot in slots(probe) {
@@ -145,17 +170,7 @@ impl CounterArray {
     /// Writes every counter, block by block (`FORMAT.md`); returns the
     /// number of non-zero counters written.
     pub(crate) fn write_counters<W: Write>(&self, out: &mut Encoder<W>) -> Result<u64, Error> {
-        persist::write_blocks(out, &self.blocks, |block, buffer| {
-            let mut used = 0;
-            for counter in &block.0 {
-                // Relaxed: a snapshot; each counter is read once, and an
-                // update that happened-before the save began is seen.
-                let count = counter.load(Ordering::Relaxed);
-                used += usize::from(count != 0);
-                buffer.push(count);
-            }
-            used
-        })
+        self.blocks.write(out)
     }
 
     /// Reads an array of `blocks` blocks as
@@ -165,20 +180,11 @@ impl CounterArray {
         blocks: usize,
         input: &mut Decoder<R>,
     ) -> Result<(Self, u64), Error> {
-        let decode = |bytes: &[u8]| {
-            let block = CounterBlock(std::array::from_fn(|slot| AtomicU8::new(bytes[slot])));
-            (block, bytes.iter().filter(|&&count| count != 0).count())
-        };
-        let (blocks, total) = persist::read_blocks(blocks, input, decode)?;
+        let (blocks, total) = Blocks::read(blocks, input)?;
         Ok((CounterArray { blocks }, total))
     }
 
     pub(crate) fn clear(&mut self) {
-        for block in self.blocks.iter() {
-            for counter in &block.0 {
-                // Relaxed: `&mut self` excludes every other access.
-                counter.store(0, Ordering::Relaxed);
-            }
-        }
+        self.blocks.clear();
     }
 }

@@ -279,30 +279,28 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
     }
 
     #[doc(hidden)]
-    /// The block a hash lands in; for loom models that need items sharing one.
-    pub fn __block_of_hash(&self, hash: u64) -> usize {
-        self.probe(hash).block_index
-    }
-
-    #[doc(hidden)]
+    #[cfg(atomic_bloom_loom)]
     /// Inserts by hash; for loom models.
     pub fn __insert_hash(&self, hash: u64) -> bool {
         self.counters.increment(&self.probe(hash))
     }
 
     #[doc(hidden)]
+    #[cfg(atomic_bloom_loom)]
     /// Removes by hash; for loom models.
     pub fn __remove_hash(&self, hash: u64) -> bool {
         self.counters.decrement(&self.probe(hash))
     }
 
     #[doc(hidden)]
+    #[cfg(atomic_bloom_loom)]
     /// The counters of a hash, lowest slot first; for loom models.
     pub fn __counters_of_hash(&self, hash: u64) -> Vec<u8> {
         self.counters.values(&self.probe(hash))
     }
 
     #[doc(hidden)]
+    #[cfg(atomic_bloom_loom)]
     /// Stores `value` into every counter of a hash, so a loom model can start
     /// from saturated state without 255 modelled increments. Test-only: the
     /// non-zero tally is not adjusted.

@@ -244,8 +244,8 @@ impl fmt::Display for Error {
             ),
             Error::InvalidGrowthFactor { growth } => write!(
                 f,
-                "growth factor {growth} is not supported: pass 2 (the default; stages double) \
-                 or 4 (fewer, larger stages)"
+                "growth factor {growth} is outside [1, 32768]: pass 2 (the default; stages \
+                 double), 4 for fewer, larger stages, or 1 for stages of equal size"
             ),
             Error::InvalidTighteningRatio { ratio } => write!(
                 f,

@@ -123,3 +123,71 @@ impl FillMark {
         self.full_at_bits
     }
 }
+
+/// A Bloom filter with the mark at which it is full: a stage of the
+/// scalable filter, or a frontier's fixed filter.
+pub(crate) struct Tracked<T: ?Sized, S> {
+    filter: BloomFilter<T, S>,
+    mark: FillMark,
+}
+
+impl<T: ?Sized, S> Tracked<T, S> {
+    /// Tracks a new, empty `filter`; `full_at_bits` overrides its fill (loom
+    /// models use it to fill a filter in one insert).
+    pub(crate) fn new_empty(filter: BloomFilter<T, S>, full_at_bits: Option<usize>) -> Self {
+        let mark = FillMark::new(&filter, full_at_bits, 0);
+        Tracked { filter, mark }
+    }
+
+    /// Tracks a filter that may hold items already (loaded, or handed in):
+    /// its set bits count towards the fill (a popcount, O(size)).
+    pub(crate) fn new_filled(filter: BloomFilter<T, S>, full_at_bits: Option<usize>) -> Self {
+        let mark = FillMark::new(&filter, full_at_bits, filter.set_bits());
+        Tracked { filter, mark }
+    }
+
+    /// Bytes a tracked filter of `blocks` blocks takes, before allocating.
+    pub(crate) fn memory_bytes_for(blocks: usize) -> usize {
+        crate::bits::BitArray::memory_bytes_for(blocks).saturating_add(FillMark::BYTES)
+    }
+
+    /// Bytes this takes: the filter's bits and the mark's tally.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.filter.memory_bytes() + FillMark::BYTES
+    }
+
+    #[inline(always)]
+    pub(crate) fn insert_hash(&self, hash: u64) -> TrackedInsert {
+        self.mark.insert_hash(&self.filter, hash)
+    }
+
+    #[inline(always)]
+    pub(crate) fn contains_hash(&self, hash: u64) -> bool {
+        self.filter.contains_hash(hash)
+    }
+
+    /// Starts loading the block of `hash` into cache.
+    #[inline(always)]
+    pub(crate) fn prefetch_hash(&self, hash: u64) {
+        self.filter.prefetch_hash(hash);
+    }
+
+    /// Whether the filter reached its fill, as the tally estimates it.
+    pub(crate) fn is_full(&self) -> bool {
+        self.mark.is_full()
+    }
+
+    /// Whether the filter is an eighth past its fill.
+    pub(crate) fn is_overfull(&self) -> bool {
+        self.mark.is_overfull()
+    }
+
+    /// Set bits now (a popcount), and at the fill.
+    pub(crate) fn fill(&self) -> (usize, usize) {
+        (self.filter.set_bits(), self.mark.full_at_bits())
+    }
+
+    pub(crate) fn filter(&self) -> &BloomFilter<T, S> {
+        &self.filter
+    }
+}

@@ -86,6 +86,7 @@
 
 mod batch;
 mod bits;
+mod block;
 mod bloom;
 mod builder;
 mod counters;
@@ -102,6 +103,7 @@ mod scalable;
 mod sizing;
 mod sync;
 mod tally;
+mod wire;
 
 pub use bloom::BloomFilter;
 pub use builder::{BloomFilterBuilder, CountingBloomFilterBuilder};
@@ -111,7 +113,7 @@ pub use frontier::Frontier;
 pub use hash::DefaultHasher;
 pub use layout::Layout;
 pub use persist::FrontierItem;
-pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder};
+pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder, StageStats};
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]

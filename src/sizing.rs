@@ -24,15 +24,12 @@
 //! many items were asked for: the number of bits per word that maximizes it
 //! is chosen once per (layout, rate).
 
+use crate::block::{BLOCK_BYTES, WORDS_PER_BLOCK};
 use crate::hash::POSITIONS_PER_WORD;
 use crate::{Error, Layout};
 
 /// Bits in one word of the filter.
 const WORD_BITS: usize = 64;
-/// Words in one 64-byte block.
-pub(crate) const WORDS_PER_BLOCK: usize = 8;
-/// Bytes in one block (one cache line).
-pub(crate) const BLOCK_BYTES: usize = 64;
 
 /// Above this many items per word the rate is ~1 whatever the layout; loads
 /// are capped here so absurd targets (0.9999) still size in bounded time.
@@ -48,6 +45,18 @@ pub(crate) enum Scheme {
     /// `k` of the 64 one-byte counters of a block: the same mathematics as
     /// `Word` (64 slots, `k` uniform throws), with a block as the unit.
     Counters,
+}
+
+impl Scheme {
+    /// The bit-array layout this scheme plans; `None` for `Counters`, which
+    /// plans a counter array.
+    pub(crate) fn layout(self) -> Option<Layout> {
+        match self {
+            Scheme::CacheLine => Some(Layout::CacheLine),
+            Scheme::Word => Some(Layout::Word),
+            Scheme::Counters => None,
+        }
+    }
 }
 
 impl From<Layout> for Scheme {

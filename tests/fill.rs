@@ -114,7 +114,11 @@ fn frontier_warns_once_when_two_threads_fill_it() {
 /// Every stage but the newest grew within `low..high` of its fill (set
 /// bits over the bits at which it counts as full).
 fn stage_fills_within<T: ?Sized>(f: &ScalableBloomFilter<T>, low: f64, high: f64) {
-    let fills = f.__stage_fills();
+    let fills: Vec<(usize, usize)> = f
+        .stage_stats()
+        .iter()
+        .map(|s| (s.set_bits, s.set_bits_when_full))
+        .collect();
     for (index, &(set_bits, full_at)) in fills[..fills.len() - 1].iter().enumerate() {
         let ratio = set_bits as f64 / full_at as f64;
         assert!(

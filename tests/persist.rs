@@ -275,7 +275,7 @@ fn each_kind_of_bad_input_gets_its_own_error() {
         read_bloom(&patched(8, &9u16.to_le_bytes(), false)).unwrap_err(),
         Error::UnsupportedVersion {
             found: 9,
-            supported: 1
+            supported: 2
         }
     );
     assert_eq!(
@@ -426,29 +426,33 @@ fn scalable_and_frontier_bad_fields_get_their_own_errors() {
         reseal(&mut bytes);
         ScalableBloomFilter::<u64>::read_from(bytes.as_slice()).map(drop)
     };
-    // Scalable body: layout 0, growth 1, tightening 2..10, rate 10..18,
-    // initial capacity 18..26, memory limit 26..34, first fill 34..42,
-    // stage count 42..50.
+    // Scalable body (version 2): layout 0, growth 1..5, tightening 5..13,
+    // rate 13..21, initial capacity 21..29, memory limit 29..37, stage
+    // count 37..45.
     assert_eq!(
-        patched(body + 42, &0u64.to_le_bytes()),
+        patched(body + 37, &0u64.to_le_bytes()),
         Err(Error::ZeroStages)
     );
     assert_eq!(
-        patched(body + 1, &[3]),
-        Err(Error::InvalidGrowthFactor { growth: 3 })
+        patched(body + 1, &0u32.to_le_bytes()),
+        Err(Error::InvalidGrowthFactor { growth: 0 })
     );
     assert_eq!(
-        patched(body + 2, &0.5f64.to_le_bytes()),
+        patched(body + 1, &40_000u32.to_le_bytes()),
+        Err(Error::InvalidGrowthFactor { growth: 40_000 })
+    );
+    assert_eq!(
+        patched(body + 5, &0.5f64.to_le_bytes()),
         Err(Error::InvalidTighteningRatio { ratio: 0.5 })
     );
     assert_eq!(
-        patched(body + 10, &2.0f64.to_le_bytes()),
+        patched(body + 13, &2.0f64.to_le_bytes()),
         Err(Error::InvalidStoredRate { rate: 2.0 })
     );
     // Five stages claimed, one stored: the body's checksum is read as the
     // next stage.
     assert!(matches!(
-        patched(body + 42, &5u64.to_le_bytes()),
+        patched(body + 37, &5u64.to_le_bytes()),
         Err(Error::Truncated { .. } | Error::InvalidField { .. } | Error::ZeroHashes)
     ));
 
@@ -547,7 +551,11 @@ fn save_replaces_the_old_file_and_leaves_no_temporary() {
 fn the_format_starts_as_documented() {
     let bytes = small_bloom_bytes();
     assert_eq!(&bytes[..8], b"ATMBLOOM");
-    assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 1);
+    assert_eq!(
+        u16::from_le_bytes([bytes[8], bytes[9]]),
+        2,
+        "format version"
+    );
     assert_eq!(bytes[10], 1, "kind: BloomFilter");
     assert_eq!(bytes[11], 1, "hash scheme: wyhash v1");
     assert_eq!(
@@ -607,4 +615,36 @@ fn serde_round_trips_and_validates() {
     let counting: CountingBloomFilter<str> =
         serde_json::from_str(&serde_json::to_string(&counting).unwrap()).unwrap();
     assert!(scalable.contains("a") && counting.contains("a"));
+}
+
+/// A scalable filter saved by format version 1 (growth in one byte, and a
+/// first-stage fill field that only loom models set) still loads, and
+/// answers as it did.
+#[test]
+fn version_1_scalable_files_still_load() {
+    let filter: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(100, 0.01)
+        .growth_factor(4)
+        .seed(3)
+        .build()
+        .unwrap();
+    for item in 0..1000u64 {
+        filter.insert(&item);
+    }
+    let v2 = bytes_of(|out| filter.write_to(out));
+    let body = body_start();
+    // Rewrite the v2 body as v1: growth back to one byte, and the old fill
+    // field ("none") before the stage count.
+    let mut v1 = v2[..body].to_vec();
+    v1[8..10].copy_from_slice(&1u16.to_le_bytes());
+    v1.push(v2[body]);
+    v1.push(v2[body + 1]);
+    v1.extend_from_slice(&v2[body + 5..body + 37]);
+    v1.extend_from_slice(&u64::MAX.to_le_bytes());
+    v1.extend_from_slice(&v2[body + 37..]);
+    reseal(&mut v1);
+    let loaded = ScalableBloomFilter::<u64>::read_from(v1.as_slice()).unwrap();
+    assert_eq!(loaded.stages(), filter.stages());
+    assert!((0..1000u64).all(|item| loaded.contains(&item)));
+    let probes = (1u64 << 40..(1 << 40) + 10_000).collect::<Vec<_>>();
+    assert_eq!(loaded.contains_many(&probes), filter.contains_many(&probes));
 }

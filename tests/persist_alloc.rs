@@ -4,52 +4,25 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout as AllocLayout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use atomic_bloom::{BloomFilter, CountingBloomFilter, Error, Frontier, ScalableBloomFilter};
+use common::counting_alloc::{live, peak, reset_peak, CountingAlloc};
 use common::saved::{body_start, reseal};
 
-/// Bytes allocated now, and the most at any time since the last reset.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// One measurement at a time: the tests of this file run on threads.
 static MEASURING: Mutex<()> = Mutex::new(());
 
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: AllocLayout) -> *mut u8 {
-        // Relaxed: statistics only.
-        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        // Relaxed: statistics only.
-        PEAK.fetch_max(live, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged from the caller's contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: AllocLayout) {
-        // Relaxed: statistics only.
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: forwarded unchanged from the caller's contract.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: CountingAlloc = CountingAlloc;
 
 /// The most bytes `read` had allocated at once beyond what was live before.
 fn peak_during<R>(read: impl FnOnce() -> R) -> (R, usize) {
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    // Relaxed: this thread's own counts.
-    let before = LIVE.load(Ordering::Relaxed);
-    // Relaxed: statistics only.
-    PEAK.store(before, Ordering::Relaxed);
+    let before = live();
+    reset_peak();
     let result = read();
-    // Relaxed: statistics only.
-    (result, PEAK.load(Ordering::Relaxed).saturating_sub(before))
+    (result, peak().saturating_sub(before))
 }
 
 fn patch(bytes: &mut [u8], at: usize, value: &[u8]) {

@@ -146,7 +146,11 @@ fn four_threads_across_boundaries_lose_nothing() {
 /// Every stage but the newest reached its fill: a boundary that added two
 /// stages would leave one of them (nearly) empty.
 fn exactly_one_stage_per_boundary<T: ?Sized>(f: &ScalableBloomFilter<T>) {
-    let fills = f.__stage_fills();
+    let fills: Vec<(usize, usize)> = f
+        .stage_stats()
+        .iter()
+        .map(|s| (s.set_bits, s.set_bits_when_full))
+        .collect();
     for (index, (set_bits, full_at)) in fills[..fills.len() - 1].iter().enumerate() {
         assert!(
             set_bits >= full_at,
@@ -191,7 +195,7 @@ fn racing_growth_adds_one_stage_per_boundary() {
             "{} stages racing, {} in order: {:?}",
             f.stages(),
             sequential.stages(),
-            f.__stage_fills()
+            f.stage_stats()
         );
     }
 }
@@ -243,7 +247,7 @@ fn bad_options_are_errors() {
             .seed(1)
             .build()
     };
-    for growth in [0, 1, 3, 8, usize::MAX] {
+    for growth in [0, 32_769, usize::MAX] {
         assert_eq!(
             build(growth, 0.85).unwrap_err(),
             Error::InvalidGrowthFactor { growth }
@@ -258,6 +262,10 @@ fn bad_options_are_errors() {
         assert!(err.to_string().contains("0.85"));
     }
     assert!(build(4, 0.8).is_ok() && build(2, 0.9).is_ok());
+    // RedisBloom's EXPANSION range: any factor from 1 to 32768.
+    assert!([1, 3, 8, 32_768]
+        .iter()
+        .all(|&growth| build(growth, 0.85).is_ok()));
     let err = ScalableBloomFilter::<str>::builder(1_000_000, 0.01)
         .memory_limit(1024)
         .seed(1)

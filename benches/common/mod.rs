@@ -1,21 +1,119 @@
-//! Shared by the benches.
+//! Shared by the benches: the constants every subject is built with, the
+//! interface every subject is timed through, and the floor.
+
+// Each bench includes this and uses a part of it.
+#![allow(dead_code)]
 
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use atomic_bloom::DefaultHasher;
+use std::sync::Mutex;
 
-/// The floor: one wyhash and one atomic touch of one word of an array as
-/// large as the filter it stands beside (rounded down to a power of two of
-/// words): no filter can do less.
-#[allow(dead_code)] // not every bench draws a floor
+use atomic_bloom::{BloomFilter, CountingBloomFilter, DefaultHasher};
+
+/// Target false-positive rate of every filter.
+pub const RATE: f64 = 0.01;
+/// Seed of every seeded hasher.
+pub const SEED: u64 = 0x5eed;
+/// Thread counts of the single-operation benches (the contention curves go
+/// further).
+pub const THREADS: [usize; 2] = [1, 2];
+
+/// A set under test, for keys of type `K`: ours, a peer, or the floor.
+pub trait Subject<K: ?Sized = u64>: Send + Sync {
+    /// Inserts `key`; whether it was new (peers that do not say return
+    /// `true`).
+    fn insert(&self, key: &K) -> bool;
+    fn contains(&self, key: &K) -> bool;
+    /// Empties the subject (untimed).
+    fn reset(&mut self);
+}
+
+impl<K: Hash + ?Sized> Subject<K> for BloomFilter<K> {
+    #[inline]
+    fn insert(&self, key: &K) -> bool {
+        BloomFilter::insert(self, key)
+    }
+    #[inline]
+    fn contains(&self, key: &K) -> bool {
+        BloomFilter::contains(self, key)
+    }
+    fn reset(&mut self) {
+        self.clear();
+    }
+}
+
+impl<K: Hash + ?Sized, S: BuildHasher + Send + Sync> Subject<K>
+    for fastbloom::AtomicBloomFilter<S>
+{
+    #[inline]
+    fn insert(&self, key: &K) -> bool {
+        // fastbloom returns whether the item was already present.
+        !fastbloom::AtomicBloomFilter::insert(self, key)
+    }
+    #[inline]
+    fn contains(&self, key: &K) -> bool {
+        fastbloom::AtomicBloomFilter::contains(self, key)
+    }
+    fn reset(&mut self) {
+        self.clear();
+    }
+}
+
+impl<K: Hash + ?Sized> Subject<K> for CountingBloomFilter<K> {
+    #[inline]
+    fn insert(&self, key: &K) -> bool {
+        CountingBloomFilter::insert(self, key)
+    }
+    #[inline]
+    fn contains(&self, key: &K) -> bool {
+        CountingBloomFilter::contains(self, key)
+    }
+    fn reset(&mut self) {
+        self.clear();
+    }
+}
+
+/// bloomcraft's counting filter needs `&mut self` to insert: in a `Mutex`.
+impl<K: Hash + Send + Sync> Subject<K> for Mutex<bloomcraft::filters::CountingBloomFilter<K>> {
+    #[inline]
+    fn insert(&self, key: &K) -> bool {
+        self.lock().unwrap().insert(key);
+        true
+    }
+    #[inline]
+    fn contains(&self, key: &K) -> bool {
+        self.lock().unwrap().contains(key)
+    }
+    fn reset(&mut self) {
+        self.get_mut().unwrap().clear();
+    }
+}
+
+impl<K: Hash + ?Sized> Subject<K> for Floor {
+    #[inline]
+    fn insert(&self, key: &K) -> bool {
+        self.insert_key(key)
+    }
+    #[inline]
+    fn contains(&self, key: &K) -> bool {
+        self.contains_key(key)
+    }
+    fn reset(&mut self) {
+        self.clear();
+    }
+}
+
+/// The floor: one wyhash and one touch of one word of an array as large as
+/// the filter it stands beside (rounded down to a power of two of words): a
+/// load, and a `fetch_or` only when the bit is missing. No filter can do
+/// less.
 pub struct Floor {
     words: Vec<AtomicU64>,
     hasher: DefaultHasher,
 }
 
-#[allow(dead_code)] // not every bench draws a floor
 impl Floor {
     pub fn new(bytes: usize, hasher: DefaultHasher) -> Self {
         let words = 1usize << (bytes / 8).max(1).ilog2();
@@ -30,23 +128,17 @@ impl Floor {
         &self.words[hash as usize & (self.words.len() - 1)]
     }
 
-    #[inline]
-    pub fn insert(&self, key: u64) -> bool {
-        self.insert_key(&key)
-    }
-
-    #[inline]
-    pub fn contains(&self, key: u64) -> bool {
-        self.contains_key(&key)
-    }
-
     /// `insert` of any key, hashed as the filters hash it.
     #[inline]
     pub fn insert_key<K: Hash + ?Sized>(&self, key: &K) -> bool {
         let hash = self.hasher.hash_one(key);
         let bit = 1u64 << (hash >> 58);
-        // Relaxed: as in the filters, a bit publishes nothing else.
-        self.word(hash).fetch_or(bit, Ordering::Relaxed) & bit == 0
+        let word = self.word(hash);
+        // Relaxed: as in the filters, a bit publishes nothing else; test
+        // before set, as the filters do, so a duplicate writes nothing.
+        word.load(Ordering::Relaxed) & bit == 0
+            // Relaxed: as above.
+            && word.fetch_or(bit, Ordering::Relaxed) & bit == 0
     }
 
     /// `contains` of any key.

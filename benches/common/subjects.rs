@@ -2,6 +2,9 @@
 //! peers behind one interface, plus the floor. Included by that bench alone
 //! (`#[path]`), so the other benches' `mod common;` does not see it.
 
+// Each bench includes this and uses a part of it.
+#![allow(dead_code)]
+
 use std::collections::{HashSet, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::{Mutex, RwLock};
@@ -13,18 +16,10 @@ use crossbeam::queue::SegQueue;
 use dashmap::DashSet;
 use growable_bloom_filter::GrowableBloom;
 
-/// Target false-positive rate of every filter.
-pub const RATE: f64 = 0.01;
-/// Seed of every seeded hasher.
-pub const SEED: u64 = 0x5eed;
+pub use super::common::{Subject, RATE, SEED};
 
-/// A set under test: ours, a peer, or the floor.
-pub trait Subject: Send + Sync {
-    /// Inserts `key`; whether it was new (peers that do not say return `true`).
-    fn insert(&self, key: u64) -> bool;
-    fn contains(&self, key: u64) -> bool;
-    /// Empties the subject (untimed).
-    fn reset(&mut self);
+/// A [`Subject`] of the contention curves: what the bench also asks of it.
+pub trait Contender: Subject<u64> {
     /// Untimed housekeeping between timed stretches: frontiers drop their
     /// queued items here, so queues do not grow without bound.
     fn tidy(&mut self) {}
@@ -58,18 +53,7 @@ pub fn bloom(items: usize, layout: Layout) -> BloomFilter<u64> {
         .unwrap()
 }
 
-impl Subject for BloomFilter<u64> {
-    #[inline]
-    fn insert(&self, key: u64) -> bool {
-        BloomFilter::insert(self, &key)
-    }
-    #[inline]
-    fn contains(&self, key: u64) -> bool {
-        BloomFilter::contains(self, &key)
-    }
-    fn reset(&mut self) {
-        self.clear();
-    }
+impl Contender for BloomFilter<u64> {
     fn memory(&self) -> String {
         format!(
             "{} (capacity {})",
@@ -87,18 +71,7 @@ pub fn counting(items: usize) -> CountingBloomFilter<u64> {
         .unwrap()
 }
 
-impl Subject for CountingBloomFilter<u64> {
-    #[inline]
-    fn insert(&self, key: u64) -> bool {
-        CountingBloomFilter::insert(self, &key)
-    }
-    #[inline]
-    fn contains(&self, key: u64) -> bool {
-        CountingBloomFilter::contains(self, &key)
-    }
-    fn reset(&mut self) {
-        self.clear();
-    }
+impl Contender for CountingBloomFilter<u64> {
     fn memory(&self) -> String {
         format!(
             "{} (capacity {})",
@@ -128,18 +101,21 @@ impl Scalable {
     }
 }
 
-impl Subject for Scalable {
+impl Subject<u64> for Scalable {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, &key: &u64) -> bool {
         self.filter.insert(&key)
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, &key: &u64) -> bool {
         self.filter.contains(&key)
     }
     fn reset(&mut self) {
         *self = Scalable::new(self.final_items);
     }
+}
+
+impl Contender for Scalable {
     fn memory(&self) -> String {
         format!(
             "{} now, {} stages",
@@ -168,18 +144,21 @@ impl OurFrontier {
     }
 }
 
-impl Subject for OurFrontier {
+impl Subject<u64> for OurFrontier {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, &key: &u64) -> bool {
         self.frontier.push(key)
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, &key: &u64) -> bool {
         self.frontier.seen(&key)
     }
     fn reset(&mut self) {
         *self = OurFrontier::new(self.items);
     }
+}
+
+impl Contender for OurFrontier {
     fn tidy(&mut self) {
         while self.frontier.pop().is_some() {}
     }
@@ -201,19 +180,7 @@ pub fn fastbloom(items: usize) -> fastbloom::AtomicBloomFilter<DefaultHasher> {
         .expected_items(items)
 }
 
-impl<S: BuildHasher + Send + Sync> Subject for fastbloom::AtomicBloomFilter<S> {
-    #[inline]
-    fn insert(&self, key: u64) -> bool {
-        // fastbloom returns whether the item was already present.
-        !fastbloom::AtomicBloomFilter::insert(self, &key)
-    }
-    #[inline]
-    fn contains(&self, key: u64) -> bool {
-        fastbloom::AtomicBloomFilter::contains(self, &key)
-    }
-    fn reset(&mut self) {
-        self.clear();
-    }
+impl<S: BuildHasher + Send + Sync> Contender for fastbloom::AtomicBloomFilter<S> {
     fn memory(&self) -> String {
         mib(self.num_bits() / 8)
     }
@@ -226,18 +193,21 @@ pub fn bloomfilter_rwlock(items: usize) -> RwLock<bloomfilter::Bloom<u64>> {
     RwLock::new(bloomfilter::Bloom::new_for_fp_rate_with_seed(items, RATE, &seed).unwrap())
 }
 
-impl Subject for RwLock<bloomfilter::Bloom<u64>> {
+impl Subject<u64> for RwLock<bloomfilter::Bloom<u64>> {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, &key: &u64) -> bool {
         !self.write().unwrap().check_and_set(&key)
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, &key: &u64) -> bool {
         self.read().unwrap().check(&key)
     }
     fn reset(&mut self) {
         self.get_mut().unwrap().clear();
     }
+}
+
+impl Contender for RwLock<bloomfilter::Bloom<u64>> {
     fn memory(&self) -> String {
         mib(self.read().unwrap().len() as usize / 8)
     }
@@ -248,19 +218,22 @@ pub fn bloomcraft(items: usize) -> bloomcraft::filters::StandardBloomFilter<u64>
     bloomcraft::filters::StandardBloomFilter::new(items, RATE).unwrap()
 }
 
-impl Subject for bloomcraft::filters::StandardBloomFilter<u64> {
+impl Subject<u64> for bloomcraft::filters::StandardBloomFilter<u64> {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, &key: &u64) -> bool {
         bloomcraft::filters::StandardBloomFilter::insert(self, &key);
         true
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, &key: &u64) -> bool {
         bloomcraft::filters::StandardBloomFilter::contains(self, &key)
     }
     fn reset(&mut self) {
         self.clear();
     }
+}
+
+impl Contender for bloomcraft::filters::StandardBloomFilter<u64> {
     fn memory(&self) -> String {
         mib(self.memory_usage())
     }
@@ -272,19 +245,7 @@ pub fn bloomcraft_counting(items: usize) -> Mutex<bloomcraft::filters::CountingB
     Mutex::new(bloomcraft::filters::CountingBloomFilter::new(items, RATE))
 }
 
-impl Subject for Mutex<bloomcraft::filters::CountingBloomFilter<u64>> {
-    #[inline]
-    fn insert(&self, key: u64) -> bool {
-        self.lock().unwrap().insert(&key);
-        true
-    }
-    #[inline]
-    fn contains(&self, key: u64) -> bool {
-        self.lock().unwrap().contains(&key)
-    }
-    fn reset(&mut self) {
-        self.get_mut().unwrap().clear();
-    }
+impl Contender for Mutex<bloomcraft::filters::CountingBloomFilter<u64>> {
     fn memory(&self) -> String {
         mib(self.lock().unwrap().memory_usage())
     }
@@ -306,18 +267,21 @@ impl Growable {
     }
 }
 
-impl Subject for Growable {
+impl Subject<u64> for Growable {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, &key: &u64) -> bool {
         self.filter.lock().unwrap().insert(key)
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, &key: &u64) -> bool {
         self.filter.lock().unwrap().contains(key)
     }
     fn reset(&mut self) {
         *self = Growable::new(self.final_items);
     }
+}
+
+impl Contender for Growable {
     fn memory(&self) -> String {
         "not reported".into()
     }
@@ -340,19 +304,22 @@ impl BloomcraftScalable {
     }
 }
 
-impl Subject for BloomcraftScalable {
+impl Subject<u64> for BloomcraftScalable {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, &key: &u64) -> bool {
         self.filter.insert(&key);
         true
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, &key: &u64) -> bool {
         self.filter.contains(&key)
     }
     fn reset(&mut self) {
         *self = BloomcraftScalable::new(self.final_items);
     }
+}
+
+impl Contender for BloomcraftScalable {
     fn memory(&self) -> String {
         mib(self.filter.memory_usage())
     }
@@ -364,18 +331,21 @@ pub fn dashset(items: usize) -> DashSet<u64, DefaultHasher> {
     DashSet::with_capacity_and_hasher(items, hasher())
 }
 
-impl Subject for DashSet<u64, DefaultHasher> {
+impl Subject<u64> for DashSet<u64, DefaultHasher> {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, &key: &u64) -> bool {
         DashSet::insert(self, key)
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, &key: &u64) -> bool {
         DashSet::contains(self, &key)
     }
     fn reset(&mut self) {
         self.clear();
     }
+}
+
+impl Contender for DashSet<u64, DefaultHasher> {
     fn memory(&self) -> String {
         exact_set_bytes(self.capacity())
     }
@@ -386,18 +356,21 @@ pub fn mutex_hashset(items: usize) -> Mutex<HashSet<u64, DefaultHasher>> {
     Mutex::new(HashSet::with_capacity_and_hasher(items, hasher()))
 }
 
-impl Subject for Mutex<HashSet<u64, DefaultHasher>> {
+impl Subject<u64> for Mutex<HashSet<u64, DefaultHasher>> {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, &key: &u64) -> bool {
         self.lock().unwrap().insert(key)
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, &key: &u64) -> bool {
         self.lock().unwrap().contains(&key)
     }
     fn reset(&mut self) {
         self.get_mut().unwrap().clear();
     }
+}
+
+impl Contender for Mutex<HashSet<u64, DefaultHasher>> {
     fn memory(&self) -> String {
         exact_set_bytes(self.lock().unwrap().capacity())
     }
@@ -415,9 +388,9 @@ impl MutexFrontier {
     }
 }
 
-impl Subject for MutexFrontier {
+impl Subject<u64> for MutexFrontier {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, &key: &u64) -> bool {
         let mut guard = self.0.lock().unwrap();
         let (seen, queue) = &mut *guard;
         let new = seen.insert(key);
@@ -427,7 +400,7 @@ impl Subject for MutexFrontier {
         new
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, &key: &u64) -> bool {
         self.0.lock().unwrap().0.contains(&key)
     }
     fn reset(&mut self) {
@@ -435,6 +408,9 @@ impl Subject for MutexFrontier {
         seen.clear();
         queue.clear();
     }
+}
+
+impl Contender for MutexFrontier {
     fn tidy(&mut self) {
         self.0.get_mut().unwrap().1.clear();
     }
@@ -459,9 +435,9 @@ impl DashFrontier {
     }
 }
 
-impl Subject for DashFrontier {
+impl Subject<u64> for DashFrontier {
     #[inline]
-    fn insert(&self, key: u64) -> bool {
+    fn insert(&self, &key: &u64) -> bool {
         let new = self.seen.insert(key);
         if new {
             self.queue.push(key);
@@ -469,13 +445,16 @@ impl Subject for DashFrontier {
         new
     }
     #[inline]
-    fn contains(&self, key: u64) -> bool {
+    fn contains(&self, &key: &u64) -> bool {
         self.seen.contains(&key)
     }
     fn reset(&mut self) {
         self.seen.clear();
         self.queue = SegQueue::new();
     }
+}
+
+impl Contender for DashFrontier {
     fn tidy(&mut self) {
         self.queue = SegQueue::new();
     }
@@ -493,18 +472,7 @@ pub fn floor(bytes: usize) -> Floor {
     Floor::new(bytes, hasher())
 }
 
-impl Subject for Floor {
-    #[inline]
-    fn insert(&self, key: u64) -> bool {
-        Floor::insert(self, key)
-    }
-    #[inline]
-    fn contains(&self, key: u64) -> bool {
-        Floor::contains(self, key)
-    }
-    fn reset(&mut self) {
-        self.clear();
-    }
+impl Contender for Floor {
     fn memory(&self) -> String {
         mib(self.bytes())
     }

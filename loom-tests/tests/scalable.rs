@@ -6,7 +6,7 @@
 //! load / compare-and-swap semantics (loom cannot see inside arc-swap).
 //!
 //! The first stage's fill is set in set bits
-//! (`__first_stage_fill_bits`), so that one or two inserts cross the stage
+//! (`__first_stage_fill_bits`, a builder method that exists only under the loom cfg), so that one or two inserts cross the stage
 //! boundary; a small memory limit keeps the up-front sizing of later stages
 //! short.
 #![cfg(atomic_bloom_loom)]
@@ -32,7 +32,7 @@ fn filter(fill_bits: usize) -> ScalableBloomFilter<u64> {
 fn bits_of(item: u64) -> usize {
     let probe = filter(usize::MAX);
     probe.insert(&item);
-    probe.__stage_fills()[0].0
+    probe.stage_stats()[0].set_bits
 }
 
 /// Two threads each insert an item that fills the first stage: both find it
@@ -114,7 +114,7 @@ fn two_inserts_that_fill_a_stage_together_grow_it_once() {
                 let both = filter(usize::MAX);
                 both.insert(&first);
                 both.insert(&item);
-                both.__stage_fills()[0].0 == bits_of(first) + bits_of(item)
+                both.stage_stats()[0].set_bits == bits_of(first) + bits_of(item)
             })
             .unwrap();
         *setup.lock().unwrap() = (second, bits_of(first) + bits_of(second));

@@ -1,20 +1,11 @@
 //! `BloomFilter`'s body, and the geometry fields every bit array shares.
 
 use std::io::{Read, Write};
-use std::path::Path;
 
-use super::{to_usize, Decoder, Encoder, Kind, Saved};
+use super::{scheme_byte, scheme_from_byte, to_usize, Decoder, Encoder, Kind, Saved};
 use crate::bits::BitArray;
 use crate::sizing::{self, Geometry, Scheme};
 use crate::{BloomFilter, DefaultHasher, Error};
-
-fn scheme_byte(scheme: Scheme) -> u8 {
-    match scheme {
-        Scheme::CacheLine => 0,
-        Scheme::Word => 1,
-        Scheme::Counters => 2,
-    }
-}
 
 /// Writes a geometry and its target rate.
 pub(crate) fn write_geometry<W: Write>(
@@ -37,15 +28,7 @@ pub(crate) fn read_geometry<R: Read>(
     allowed: &[Scheme],
 ) -> Result<(Geometry, f64), Error> {
     input.part("filter parameters");
-    let scheme_value = input.u8()?;
-    let scheme = allowed
-        .iter()
-        .copied()
-        .find(|&scheme| scheme_byte(scheme) == scheme_value)
-        .ok_or(Error::InvalidField {
-            field: "layout",
-            value: u64::from(scheme_value),
-        })?;
+    let scheme = scheme_from_byte(input.u8()?, allowed)?;
     let bits_per_word = input.u32()?;
     if bits_per_word == 0 {
         return Err(Error::ZeroHashes);
@@ -76,7 +59,7 @@ pub(crate) fn read_geometry<R: Read>(
         });
     }
     if blocks
-        .checked_mul(sizing::BLOCK_BYTES)
+        .checked_mul(crate::block::BLOCK_BYTES)
         .map_or(true, |bytes| bytes > isize::MAX as usize)
     {
         return Err(Error::LengthOverflow {
@@ -134,106 +117,70 @@ impl<T: ?Sized> Saved for BloomFilter<T, DefaultHasher> {
     }
 }
 
-/// # Saving and loading
-///
-/// In the format of `FORMAT.md`: the same bytes on every platform, with a
-/// checksum over every byte. Only filters with the [`DefaultHasher`] save,
-/// since the file must name how items were hashed; the seed is saved with
-/// the bits, so a loaded filter answers exactly as the saved one did.
-impl<T: ?Sized> BloomFilter<T, DefaultHasher> {
-    /// Writes the filter to `out` (wrap a file in a `BufWriter`, or use
-    /// [`save`](Self::save)).
+saving_methods! {
+    /// # Saving and loading
     ///
-    /// # Consistency
-    ///
-    /// Other threads may insert while it writes. Every insert that
-    /// happened-before the call is in the output; inserts racing it may or
-    /// may not be, and the stored set-bit count always matches the bits
-    /// written.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when `out` fails.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::BloomFilter;
-    ///
-    /// let f: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(7).build()?;
-    /// f.insert("a");
-    /// let mut bytes = Vec::new();
-    /// f.write_to(&mut bytes)?;
-    /// let g: BloomFilter<str> = BloomFilter::read_from(bytes.as_slice())?;
-    /// assert!(g.contains("a"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn write_to<W: Write>(&self, out: W) -> Result<(), Error> {
-        super::write_to(self, out).map(drop)
-    }
+    /// In the format of `FORMAT.md`: the same bytes on every platform, with a
+    /// checksum over every byte. Only filters with the [`DefaultHasher`] save,
+    /// since the file must name how items were hashed; the seed is saved with
+    /// the bits, so a loaded filter answers exactly as the saved one did.
+    impl[T: ?Sized] BloomFilter<T, DefaultHasher>,
+        "BloomFilter",
+        "BloomFilter::<str>",
+        "BloomFilter::<str>::new(1000, 0.01)?"
+    {
+        /// Writes the filter to `out` (wrap a file in a `BufWriter`, or use
+        /// [`save`](Self::save)).
+        ///
+        /// # Consistency
+        ///
+        /// Other threads may insert while it writes. Every insert that
+        /// happened-before the call is in the output; inserts racing it may or
+        /// may not be, and the stored set-bit count always matches the bits
+        /// written.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Io`] when `out` fails.
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// use atomic_bloom::BloomFilter;
+        ///
+        /// let f: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(7).build()?;
+        /// f.insert("a");
+        /// let mut bytes = Vec::new();
+        /// f.write_to(&mut bytes)?;
+        /// let g: BloomFilter<str> = BloomFilter::read_from(bytes.as_slice())?;
+        /// assert!(g.contains("a"));
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        fn write_to;
 
-    /// Reads a filter that [`write_to`](Self::write_to) wrote, checking
-    /// every field and both checksums. It reads exactly the filter's bytes
-    /// and allocates only as the input delivers them.
-    ///
-    /// # Errors
-    ///
-    /// One variant per kind of bad input: [`Error::NotAFilter`],
-    /// [`Error::UnsupportedVersion`], [`Error::WrongKind`],
-    /// [`Error::UnknownKind`], [`Error::UnsupportedHashScheme`],
-    /// [`Error::Truncated`], [`Error::ChecksumMismatch`],
-    /// [`Error::LengthOverflow`], [`Error::ZeroHashes`],
-    /// [`Error::InvalidStoredRate`], [`Error::CountMismatch`],
-    /// [`Error::InvalidField`]; [`Error::AllocationFailed`] and
-    /// [`Error::Io`] from the system.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{BloomFilter, Error};
-    ///
-    /// let err = BloomFilter::<str>::read_from(&b"not a filter"[..]).unwrap_err();
-    /// assert_eq!(err, Error::NotAFilter);
-    /// ```
-    pub fn read_from<R: Read>(input: R) -> Result<Self, Error> {
-        super::read_from(input)
-    }
-
-    /// Saves the filter to `path`, crash-safe: it writes a temporary file
-    /// beside `path`, syncs it, renames it over `path` and syncs the
-    /// directory, so a crash at any instant leaves the previous file or the
-    /// new one, whole.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when the directory cannot be written.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::BloomFilter;
-    ///
-    /// let path = std::env::temp_dir().join(format!("doc-bloom-{}.bin", std::process::id()));
-    /// let f: BloomFilter<str> = BloomFilter::new(1000, 0.01)?;
-    /// f.insert("https://example.com/");
-    /// f.save(&path)?;
-    /// let g: BloomFilter<str> = BloomFilter::load(&path)?;
-    /// assert!(g.contains("https://example.com/"));
-    /// # std::fs::remove_file(&path)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), Error> {
-        super::save(self, path.as_ref())
-    }
-
-    /// Loads a filter that [`save`](Self::save) wrote; the file must hold
-    /// nothing after it.
-    ///
-    /// # Errors
-    ///
-    /// Those of [`read_from`](Self::read_from), and
-    /// [`Error::TrailingBytes`].
-    pub fn load(path: impl AsRef<Path>) -> Result<Self, Error> {
-        super::load(path.as_ref())
+        /// Reads a filter that [`write_to`](Self::write_to) wrote, checking
+        /// every field and both checksums. It reads exactly the filter's bytes
+        /// and allocates only as the input delivers them.
+        ///
+        /// # Errors
+        ///
+        /// One variant per kind of bad input: [`Error::NotAFilter`],
+        /// [`Error::UnsupportedVersion`], [`Error::WrongKind`],
+        /// [`Error::UnknownKind`], [`Error::UnsupportedHashScheme`],
+        /// [`Error::Truncated`], [`Error::ChecksumMismatch`],
+        /// [`Error::LengthOverflow`], [`Error::ZeroHashes`],
+        /// [`Error::InvalidStoredRate`], [`Error::CountMismatch`],
+        /// [`Error::InvalidField`]; [`Error::AllocationFailed`] and
+        /// [`Error::Io`] from the system.
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// use atomic_bloom::{BloomFilter, Error};
+        ///
+        /// let err = BloomFilter::<str>::read_from(&b"not a filter"[..]).unwrap_err();
+        /// assert_eq!(err, Error::NotAFilter);
+        /// ```
+        fn read_from;
     }
 }

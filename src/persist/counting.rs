@@ -1,7 +1,6 @@
 //! `CountingBloomFilter`'s body.
 
 use std::io::{Read, Write};
-use std::path::Path;
 
 use super::bloom::{read_geometry, write_geometry};
 use super::{Decoder, Encoder, Kind, Saved};
@@ -36,85 +35,66 @@ impl<T: ?Sized> Saved for CountingBloomFilter<T, DefaultHasher> {
     }
 }
 
-/// # Saving and loading
-///
-/// In the format of `FORMAT.md`, counters and all: a loaded filter counts,
-/// removes and answers exactly as the saved one did. Only filters with the
-/// [`DefaultHasher`] save.
-impl<T: ?Sized> CountingBloomFilter<T, DefaultHasher> {
-    /// Writes the filter to `out` (wrap a file in a `BufWriter`, or use
-    /// [`save`](Self::save)).
+saving_methods! {
+    /// # Saving and loading
     ///
-    /// # Consistency
-    ///
-    /// Other threads may insert and remove while it writes. Each counter is
-    /// read once: an update that happened-before the call is in the output,
-    /// updates racing it may or may not be, and an item whose insert races
-    /// the save may be saved with only some of its counters raised.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when `out` fails.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::CountingBloomFilter;
-    ///
-    /// let f: CountingBloomFilter<u64> = CountingBloomFilter::builder(1000, 0.01).seed(7).build()?;
-    /// f.insert(&1);
-    /// f.insert(&1);
-    /// let mut bytes = Vec::new();
-    /// f.write_to(&mut bytes)?;
-    /// let g: CountingBloomFilter<u64> = CountingBloomFilter::read_from(bytes.as_slice())?;
-    /// assert_eq!(g.count(&1), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn write_to<W: Write>(&self, out: W) -> Result<(), Error> {
-        super::write_to(self, out).map(drop)
-    }
+    /// In the format of `FORMAT.md`, counters and all: a loaded filter counts,
+    /// removes and answers exactly as the saved one did. Only filters with the
+    /// [`DefaultHasher`] save.
+    impl[T: ?Sized] CountingBloomFilter<T, DefaultHasher>,
+        "CountingBloomFilter",
+        "CountingBloomFilter::<u64>",
+        "CountingBloomFilter::<u64>::new(1000, 0.01)?"
+    {
+        /// Writes the filter to `out` (wrap a file in a `BufWriter`, or use
+        /// [`save`](Self::save)).
+        ///
+        /// # Consistency
+        ///
+        /// Other threads may insert and remove while it writes. Each counter is
+        /// read once: an update that happened-before the call is in the output,
+        /// updates racing it may or may not be, and an item whose insert races
+        /// the save may be saved with only some of its counters raised.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Io`] when `out` fails.
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// use atomic_bloom::CountingBloomFilter;
+        ///
+        /// let f: CountingBloomFilter<u64> = CountingBloomFilter::builder(1000, 0.01).seed(7).build()?;
+        /// f.insert(&1);
+        /// f.insert(&1);
+        /// let mut bytes = Vec::new();
+        /// f.write_to(&mut bytes)?;
+        /// let g: CountingBloomFilter<u64> = CountingBloomFilter::read_from(bytes.as_slice())?;
+        /// assert_eq!(g.count(&1), 2);
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        fn write_to;
 
-    /// Reads a filter that [`write_to`](Self::write_to) wrote, checking
-    /// every field and both checksums; allocates only as the input delivers.
-    ///
-    /// # Errors
-    ///
-    /// As [`BloomFilter::read_from`](crate::BloomFilter::read_from).
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{BloomFilter, CountingBloomFilter, Error};
-    ///
-    /// let plain: BloomFilter<u64> = BloomFilter::new(1000, 0.01)?;
-    /// let mut bytes = Vec::new();
-    /// plain.write_to(&mut bytes)?;
-    /// let err = CountingBloomFilter::<u64>::read_from(bytes.as_slice()).unwrap_err();
-    /// assert!(matches!(err, Error::WrongKind { .. }));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn read_from<R: Read>(input: R) -> Result<Self, Error> {
-        super::read_from(input)
-    }
-
-    /// Saves the filter to `path`, crash-safe (see
-    /// [`BloomFilter::save`](crate::BloomFilter::save)).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when the directory cannot be written.
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), Error> {
-        super::save(self, path.as_ref())
-    }
-
-    /// Loads a filter that [`save`](Self::save) wrote; the file must hold
-    /// nothing after it.
-    ///
-    /// # Errors
-    ///
-    /// Those of [`read_from`](Self::read_from), and
-    /// [`Error::TrailingBytes`].
-    pub fn load(path: impl AsRef<Path>) -> Result<Self, Error> {
-        super::load(path.as_ref())
+        /// Reads a filter that [`write_to`](Self::write_to) wrote, checking
+        /// every field and both checksums; allocates only as the input delivers.
+        ///
+        /// # Errors
+        ///
+        /// As [`BloomFilter::read_from`](crate::BloomFilter::read_from).
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// use atomic_bloom::{BloomFilter, CountingBloomFilter, Error};
+        ///
+        /// let plain: BloomFilter<u64> = BloomFilter::new(1000, 0.01)?;
+        /// let mut bytes = Vec::new();
+        /// plain.write_to(&mut bytes)?;
+        /// let err = CountingBloomFilter::<u64>::read_from(bytes.as_slice()).unwrap_err();
+        /// assert!(matches!(err, Error::WrongKind { .. }));
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        fn read_from;
     }
 }

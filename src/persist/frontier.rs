@@ -1,12 +1,10 @@
 //! `Frontier`'s body: its seen-filter and its queued items.
 
 use std::io::{Read, Write};
-use std::path::Path;
 
 use super::bloom::{read_bits, write_bits};
 use super::scalable::{read_stages, write_stages};
 use super::{reserve_as_read, to_usize, Decoder, Encoder, Kind, Saved};
-use crate::fill::FillMark;
 use crate::frontier::Seen;
 use crate::{DefaultHasher, Error, Frontier};
 
@@ -120,7 +118,7 @@ impl FrontierItem for usize {
 /// The seen-filter's kind byte in a frontier's body.
 fn seen_kind<T, S>(seen: &Seen<T, S>) -> Kind {
     match seen {
-        Seen::Fixed { .. } => Kind::Bloom,
+        Seen::Fixed(_) => Kind::Bloom,
         Seen::Scalable(_) => Kind::Scalable,
     }
 }
@@ -130,7 +128,7 @@ impl<T: FrontierItem> Saved for Frontier<T, DefaultHasher> {
 
     fn seed(&self) -> u64 {
         match self.seen_filter() {
-            Seen::Fixed { filter, .. } => filter.hasher().seed(),
+            Seen::Fixed(tracked) => tracked.filter().hasher().seed(),
             Seen::Scalable(filter) => filter.hasher().seed(),
         }
     }
@@ -148,11 +146,7 @@ impl<T: FrontierItem> Saved for Frontier<T, DefaultHasher> {
         let hasher = DefaultHasher::with_seed(seed);
         input.part("frontier's filter kind");
         let seen = match input.u8()? {
-            kind if kind == Kind::Bloom as u8 => {
-                let filter = read_bits(input, hasher)?;
-                let mark = FillMark::new(&filter, None, 0);
-                Seen::Fixed { filter, mark }
-            }
+            kind if kind == Kind::Bloom as u8 => Seen::fixed(read_bits(input, hasher)?),
             kind if kind == Kind::Scalable as u8 => Seen::Scalable(read_stages(input, hasher)?),
             other => {
                 return Err(Error::InvalidField {
@@ -193,7 +187,7 @@ fn write_seen_and_items<T: FrontierItem, W: Write>(
 ) -> Result<(), Error> {
     out.u8(seen_kind(seen) as u8)?;
     match seen {
-        Seen::Fixed { filter, .. } => write_bits(out, filter)?,
+        Seen::Fixed(tracked) => write_bits(out, tracked.filter())?,
         Seen::Scalable(filter) => write_stages(out, filter)?,
     }
     out.usize(items.len())?;
@@ -207,86 +201,66 @@ fn write_seen_and_items<T: FrontierItem, W: Write>(
     Ok(())
 }
 
-/// # Saving and loading
-///
-/// In the format of `FORMAT.md`: the seen-filter and every queued item, so
-/// a crawler that restarts from a saved frontier neither forgets what it
-/// has seen nor loses what it had still to visit. The items are saved
-/// through [`FrontierItem`]; only frontiers with the [`DefaultHasher`]
-/// save.
-impl<T: FrontierItem> Frontier<T, DefaultHasher> {
-    /// Writes the frontier to `out` (wrap a file in a `BufWriter`, or use
-    /// [`save`](Self::save)).
+saving_methods! {
+    /// # Saving and loading
     ///
-    /// # Consistency
-    ///
-    /// It pops every queued item, writes the filter and the items, and
-    /// queues them again in the same order. Nothing is lost or queued
-    /// twice, but while it writes, other threads' `pop` may find the queue
-    /// empty (a worker that takes an empty queue for the end of the crawl
-    /// should save at a quiet moment), and items pushed meanwhile are
-    /// queued before the saved ones come back. Items popped by workers
-    /// before the save are in its filter and not in its queue: finish or
-    /// re-push them after a restart. Every push that happened-before the
-    /// call is in the output.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when `out` fails; the items are queued again even
-    /// then.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::Frontier;
-    ///
-    /// let frontier: Frontier<String> = Frontier::new(1000, 0.01)?;
-    /// frontier.push("https://example.com/".to_string());
-    /// frontier.push("https://example.com/about".to_string());
-    /// assert_eq!(frontier.pop().as_deref(), Some("https://example.com/"));
-    ///
-    /// let mut bytes = Vec::new();
-    /// frontier.write_to(&mut bytes)?;
-    /// let restarted: Frontier<String> = Frontier::read_from(bytes.as_slice())?;
-    /// assert!(!restarted.push("https://example.com/".to_string())); // seen
-    /// assert_eq!(restarted.pop().as_deref(), Some("https://example.com/about"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn write_to<W: Write>(&self, out: W) -> Result<(), Error> {
-        super::write_to(self, out).map(drop)
-    }
+    /// In the format of `FORMAT.md`: the seen-filter and every queued item, so
+    /// a crawler that restarts from a saved frontier neither forgets what it
+    /// has seen nor loses what it had still to visit. The items are saved
+    /// through [`FrontierItem`]; only frontiers with the [`DefaultHasher`]
+    /// save.
+    impl[T: FrontierItem] Frontier<T, DefaultHasher>,
+        "Frontier",
+        "Frontier::<String>",
+        "Frontier::<String>::new(1000, 0.01)?"
+    {
+        /// Writes the frontier to `out` (wrap a file in a `BufWriter`, or use
+        /// [`save`](Self::save)).
+        ///
+        /// # Consistency
+        ///
+        /// It pops every queued item, writes the filter and the items, and
+        /// queues them again in the same order. Nothing is lost or queued
+        /// twice, but while it writes, other threads' `pop` may find the queue
+        /// empty (a worker that takes an empty queue for the end of the crawl
+        /// should save at a quiet moment), and items pushed meanwhile are
+        /// queued before the saved ones come back. Items popped by workers
+        /// before the save are in its filter and not in its queue: finish or
+        /// re-push them after a restart. Every push that happened-before the
+        /// call is in the output.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Io`] when `out` fails; the items are queued again even
+        /// then.
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// use atomic_bloom::Frontier;
+        ///
+        /// let frontier: Frontier<String> = Frontier::new(1000, 0.01)?;
+        /// frontier.push("https://example.com/".to_string());
+        /// frontier.push("https://example.com/about".to_string());
+        /// assert_eq!(frontier.pop().as_deref(), Some("https://example.com/"));
+        ///
+        /// let mut bytes = Vec::new();
+        /// frontier.write_to(&mut bytes)?;
+        /// let restarted: Frontier<String> = Frontier::read_from(bytes.as_slice())?;
+        /// assert!(!restarted.push("https://example.com/".to_string())); // seen
+        /// assert_eq!(restarted.pop().as_deref(), Some("https://example.com/about"));
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        fn write_to;
 
-    /// Reads a frontier that [`write_to`](Self::write_to) wrote, checking
-    /// every field and both checksums; allocates only as the input delivers.
-    ///
-    /// # Errors
-    ///
-    /// As [`BloomFilter::read_from`](crate::BloomFilter::read_from) and
-    /// [`ScalableBloomFilter::read_from`](crate::ScalableBloomFilter::read_from),
-    /// and [`Error::InvalidItem`] when an item does not decode as a `T`.
-    pub fn read_from<R: Read>(input: R) -> Result<Self, Error> {
-        super::read_from(input)
-    }
-
-    /// Saves the frontier to `path`, crash-safe (see
-    /// [`BloomFilter::save`](crate::BloomFilter::save)), with the
-    /// consistency of [`write_to`](Self::write_to).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when the directory cannot be written.
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), Error> {
-        super::save(self, path.as_ref())
-    }
-
-    /// Loads a frontier that [`save`](Self::save) wrote; the file must hold
-    /// nothing after it.
-    ///
-    /// # Errors
-    ///
-    /// Those of [`read_from`](Self::read_from), and
-    /// [`Error::TrailingBytes`].
-    pub fn load(path: impl AsRef<Path>) -> Result<Self, Error> {
-        super::load(path.as_ref())
+        /// Reads a frontier that [`write_to`](Self::write_to) wrote, checking
+        /// every field and both checksums; allocates only as the input delivers.
+        ///
+        /// # Errors
+        ///
+        /// As [`BloomFilter::read_from`](crate::BloomFilter::read_from) and
+        /// [`ScalableBloomFilter::read_from`](crate::ScalableBloomFilter::read_from),
+        /// and [`Error::InvalidItem`] when an item does not decode as a `T`.
+        fn read_from;
     }
 }

@@ -10,8 +10,83 @@
 //! costs at most twice what the input really holds before it fails with
 //! [`Error::Truncated`].
 
+/// The public `write_to`, `read_from`, `save` and `load` of a type that is
+/// [`Saved`]: one definition for all four types. Each type gives its own
+/// docs for `write_to` and `read_from` (what a concurrent save holds, what
+/// can fail), its name, its name with a type argument, and an expression
+/// that builds one, for the `save` and `load` examples.
+macro_rules! saving_methods {
+    (
+        $(#[$impl_doc:meta])*
+        impl[$($generics:tt)*] $ty:ty, $name:literal, $typed:literal, $make:literal {
+            $(#[$write_doc:meta])* fn write_to;
+            $(#[$read_doc:meta])* fn read_from;
+        }
+    ) => {
+        $(#[$impl_doc])*
+        impl<$($generics)*> $ty {
+            $(#[$write_doc])*
+            pub fn write_to<W: std::io::Write>(&self, out: W) -> Result<(), crate::Error> {
+                crate::persist::write_to(self, out).map(drop)
+            }
+
+            $(#[$read_doc])*
+            pub fn read_from<R: std::io::Read>(input: R) -> Result<Self, crate::Error> {
+                crate::persist::read_from(input)
+            }
+
+            /// Saves to `path`, crash-safe: it writes a temporary file beside
+            /// `path`, syncs it, renames it over `path` and syncs the
+            /// directory, so a crash at any instant leaves the previous file
+            /// or the new one, whole. What it holds is what
+            /// [`write_to`](Self::write_to) writes.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Io`](crate::Error::Io) when the directory cannot be
+            /// written.
+            ///
+            /// # Example
+            ///
+            /// ```
+            #[doc = concat!("use atomic_bloom::", $name, ";")]
+            ///
+            #[doc = concat!("let path = std::env::temp_dir().join(format!(\"doc-", $name, "-{}.bin\", std::process::id()));")]
+            #[doc = concat!("let saved = ", $make, ";")]
+            /// saved.save(&path)?;
+            #[doc = concat!("let loaded = ", $typed, "::load(&path)?;")]
+            /// assert_eq!(format!("{loaded:?}"), format!("{saved:?}"));
+            /// # std::fs::remove_file(&path)?;
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<(), crate::Error> {
+                crate::persist::save(self, path.as_ref())
+            }
+
+            /// Loads what [`save`](Self::save) wrote; the file must hold
+            /// nothing after it.
+            ///
+            /// # Errors
+            ///
+            /// Those of [`read_from`](Self::read_from), and
+            /// [`Error::TrailingBytes`](crate::Error::TrailingBytes).
+            ///
+            /// # Example
+            ///
+            /// ```
+            #[doc = concat!("use atomic_bloom::{", $name, ", Error};")]
+            ///
+            #[doc = concat!("let missing = ", $typed, "::load(\"/no/such/file.bin\");")]
+            /// assert!(matches!(missing, Err(Error::Io { .. })));
+            /// ```
+            pub fn load(path: impl AsRef<std::path::Path>) -> Result<Self, crate::Error> {
+                crate::persist::load(path.as_ref())
+            }
+        }
+    };
+}
+
 mod bloom;
-mod codec;
 mod counting;
 mod file;
 mod frontier;
@@ -23,22 +98,45 @@ pub use frontier::FrontierItem;
 
 pub(crate) use file::{load, save};
 
-pub(crate) use codec::{Decoder, Encoder, CHUNK_BYTES};
+pub(crate) use crate::wire::{reserve_as_read, to_usize, Decoder, Encoder};
 
 use std::io::{Read, Write};
 
-use crate::sizing::BLOCK_BYTES;
+use crate::sizing::Scheme;
 use crate::Error;
 
 /// The first eight bytes of every saved filter.
 pub(crate) const MAGIC: [u8; 8] = *b"ATMBLOOM";
 
 /// The format version this build writes, and the newest it reads.
-pub(crate) const FORMAT_VERSION: u16 = 1;
+/// Version 2 stores the scalable filter's growth factor in 32 bits and no
+/// longer stores a first-stage fill; version 1 files still load.
+pub(crate) const FORMAT_VERSION: u16 = 2;
 
 /// The one hash scheme so far: wyhash 0.6 of the item's `Hash`, seeded with
 /// the header's seed, positions derived as in `src/hash.rs`.
 pub(crate) const HASH_SCHEME_WYHASH_V1: u8 = 1;
+
+/// The byte that stores a layout (a filter's scheme) in every section.
+pub(crate) fn scheme_byte(scheme: Scheme) -> u8 {
+    match scheme {
+        Scheme::CacheLine => 0,
+        Scheme::Word => 1,
+        Scheme::Counters => 2,
+    }
+}
+
+/// The scheme stored as `byte`, if it is one of `allowed`.
+pub(crate) fn scheme_from_byte(byte: u8, allowed: &[Scheme]) -> Result<Scheme, Error> {
+    allowed
+        .iter()
+        .copied()
+        .find(|&scheme| scheme_byte(scheme) == byte)
+        .ok_or(Error::InvalidField {
+            field: "layout",
+            value: u64::from(byte),
+        })
+}
 
 /// What a saved input holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +202,7 @@ pub(crate) fn read_header<R: std::io::Read>(
             supported: FORMAT_VERSION,
         });
     }
+    input.set_version(version);
     let kind = input.u8()?;
     let scheme = input.u8()?;
     let reserved = input.u32()?;
@@ -161,81 +260,4 @@ pub(crate) fn read_from<V: Saved, R: Read>(input: R) -> Result<V, Error> {
     let value = V::read_body(&mut input, seed)?;
     input.end_section()?;
     Ok(value)
-}
-
-/// Grows `vec` toward `total` elements as input arrives: by at most as many
-/// elements as it already holds (or `chunk`), and never past `total`, so
-/// that the capacity stays within twice what was read plus one chunk, and
-/// ends exactly at `total`.
-pub(crate) fn reserve_as_read<E>(
-    vec: &mut Vec<E>,
-    total: usize,
-    chunk: usize,
-) -> Result<(), Error> {
-    if vec.len() == vec.capacity() && vec.len() < total {
-        let extra = (total - vec.len()).min(vec.len().max(chunk));
-        vec.try_reserve_exact(extra)
-            .map_err(|_| Error::AllocationFailed {
-                bytes: extra.saturating_mul(std::mem::size_of::<E>()),
-            })?;
-    }
-    Ok(())
-}
-
-/// Writes `blocks` through `encode`, which appends one block's 64 bytes to
-/// the buffer and returns how many units (bits, non-zero counters) it holds
-/// set; returns the total. Shared by the bit and counter arrays.
-pub(crate) fn write_blocks<B, W: Write>(
-    out: &mut Encoder<W>,
-    blocks: &[B],
-    mut encode: impl FnMut(&B, &mut Vec<u8>) -> usize,
-) -> Result<u64, Error> {
-    let mut buffer = Vec::with_capacity(CHUNK_BYTES);
-    let mut total = 0u64;
-    for block in blocks {
-        total += encode(block, &mut buffer) as u64;
-        if buffer.len() >= CHUNK_BYTES {
-            out.bytes(&buffer)?;
-            buffer.clear();
-        }
-    }
-    out.bytes(&buffer)?;
-    Ok(total)
-}
-
-/// Reads `blocks` 64-byte blocks that [`write_blocks`] wrote, a chunk at a
-/// time, allocating only as the input delivers them. `decode` turns one
-/// block's bytes into a block and its count of set units. Returns the
-/// blocks and the total count.
-pub(crate) fn read_blocks<B, R: Read>(
-    blocks: usize,
-    input: &mut Decoder<R>,
-    mut decode: impl FnMut(&[u8]) -> (B, usize),
-) -> Result<(Box<[B]>, u64), Error> {
-    let bytes = blocks
-        .checked_mul(BLOCK_BYTES)
-        .ok_or(Error::LengthOverflow {
-            field: "block count",
-            value: blocks as u64,
-        })?;
-    let mut storage = Vec::new();
-    let mut total = 0u64;
-    input.chunks(bytes, |chunk| {
-        for block_bytes in chunk.chunks_exact(BLOCK_BYTES) {
-            reserve_as_read(&mut storage, blocks, CHUNK_BYTES / BLOCK_BYTES)?;
-            let (block, used) = decode(block_bytes);
-            total += used as u64;
-            storage.push(block);
-        }
-        Ok(())
-    })?;
-    Ok((storage.into_boxed_slice(), total))
-}
-
-/// `value` as a `usize`, or [`Error::LengthOverflow`] naming `field`.
-pub(crate) fn to_usize(value: u64, field: &'static str) -> Result<usize, Error> {
-    usize::try_from(value)
-        .ok()
-        .filter(|&size| size <= isize::MAX as usize)
-        .ok_or(Error::LengthOverflow { field, value })
 }

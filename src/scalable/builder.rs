@@ -1,128 +1,14 @@
-//! `ScalableBloomFilterBuilder`, and the growth plan it fixes: the size and
-//! rate of every stage, and the memory limit.
+//! `ScalableBloomFilterBuilder`: checks a user's options and builds the
+//! filter on the growth plan they fix.
 
 use std::fmt;
 use std::hash::BuildHasher;
 use std::marker::PhantomData;
 
-use super::stage::Stage;
+use super::growth::{GrowthPlan, DEFAULT_MEMORY_LIMIT};
 use super::ScalableBloomFilter;
 use crate::builder::Sizing;
-use crate::sizing::Geometry;
 use crate::{DefaultHasher, Error, Layout};
-
-/// The default memory limit: 1 GiB.
-const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
-
-/// Stages sized ahead when the filter is built, at most: with growth 2,
-/// stage 40 holds `2^40` times the first. Later ones are sized as they come.
-const MAX_PLANNED_STAGES: usize = 40;
-
-/// How the filter grows: stage `i` holds `initial_capacity · growth^i` items
-/// at rate `rate · (1 - tightening) · tightening^i`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct GrowthPlan {
-    pub(crate) initial_capacity: usize,
-    /// The total rate the user asked for.
-    pub(crate) rate: f64,
-    pub(crate) growth: usize,
-    pub(crate) tightening: f64,
-    pub(crate) layout: Layout,
-    pub(crate) memory_limit: Option<usize>,
-    /// Overrides the first stage's fill, in set bits (loom models only).
-    pub(crate) first_stage_fill_bits: Option<usize>,
-}
-
-impl GrowthPlan {
-    /// Checks the options a user (or a saved file) chose.
-    pub(crate) fn validate(&self) -> Result<(), Error> {
-        crate::sizing::validate(self.initial_capacity, self.rate)?;
-        if !matches!(self.growth, 2 | 4) {
-            return Err(Error::InvalidGrowthFactor {
-                growth: self.growth,
-            });
-        }
-        if !(0.8..=0.9).contains(&self.tightening) {
-            return Err(Error::InvalidTighteningRatio {
-                ratio: self.tightening,
-            });
-        }
-        Ok(())
-    }
-
-    /// The rate of stage `index`; they sum to `rate` over all stages.
-    fn stage_rate(&self, index: usize) -> f64 {
-        let exponent = i32::try_from(index).unwrap_or(i32::MAX);
-        self.rate * (1.0 - self.tightening) * self.tightening.powi(exponent)
-    }
-
-    /// The geometry of stage `index` (sizing takes about half a
-    /// millisecond, so the filter plans a stage ahead of needing it).
-    pub(crate) fn geometry(&self, index: usize) -> Result<Geometry, Error> {
-        let rate = self.stage_rate(index);
-        let capacity = u32::try_from(index)
-            .ok()
-            .and_then(|exponent| self.growth.checked_pow(exponent))
-            .and_then(|factor| factor.checked_mul(self.initial_capacity))
-            .ok_or(Error::TooLarge {
-                capacity: usize::MAX,
-                rate,
-            })?;
-        Stage::<()>::plan(self.layout, capacity, rate)
-    }
-
-    /// The geometries of the stages, sized when the filter is built: every
-    /// stage until the memory limit is passed (or one fails to plan), at
-    /// most [`MAX_PLANNED_STAGES`]. Sizing a stage takes about half a
-    /// millisecond, which inserts piling into a full stage must not wait
-    /// out.
-    pub(crate) fn plan_stages(&self) -> Vec<Result<Geometry, Error>> {
-        let mut planned = Vec::new();
-        let mut bytes = 0usize;
-        while planned.len() < MAX_PLANNED_STAGES {
-            let geometry = self.geometry(planned.len());
-            if let Ok(geometry) = &geometry {
-                bytes = bytes.saturating_add(Stage::<()>::memory_bytes_for(geometry));
-            }
-            let last = geometry.is_err() || self.memory_limit.is_some_and(|limit| bytes > limit);
-            planned.push(geometry);
-            if last {
-                break;
-            }
-        }
-        planned
-    }
-
-    /// Allocates stage `index` with `geometry`, in a filter that already
-    /// takes `memory_so_far` bytes; returns it and its bytes.
-    pub(crate) fn allocate<T: ?Sized>(
-        &self,
-        index: usize,
-        geometry: Geometry,
-        memory_so_far: usize,
-    ) -> Result<(Stage<T>, usize), Error> {
-        let bytes = Stage::<T>::memory_bytes_for(&geometry);
-        let needed = memory_so_far.saturating_add(bytes);
-        match self.memory_limit {
-            Some(limit) if needed > limit && index == 0 => {
-                return Err(Error::MemoryLimitTooSmall {
-                    limit,
-                    first_stage: bytes,
-                })
-            }
-            Some(limit) if needed > limit => {
-                return Err(Error::MemoryLimitReached { limit, needed })
-            }
-            _ => {}
-        }
-        let fill = if index == 0 {
-            self.first_stage_fill_bits
-        } else {
-            None
-        };
-        Ok((Stage::new(geometry, self.stage_rate(index), fill)?, bytes))
-    }
-}
 
 /// Configures a [`ScalableBloomFilter`] before its first stage is allocated.
 ///
@@ -188,9 +74,11 @@ impl<T: ?Sized> ScalableBloomFilterBuilder<T, DefaultHasher> {
 }
 
 impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
-    /// How much larger each stage is than the one before: 2 (the default)
-    /// or 4. With 4 there are half as many stages to check per lookup, and
-    /// the last stage may be up to 4× larger than needed.
+    /// How much larger each stage is than the one before, from 1 to 32768:
+    /// 2 (the default) doubles. With 4 there are half as many stages to
+    /// check per lookup, and the last stage may be up to 4× larger than
+    /// needed; with 1 every stage holds the initial capacity, so lookups
+    /// check ever more stages (RedisBloom's `EXPANSION`).
     ///
     /// # Example
     ///
@@ -269,6 +157,7 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
     }
 
     #[doc(hidden)]
+    #[cfg(atomic_bloom_loom)]
     /// The first stage counts as full at `bits` set bits; loom models use it
     /// to cross a stage boundary in one insert.
     pub fn __first_stage_fill_bits(mut self, bits: usize) -> Self {
@@ -308,7 +197,7 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
     /// # Errors
     ///
     /// [`Error::ZeroCapacity`], [`Error::InvalidFalsePositiveRate`],
-    /// [`Error::InvalidGrowthFactor`] (not 2 or 4),
+    /// [`Error::InvalidGrowthFactor`] (not in [1, 32768]),
     /// [`Error::InvalidTighteningRatio`] (outside [0.8, 0.9]),
     /// [`Error::TooLarge`], [`Error::MemoryLimitTooSmall`] (the first stage
     /// alone passes the limit), [`Error::AllocationFailed`],
@@ -319,8 +208,8 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
     /// ```
     /// use atomic_bloom::{Error, ScalableBloomFilter};
     ///
-    /// let bad = ScalableBloomFilter::<str>::builder(1000, 0.01).growth_factor(3).build();
-    /// assert!(matches!(bad, Err(Error::InvalidGrowthFactor { growth: 3 })));
+    /// let bad = ScalableBloomFilter::<str>::builder(1000, 0.01).growth_factor(0).build();
+    /// assert!(matches!(bad, Err(Error::InvalidGrowthFactor { growth: 0 })));
     /// ```
     pub fn build(self) -> Result<ScalableBloomFilter<T, S>, Error>
     where
@@ -331,10 +220,13 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
             rate,
             hasher,
         } = self.sizing;
+        let growth = u32::try_from(self.growth).map_err(|_| Error::InvalidGrowthFactor {
+            growth: self.growth,
+        })?;
         let plan = GrowthPlan {
             initial_capacity: capacity,
             rate,
-            growth: self.growth,
+            growth,
             tightening: self.tightening,
             layout: self.layout,
             memory_limit: self.memory_limit,

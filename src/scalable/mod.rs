@@ -2,16 +2,17 @@
 //! lock-free, keeping the total rate it promised.
 
 mod builder;
-mod stage;
+mod growth;
 
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 use std::ops::Deref;
 
-pub(crate) use builder::GrowthPlan;
 pub use builder::ScalableBloomFilterBuilder;
-use stage::Stage;
+pub(crate) use growth::GrowthPlan;
+pub use growth::StageStats;
+use growth::{Stage, StageList};
 
 use crate::sizing::Geometry;
 use crate::sync::{Arc, ArcSwap, AtomicBool, Mutex, Ordering};
@@ -93,37 +94,6 @@ pub struct ScalableBloomFilter<T: ?Sized, S = DefaultHasher> {
     _item: PhantomData<fn(&T)>,
 }
 
-/// The stages, oldest first; never changed once published.
-struct StageList<T: ?Sized> {
-    older: Vec<Arc<Stage<T>>>,
-    newest: Arc<Stage<T>>,
-    memory_bytes: usize,
-}
-
-impl<T: ?Sized> StageList<T> {
-    fn all(&self) -> impl DoubleEndedIterator<Item = &Stage<T>> {
-        self.older
-            .iter()
-            .map(|stage| &**stage)
-            .chain(std::iter::once(&*self.newest))
-    }
-
-    fn len(&self) -> usize {
-        self.older.len() + 1
-    }
-
-    /// This list with `stage` appended.
-    fn with(&self, stage: Stage<T>, bytes: usize) -> Self {
-        let mut older = self.older.clone();
-        older.push(Arc::clone(&self.newest));
-        StageList {
-            older,
-            newest: Arc::new(stage),
-            memory_bytes: self.memory_bytes + bytes,
-        }
-    }
-}
-
 /// Locks a cold-path mutex; nothing panics while holding one, but a poisoned
 /// one would still hold a valid value.
 fn lock<V>(mutex: &Mutex<V>) -> crate::sync::MutexGuard<'_, V> {
@@ -199,7 +169,6 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         })
     }
 
-    /// The current stage list, loaded once per call.
     /// A filter over stages read from a saved filter, oldest first (at
     /// least one).
     pub(crate) fn from_stages(
@@ -215,7 +184,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             } else {
                 None
             };
-            let stage = Stage::from_filter(filter, fill);
+            let stage = Stage::new_filled(filter, fill);
             memory_bytes = memory_bytes.saturating_add(stage.memory_bytes());
             stages.push(Arc::new(stage));
         }
@@ -255,11 +224,18 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         all
     }
 
+    /// The current stage list, loaded once per call.
     #[inline(always)]
     fn list(&self) -> impl Deref<Target = Arc<StageList<T>>> {
         // SeqCst inside arc-swap (a lock under loom): sees every list published
         // by a compare-and-swap that happened-before this call.
         self.stages.load()
+    }
+
+    /// The current newest stage, for prefetching a batch's blocks.
+    #[inline(always)]
+    pub(crate) fn prefetcher(&self) -> Arc<Stage<T>> {
+        Arc::clone(&self.list().newest)
     }
 
     /// Inserts the item whose hash is `hash`; true if no stage held it.
@@ -314,61 +290,6 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 .any(|stage| stage.contains_hash(hash))
     }
 
-    /// Makes the next stage and publishes it with a compare-and-swap on the
-    /// list loaded as `seen`: of racing growers, exactly one succeeds.
-    ///
-    /// The `growing` flag spares duplicate allocations: while one thread
-    /// grows, others skip, unless the stage is overfull by an eighth (its
-    /// grower may have been descheduled), in which case they race it.
-    /// Growth never waits on another thread.
-    #[cold]
-    fn grow(&self, seen: &Arc<StageList<T>>) {
-        // Relaxed: a hint that spares a doomed attempt; the compare-and-swap
-        // below decides.
-        if self.exhausted.load(Ordering::Relaxed) {
-            return;
-        }
-        // Acquire: pairs with the Release that ends the previous growth, so
-        // the list that growth published is the one loaded next.
-        let holder = !self.growing.swap(true, Ordering::Acquire);
-        if holder || seen.newest.is_overfull() {
-            let current = self.list();
-            if Arc::ptr_eq(&current, seen) {
-                self.append_stage(&current);
-            }
-        }
-        if holder {
-            // Release: publishes this growth's outcome to the next grower.
-            self.growing.store(false, Ordering::Release);
-        }
-    }
-
-    /// Allocates the stage after `current`'s newest and publishes the
-    /// longer list if `current` is still the list; records a failure.
-    fn append_stage(&self, current: &Arc<StageList<T>>) {
-        let index = current.len();
-        let geometry = match self.planned.get(index) {
-            Some(geometry) => geometry.clone(),
-            None => self.plan.geometry(index),
-        };
-        let stage =
-            geometry.and_then(|geometry| self.plan.allocate(index, geometry, current.memory_bytes));
-        match stage {
-            Ok((stage, bytes)) => {
-                let longer = Arc::new(current.with(stage, bytes));
-                // SeqCst inside arc-swap: publishes the allocated stage with
-                // the list. A loser drops its stage: the winner's is the one
-                // stage of this boundary.
-                drop(self.stages.compare_and_swap(current, longer));
-            }
-            Err(error) => {
-                *lock(&self.growth_error) = Some(error);
-                // Release: whoever sees the flag finds the error stored.
-                self.exhausted.store(true, Ordering::Release);
-            }
-        }
-    }
-
     /// Why the filter stopped growing ([`Error::MemoryLimitReached`], or the
     /// allocator's refusal), or `None` while it still grows.
     ///
@@ -386,6 +307,15 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             return None;
         }
         lock(&self.growth_error).clone()
+    }
+
+    /// Whether growth stopped for good (the memory limit): a relaxed load,
+    /// for hot paths that must not lock the error's mutex.
+    #[inline]
+    pub(crate) fn is_exhausted(&self) -> bool {
+        // Relaxed: a flag; the error it announces is read through
+        // `growth_error`, which acquires.
+        self.exhausted.load(Ordering::Relaxed)
     }
 
     /// Number of stages (1 until the first stage fills).
@@ -518,11 +448,22 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         1.0 - all_say_no
     }
 
-    #[doc(hidden)]
-    /// Each stage's set bits and the set bits at which it counts as full,
-    /// oldest first; for tests.
-    pub fn __stage_fills(&self) -> Vec<(usize, usize)> {
-        self.list().all().map(Stage::fill).collect()
+    /// Each stage's capacity, rate, fill and memory, oldest first, from
+    /// one snapshot of the stage list. O(size): it counts each stage's set
+    /// bits.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1_000, 0.01)?;
+    /// let stages = f.stage_stats();
+    /// assert_eq!(stages.len(), 1);
+    /// assert!(stages[0].capacity >= 1_000 && stages[0].set_bits == 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stage_stats(&self) -> Vec<StageStats> {
+        self.list().all().map(Stage::stats).collect()
     }
 }
 

@@ -25,4 +25,5 @@ pub fn url(i: u64) -> String {
     )
 }
 
+pub mod counting_alloc;
 pub mod saved;

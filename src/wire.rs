@@ -1,4 +1,6 @@
-//! Little-endian fields with a running CRC-32C, over any `Write` or `Read`.
+//! The byte codec beneath the bit arrays and the saved format:
+//! little-endian fields with a running CRC-32C, over any `Write` or `Read`,
+//! and the checks a loader makes on lengths it reads.
 
 use std::io::{self, Read, Write};
 
@@ -92,6 +94,8 @@ pub(crate) struct Decoder<R> {
     /// after its checksum: a flipped bit is a checksum mismatch, and only
     /// well-sealed but inconsistent input gets the specific error.
     deferred: Option<Error>,
+    /// The format version the header announced (0 before it is read).
+    version: u16,
 }
 
 impl<R: Read> Decoder<R> {
@@ -102,7 +106,19 @@ impl<R: Read> Decoder<R> {
             section: "header",
             part: "header",
             deferred: None,
+            version: 0,
         }
+    }
+
+    /// Records the format version of the input, for the fields that changed
+    /// between versions.
+    pub(crate) fn set_version(&mut self, version: u16) {
+        self.version = version;
+    }
+
+    /// The format version the header announced.
+    pub(crate) fn version(&self) -> u16 {
+        self.version
     }
 
     /// Starts a section with its own checksum.
@@ -218,4 +234,31 @@ impl<R: Read> Decoder<R> {
             };
         }
     }
+}
+
+/// Grows `vec` toward `total` elements as input arrives: by at most as many
+/// elements as it already holds (or `chunk`), and never past `total`, so
+/// that the capacity stays within twice what was read plus one chunk, and
+/// ends exactly at `total`.
+pub(crate) fn reserve_as_read<E>(
+    vec: &mut Vec<E>,
+    total: usize,
+    chunk: usize,
+) -> Result<(), Error> {
+    if vec.len() == vec.capacity() && vec.len() < total {
+        let extra = (total - vec.len()).min(vec.len().max(chunk));
+        vec.try_reserve_exact(extra)
+            .map_err(|_| Error::AllocationFailed {
+                bytes: extra.saturating_mul(std::mem::size_of::<E>()),
+            })?;
+    }
+    Ok(())
+}
+
+/// `value` as a `usize`, or [`Error::LengthOverflow`] naming `field`.
+pub(crate) fn to_usize(value: u64, field: &'static str) -> Result<usize, Error> {
+    usize::try_from(value)
+        .ok()
+        .filter(|&size| size <= isize::MAX as usize)
+        .ok_or(Error::LengthOverflow { field, value })
 }

@@ -1,0 +1,166 @@
+//! The bottom layer of every filter: an array of 64-byte, 64-byte-aligned
+//! blocks of atomics, one cache line each. It allocates them (all zero),
+//! clears them, says their bytes, and reads and writes them in the saved
+//! format; what a block's bits or counters mean is its owner's business
+//! (`bits.rs`, `counters.rs`).
+
+use std::io::{Read, Write};
+
+use crate::wire::{reserve_as_read, Decoder, Encoder, CHUNK_BYTES};
+use crate::Error;
+
+/// Bytes in a block: one cache line.
+pub(crate) const BLOCK_BYTES: usize = 64;
+
+/// 64-bit words in a block.
+pub(crate) const WORDS_PER_BLOCK: usize = BLOCK_BYTES / 8;
+
+/// One 64-byte block of atomics (declared `#[repr(C, align(64))]`).
+pub(crate) trait Block: Sized {
+    /// An all-zero block.
+    fn zero() -> Self;
+
+    /// Sets every unit to zero; the caller holds the array exclusively.
+    fn clear(&mut self);
+
+    /// Appends the block's 64 bytes, little-endian; returns how many of its
+    /// units (bits, counters) are non-zero. Each atomic is read once.
+    fn encode(&self, out: &mut Vec<u8>) -> usize;
+
+    /// A block from the 64 bytes [`encode`](Self::encode) wrote, and its
+    /// non-zero units.
+    fn decode(bytes: &[u8]) -> (Self, usize);
+}
+
+/// A boxed array of blocks, whose length is a power of two.
+pub(crate) struct Blocks<B> {
+    blocks: Box<[B]>,
+}
+
+impl<B: Block> Blocks<B> {
+    /// `count` all-zero blocks.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AllocationFailed`] when the allocator refuses.
+    pub(crate) fn new(count: usize) -> Result<Self, Error> {
+        debug_assert!(count.is_power_of_two());
+        let mut storage = Vec::new();
+        storage
+            .try_reserve_exact(count)
+            .map_err(|_| Error::AllocationFailed {
+                bytes: Self::bytes_for(count),
+            })?;
+        storage.extend((0..count).map(|_| B::zero()));
+        Ok(Blocks {
+            blocks: storage.into_boxed_slice(),
+        })
+    }
+
+    /// Bytes an array of `count` blocks takes, before allocating it.
+    pub(crate) fn bytes_for(count: usize) -> usize {
+        count.saturating_mul(BLOCK_BYTES)
+    }
+
+    /// Bytes this array takes.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        Self::bytes_for(self.blocks.len())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    #[inline(always)]
+    pub(crate) fn get(&self, block_index: usize) -> &B {
+        &self.blocks[block_index]
+    }
+
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, B> {
+        self.blocks.iter()
+    }
+
+    /// Asks the CPU to start loading block `block_index` into cache; a hint
+    /// with no effect on results (and none off x86-64 or under loom).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, block_index: usize) {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse", not(atomic_bloom_loom)))]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let block: *const B = &self.blocks[block_index];
+            // Safety: the cfg guarantees SSE, the only feature the intrinsic
+            // needs; a prefetch reads nothing and never faults.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(block.cast::<i8>()) };
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse", not(atomic_bloom_loom))))]
+        let _ = block_index;
+    }
+
+    /// A copy, each block read once (a copy of an array others write to may
+    /// or may not hold their writes). Like `Vec::clone`, it aborts if the
+    /// allocator refuses.
+    pub(crate) fn snapshot(&self) -> Self {
+        let mut bytes = Vec::with_capacity(BLOCK_BYTES);
+        let blocks = self
+            .blocks
+            .iter()
+            .map(|block| {
+                bytes.clear();
+                block.encode(&mut bytes);
+                B::decode(&bytes).0
+            })
+            .collect();
+        Blocks { blocks }
+    }
+
+    /// Sets every block to zero.
+    pub(crate) fn clear(&mut self) {
+        self.blocks.iter_mut().for_each(B::clear);
+    }
+
+    /// Writes every block, a chunk of bytes at a time; returns the number of
+    /// non-zero units written (`FORMAT.md`).
+    pub(crate) fn write<W: Write>(&self, out: &mut Encoder<W>) -> Result<u64, Error> {
+        let mut buffer = Vec::with_capacity(CHUNK_BYTES);
+        let mut total = 0u64;
+        for block in self.blocks.iter() {
+            total += block.encode(&mut buffer) as u64;
+            if buffer.len() >= CHUNK_BYTES {
+                out.bytes(&buffer)?;
+                buffer.clear();
+            }
+        }
+        out.bytes(&buffer)?;
+        Ok(total)
+    }
+
+    /// Reads `count` blocks that [`write`](Self::write) wrote, allocating
+    /// only as the input delivers them; returns them and their non-zero
+    /// units.
+    pub(crate) fn read<R: Read>(
+        count: usize,
+        input: &mut Decoder<R>,
+    ) -> Result<(Self, u64), Error> {
+        let bytes = count
+            .checked_mul(BLOCK_BYTES)
+            .ok_or(Error::LengthOverflow {
+                field: "block count",
+                value: count as u64,
+            })?;
+        let mut storage = Vec::new();
+        let mut total = 0u64;
+        input.chunks(bytes, |chunk| {
+            for block_bytes in chunk.chunks_exact(BLOCK_BYTES) {
+                reserve_as_read(&mut storage, count, CHUNK_BYTES / BLOCK_BYTES)?;
+                let (block, used) = B::decode(block_bytes);
+                total += used as u64;
+                storage.push(block);
+            }
+            Ok(())
+        })?;
+        let blocks = Blocks {
+            blocks: storage.into_boxed_slice(),
+        };
+        Ok((blocks, total))
+    }
+}

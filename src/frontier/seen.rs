@@ -1,0 +1,127 @@
+//! The frontier's seen-filter: a fixed filter with its fill mark, or a
+//! scalable one, behind one set of methods.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+
+use crate::fill::Tracked;
+use crate::{BloomFilter, Layout, ScalableBloomFilter};
+
+pub(crate) enum Seen<T, S> {
+    Fixed(Tracked<T, S>),
+    Scalable(ScalableBloomFilter<T, S>),
+}
+
+/// What inserting into the seen-filter did.
+pub(crate) struct Inserted {
+    /// The item was new.
+    pub(crate) new: bool,
+    /// The filter can no longer keep its rate: a fixed filter passed its
+    /// capacity, or a scalable one stopped growing at its memory limit.
+    pub(crate) over_capacity: bool,
+}
+
+impl<T, S> Seen<T, S> {
+    /// A fixed filter; the items it holds already count towards its fill.
+    pub(crate) fn fixed(filter: BloomFilter<T, S>) -> Self {
+        Seen::Fixed(Tracked::new_filled(filter, None))
+    }
+
+    /// Whether the filter is past what it holds at its rate now.
+    pub(crate) fn is_over_capacity(&self) -> bool {
+        match self {
+            Seen::Fixed(tracked) => tracked.is_full(),
+            Seen::Scalable(filter) => filter.is_exhausted(),
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        match self {
+            Seen::Fixed(tracked) => tracked.filter().capacity(),
+            Seen::Scalable(filter) => filter.capacity(),
+        }
+    }
+
+    pub(crate) fn target_fpr(&self) -> f64 {
+        match self {
+            Seen::Fixed(tracked) => tracked.filter().target_fpr(),
+            Seen::Scalable(filter) => filter.target_fpr(),
+        }
+    }
+
+    pub(crate) fn estimated_fpr(&self) -> f64 {
+        match self {
+            Seen::Fixed(tracked) => tracked.filter().estimated_fpr(),
+            Seen::Scalable(filter) => filter.estimated_fpr(),
+        }
+    }
+
+    pub(crate) fn len_estimate(&self) -> usize {
+        match self {
+            Seen::Fixed(tracked) => tracked.filter().len_estimate(),
+            Seen::Scalable(filter) => filter.len_estimate(),
+        }
+    }
+
+    pub(crate) fn memory_bytes(&self) -> usize {
+        match self {
+            Seen::Fixed(tracked) => tracked.memory_bytes(),
+            Seen::Scalable(filter) => filter.memory_bytes(),
+        }
+    }
+
+    pub(crate) fn layout(&self) -> Layout {
+        match self {
+            Seen::Fixed(tracked) => tracked.filter().layout(),
+            Seen::Scalable(filter) => filter.layout(),
+        }
+    }
+}
+
+impl<T, S: BuildHasher> Seen<T, S> {
+    /// The hash every position of `item` comes from.
+    #[inline]
+    pub(crate) fn hash_item<Q: ?Sized + Hash>(&self, item: &Q) -> u64 {
+        match self {
+            Seen::Fixed(tracked) => tracked.filter().hasher().hash_one(item),
+            Seen::Scalable(filter) => filter.hasher().hash_one(item),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn insert_hash(&self, hash: u64) -> Inserted {
+        match self {
+            Seen::Fixed(tracked) => {
+                let outcome = tracked.insert_hash(hash);
+                Inserted {
+                    new: outcome.new,
+                    over_capacity: outcome.full,
+                }
+            }
+            Seen::Scalable(filter) => {
+                let new = filter.insert_hash(hash);
+                Inserted {
+                    new,
+                    over_capacity: new && filter.is_exhausted(),
+                }
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn contains_hash(&self, hash: u64) -> bool {
+        match self {
+            Seen::Fixed(tracked) => tracked.contains_hash(hash),
+            Seen::Scalable(filter) => filter.contains_hash(hash),
+        }
+    }
+}
+
+impl<T, S: fmt::Debug> fmt::Debug for Seen<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Seen::Fixed(tracked) => tracked.filter().fmt(f),
+            Seen::Scalable(filter) => filter.fmt(f),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! How the scalable filter grows: the plan that fixes the size and rate of
+//! every stage, the immutable stage list, and appending a stage to it (the
+//! protocol of `src/PROTOCOLS.md`, "Scalable filter: growth").
+
+use super::{lock, ScalableBloomFilter};
+use crate::fill::Tracked;
+use crate::sizing::{self, Geometry};
+use crate::sync::{Arc, Ordering};
+use crate::{BloomFilter, Error, Layout};
+
+/// One stage of a [`ScalableBloomFilter`], as
+/// [`stage_stats`](ScalableBloomFilter::stage_stats) reports it.
+///
+/// # Example
+///
+/// ```
+/// let f: atomic_bloom::ScalableBloomFilter<u64> =
+///     atomic_bloom::ScalableBloomFilter::new(1_000, 0.01)?;
+/// for i in 0..10_000u64 { f.insert(&i); }
+/// let stages = f.stage_stats();
+/// assert_eq!(stages.len(), f.stages());
+/// // Every stage but the newest grew once it reached its fill.
+/// assert!(stages[0].set_bits as f64 >= 0.99 * stages[0].set_bits_when_full as f64);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct StageStats {
+    /// Items the stage holds at its own rate (after rounding its size up).
+    pub capacity: usize,
+    /// The stage's own false-positive rate; the stages' rates sum to at
+    /// most the filter's.
+    pub target_fpr: f64,
+    /// Bits set now: a popcount of the stage, O(its size).
+    pub set_bits: usize,
+    /// Set bits at which the stage counts as full, and the filter grows.
+    pub set_bits_when_full: usize,
+    /// Bytes the stage takes.
+    pub memory_bytes: usize,
+}
+
+impl<T: ?Sized> Stage<T> {
+    pub(super) fn stats(&self) -> StageStats {
+        let (set_bits, set_bits_when_full) = self.fill();
+        StageStats {
+            capacity: self.filter().capacity(),
+            target_fpr: self.filter().target_fpr(),
+            set_bits,
+            set_bits_when_full,
+            memory_bytes: self.memory_bytes(),
+        }
+    }
+}
+
+/// A stage: a power-of-two Bloom core without a hasher of its own (one hash
+/// serves every stage), and the mark at which it is full.
+pub(super) type Stage<T> = Tracked<T, ()>;
+
+/// The default memory limit: 1 GiB.
+pub(super) const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
+
+/// Stages sized ahead when the filter is built, at most: with growth 2,
+/// stage 40 holds `2^40` times the first. Later ones are sized as they come.
+const MAX_PLANNED_STAGES: usize = 40;
+
+/// The largest growth factor (RedisBloom's largest `EXPANSION`).
+pub(crate) const MAX_GROWTH_FACTOR: u32 = 32768;
+
+/// How the filter grows: stage `i` holds `initial_capacity · growth^i` items
+/// at rate `rate · (1 - tightening) · tightening^i`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GrowthPlan {
+    pub(crate) initial_capacity: usize,
+    /// The total rate the user asked for.
+    pub(crate) rate: f64,
+    pub(crate) growth: u32,
+    pub(crate) tightening: f64,
+    pub(crate) layout: Layout,
+    pub(crate) memory_limit: Option<usize>,
+    /// Overrides the first stage's fill, in set bits (loom models only).
+    pub(crate) first_stage_fill_bits: Option<usize>,
+}
+
+impl GrowthPlan {
+    /// Checks the options a user (or a saved file) chose.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        crate::sizing::validate(self.initial_capacity, self.rate)?;
+        if !(1..=MAX_GROWTH_FACTOR).contains(&self.growth) {
+            return Err(Error::InvalidGrowthFactor {
+                growth: self.growth as usize,
+            });
+        }
+        if !(0.8..=0.9).contains(&self.tightening) {
+            return Err(Error::InvalidTighteningRatio {
+                ratio: self.tightening,
+            });
+        }
+        Ok(())
+    }
+
+    /// The rate of stage `index`; they sum to `rate` over all stages.
+    fn stage_rate(&self, index: usize) -> f64 {
+        let exponent = i32::try_from(index).unwrap_or(i32::MAX);
+        self.rate * (1.0 - self.tightening) * self.tightening.powi(exponent)
+    }
+
+    /// The geometry of stage `index` (sizing takes about half a
+    /// millisecond, so the filter plans a stage ahead of needing it).
+    pub(crate) fn geometry(&self, index: usize) -> Result<Geometry, Error> {
+        let rate = self.stage_rate(index);
+        let capacity = u32::try_from(index)
+            .ok()
+            .and_then(|exponent| (self.growth as usize).checked_pow(exponent))
+            .and_then(|factor| factor.checked_mul(self.initial_capacity))
+            .ok_or(Error::TooLarge {
+                capacity: usize::MAX,
+                rate,
+            })?;
+        sizing::plan(self.layout.into(), capacity, rate)
+    }
+
+    /// The geometries of the stages, sized when the filter is built: every
+    /// stage until the memory limit is passed (or one fails to plan), at
+    /// most [`MAX_PLANNED_STAGES`]. Sizing a stage takes about half a
+    /// millisecond, which inserts piling into a full stage must not wait
+    /// out.
+    pub(crate) fn plan_stages(&self) -> Vec<Result<Geometry, Error>> {
+        let mut planned = Vec::new();
+        let mut bytes = 0usize;
+        while planned.len() < MAX_PLANNED_STAGES {
+            let geometry = self.geometry(planned.len());
+            if let Ok(geometry) = &geometry {
+                bytes = bytes.saturating_add(Stage::<()>::memory_bytes_for(geometry.blocks));
+            }
+            let last = geometry.is_err() || self.memory_limit.is_some_and(|limit| bytes > limit);
+            planned.push(geometry);
+            if last {
+                break;
+            }
+        }
+        planned
+    }
+
+    /// Allocates stage `index` with `geometry`, in a filter that already
+    /// takes `memory_so_far` bytes; returns it and its bytes.
+    pub(crate) fn allocate<T: ?Sized>(
+        &self,
+        index: usize,
+        geometry: Geometry,
+        memory_so_far: usize,
+    ) -> Result<(Stage<T>, usize), Error> {
+        let bytes = Stage::<T>::memory_bytes_for(geometry.blocks);
+        let needed = memory_so_far.saturating_add(bytes);
+        match self.memory_limit {
+            Some(limit) if needed > limit && index == 0 => {
+                return Err(Error::MemoryLimitTooSmall {
+                    limit,
+                    first_stage: bytes,
+                })
+            }
+            Some(limit) if needed > limit => {
+                return Err(Error::MemoryLimitReached { limit, needed })
+            }
+            _ => {}
+        }
+        let fill = if index == 0 {
+            self.first_stage_fill_bits
+        } else {
+            None
+        };
+        let filter = BloomFilter::from_parts(geometry, self.stage_rate(index), ())?;
+        Ok((Stage::new_empty(filter, fill), bytes))
+    }
+}
+
+/// The stages, oldest first; never changed once published.
+pub(super) struct StageList<T: ?Sized> {
+    pub(super) older: Vec<Arc<Stage<T>>>,
+    pub(super) newest: Arc<Stage<T>>,
+    pub(super) memory_bytes: usize,
+}
+
+impl<T: ?Sized> StageList<T> {
+    pub(super) fn all(&self) -> impl DoubleEndedIterator<Item = &Stage<T>> {
+        self.older
+            .iter()
+            .map(|stage| &**stage)
+            .chain(std::iter::once(&*self.newest))
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.older.len() + 1
+    }
+
+    /// This list with `stage` appended.
+    fn with(&self, stage: Stage<T>, bytes: usize) -> Self {
+        let mut older = self.older.clone();
+        older.push(Arc::clone(&self.newest));
+        StageList {
+            older,
+            newest: Arc::new(stage),
+            memory_bytes: self.memory_bytes + bytes,
+        }
+    }
+}
+
+impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
+    /// Makes the next stage and publishes it with a compare-and-swap on the
+    /// list loaded as `seen`: of racing growers, exactly one succeeds.
+    ///
+    /// The `growing` flag spares duplicate allocations: while one thread
+    /// grows, others skip, unless the stage is overfull by an eighth (its
+    /// grower may have been descheduled), in which case they race it.
+    /// Growth never waits on another thread.
+    #[cold]
+    pub(super) fn grow(&self, seen: &Arc<StageList<T>>) {
+        // Relaxed: a hint that spares a doomed attempt; the compare-and-swap
+        // below decides.
+        if self.exhausted.load(Ordering::Relaxed) {
+            return;
+        }
+        // Acquire: pairs with the Release that ends the previous growth, so
+        // the list that growth published is the one loaded next.
+        let holder = !self.growing.swap(true, Ordering::Acquire);
+        if holder || seen.newest.is_overfull() {
+            let current = self.list();
+            if Arc::ptr_eq(&current, seen) {
+                self.append_stage(&current);
+            }
+        }
+        if holder {
+            // Release: publishes this growth's outcome to the next grower.
+            self.growing.store(false, Ordering::Release);
+        }
+    }
+
+    /// Allocates the stage after `current`'s newest and publishes the
+    /// longer list if `current` is still the list; records a failure.
+    fn append_stage(&self, current: &Arc<StageList<T>>) {
+        let index = current.len();
+        let geometry = match self.planned.get(index) {
+            Some(geometry) => geometry.clone(),
+            None => self.plan.geometry(index),
+        };
+        let stage =
+            geometry.and_then(|geometry| self.plan.allocate(index, geometry, current.memory_bytes));
+        match stage {
+            Ok((stage, bytes)) => {
+                let longer = Arc::new(current.with(stage, bytes));
+                // SeqCst inside arc-swap: publishes the allocated stage with
+                // the list. A loser drops its stage: the winner's is the one
+                // stage of this boundary.
+                drop(self.stages.compare_and_swap(current, longer));
+            }
+            Err(error) => {
+                *lock(&self.growth_error) = Some(error);
+                // Release: whoever sees the flag finds the error stored.
+                self.exhausted.store(true, Ordering::Release);
+            }
+        }
+    }
+}
