@@ -345,7 +345,7 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     ///
     /// A popcount of the whole array, counted when called: the filter keeps
     /// no count, so that an insert writes nothing but its own words. About
-    /// 5 ms for a 64 MiB filter (memory bandwidth; measured on a 2-core
+    /// 11 ms for a 64 MiB filter (memory bandwidth; measured on a 2-core
     /// Zen 5 VM): call it for reports, not per item.
     ///
     /// # Example

@@ -374,7 +374,7 @@ impl<T: Hash, S: BuildHasher> Frontier<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn push(&self, item: T) -> bool {
-        let inserted = self.seen.insert_hash(self.seen.hash_item(&item));
+        let inserted = self.seen.insert(&item);
         if inserted.over_capacity {
             self.note_over_capacity();
         }
@@ -403,7 +403,7 @@ impl<T: Hash, S: BuildHasher> Frontier<T, S> {
         Q: ?Sized + Hash,
     {
         // `Borrow` promises equal hashes for the owned and borrowed forms.
-        self.seen.contains_hash(self.seen.hash_item(item))
+        self.seen.contains(item)
     }
 }
 

@@ -79,27 +79,19 @@ impl<T, S> Seen<T, S> {
 }
 
 impl<T, S: BuildHasher> Seen<T, S> {
-    /// The hash every position of `item` comes from.
+    /// Inserts `item` (hashed with the filter's hasher).
     #[inline]
-    pub(crate) fn hash_item<Q: ?Sized + Hash>(&self, item: &Q) -> u64 {
-        match self {
-            Seen::Fixed(tracked) => tracked.filter().hasher().hash_one(item),
-            Seen::Scalable(filter) => filter.hasher().hash_one(item),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn insert_hash(&self, hash: u64) -> Inserted {
+    pub(crate) fn insert<Q: ?Sized + Hash>(&self, item: &Q) -> Inserted {
         match self {
             Seen::Fixed(tracked) => {
-                let outcome = tracked.insert_hash(hash);
+                let outcome = tracked.insert_hash(tracked.filter().hasher().hash_one(item));
                 Inserted {
                     new: outcome.new,
                     over_capacity: outcome.full,
                 }
             }
             Seen::Scalable(filter) => {
-                let new = filter.insert_hash(hash);
+                let new = filter.insert_hash(filter.hasher().hash_one(item));
                 Inserted {
                     new,
                     over_capacity: new && filter.is_exhausted(),
@@ -108,11 +100,12 @@ impl<T, S: BuildHasher> Seen<T, S> {
         }
     }
 
+    /// Whether `item` may have been inserted.
     #[inline]
-    pub(crate) fn contains_hash(&self, hash: u64) -> bool {
+    pub(crate) fn contains<Q: ?Sized + Hash>(&self, item: &Q) -> bool {
         match self {
-            Seen::Fixed(tracked) => tracked.contains_hash(hash),
-            Seen::Scalable(filter) => filter.contains_hash(hash),
+            Seen::Fixed(tracked) => tracked.contains_hash(tracked.filter().hasher().hash_one(item)),
+            Seen::Scalable(filter) => filter.contains_hash(filter.hasher().hash_one(item)),
         }
     }
 }
