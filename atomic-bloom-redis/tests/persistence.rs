@@ -1,0 +1,435 @@
+//! A real data type: dumps (`BF.SCANDUMP` / `BF.LOADCHUNK`), RDB, AOF
+//! rewrite, `DEBUG RELOAD`, a restart, `RESTORE`, `MEMORY USAGE`,
+//! `DEL` / `RENAME` / `COPY` / `EXPIRE`, and a replica that answers as its
+//! primary: against Valkey and Redis 7.0.
+
+mod common;
+
+use common::{error_text, Kind, Server, KINDS};
+use redis::Value;
+
+type Chunks = Vec<(i64, Vec<u8>)>;
+
+/// RedisBloom's client loop: `[next, data]` until `[0, ""]`.
+fn scan_dump(c: &mut redis::Connection, key: &str) -> Chunks {
+    let mut chunks = Vec::new();
+    let mut iter = 0i64;
+    for _ in 0..10_000 {
+        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg(key)
+            .arg(iter)
+            .query(c)
+            .unwrap();
+        if next == 0 {
+            assert!(data.is_empty());
+            return chunks;
+        }
+        chunks.push((next, data));
+        iter = next;
+    }
+    panic!("BF.SCANDUMP never ended");
+}
+
+fn load_chunks(c: &mut redis::Connection, key: &str, chunks: &Chunks) {
+    for (iter, data) in chunks {
+        let ok: String = redis::cmd("BF.LOADCHUNK")
+            .arg(key)
+            .arg(*iter)
+            .arg(data.as_slice())
+            .query(c)
+            .unwrap();
+        assert_eq!(ok, "OK");
+    }
+}
+
+fn items(range: std::ops::Range<u64>) -> Vec<String> {
+    range
+        .map(|i| format!("https://host{}.example/page{i}.html", i % 97))
+        .collect()
+}
+
+fn madd(c: &mut redis::Connection, key: &str, items: &[String]) -> Vec<i64> {
+    items
+        .chunks(500)
+        .flat_map(|chunk| {
+            redis::cmd("BF.MADD")
+                .arg(key)
+                .arg(chunk)
+                .query::<Vec<i64>>(c)
+                .unwrap()
+        })
+        .collect()
+}
+
+fn mexists(c: &mut redis::Connection, key: &str, items: &[String]) -> Vec<i64> {
+    items
+        .chunks(500)
+        .flat_map(|chunk| {
+            redis::cmd("BF.MEXISTS")
+                .arg(key)
+                .arg(chunk)
+                .query::<Vec<i64>>(c)
+                .unwrap()
+        })
+        .collect()
+}
+
+fn info(c: &mut redis::Connection, key: &str) -> Vec<redis::Value> {
+    redis::cmd("BF.INFO").arg(key).query(c).unwrap()
+}
+
+/// A filter's full answer: BF.INFO, and BF.MEXISTS over its items and
+/// 20,000 absent probes (false positives included).
+fn answers(c: &mut redis::Connection, key: &str) -> (Vec<redis::Value>, Vec<i64>) {
+    let probes = items(0..30_000);
+    (info(c, key), mexists(c, key, &probes))
+}
+
+#[test]
+fn a_dump_loaded_back_answers_exactly_as_the_original() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["scaling", "0.01", "1000"])
+            .query(&mut c)
+            .unwrap();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["fixed", "0.001", "20000", "NONSCALING"])
+            .query(&mut c)
+            .unwrap();
+        for key in ["scaling", "fixed"] {
+            madd(&mut c, key, &items(0..10_000));
+            let before = answers(&mut c, key);
+            let chunks = scan_dump(&mut c, key);
+            assert!(!chunks.is_empty());
+            assert_eq!(chunks[0].0, 1 + chunks[0].1.len() as i64);
+            let _: i64 = redis::cmd("DEL").arg(key).query(&mut c).unwrap();
+            load_chunks(&mut c, key, &chunks);
+            assert_eq!(answers(&mut c, key), before, "{kind:?} {key}");
+            // Into another key, as RedisBloom's test_scandump_with_content.
+            let copy = format!("{key}-copy");
+            load_chunks(&mut c, &copy, &chunks);
+            assert_eq!(answers(&mut c, &copy), before, "{kind:?} {copy}");
+            // And it goes on working.
+            let added: i64 = redis::cmd("BF.ADD")
+                .arg(&[key, "after the load"])
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(added, 1);
+        }
+        // Scans past the end, negative, huge: never an error.
+        for iter in [-1i64, 1 << 40, i64::MAX, i64::MIN] {
+            let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+                .arg("fixed")
+                .arg(iter)
+                .query(&mut c)
+                .unwrap();
+            assert_eq!((next, data.len()), (0, 0), "{kind:?} {iter}");
+        }
+        assert_eq!(
+            common::refusal(&mut c, &["BF.SCANDUMP", "fixed", "str"]),
+            "Second argument must be numeric"
+        );
+        assert_eq!(
+            common::refusal(&mut c, &["BF.SCANDUMP", "noexist", "0"]),
+            "ERR not found"
+        );
+        assert_eq!(
+            common::refusal(&mut c, &["BF.LOADCHUNK", "fixed", "str", "data"]),
+            "ERR Second argument must be numeric"
+        );
+    }
+}
+
+/// A 64 MiB filter dumps in 16 MiB chunks, as RedisBloom's do.
+#[test]
+fn a_large_filter_dumps_in_several_chunks() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let mut c = server.connect();
+    let _: String = redis::cmd("BF.RESERVE")
+        .arg(&["huge", "0.01", "50000000", "NONSCALING"])
+        .query(&mut c)
+        .unwrap();
+    madd(&mut c, "huge", &items(0..5_000));
+    let before = answers(&mut c, "huge");
+    let chunks = scan_dump(&mut c, "huge");
+    assert!(chunks.len() >= 4, "{} chunks", chunks.len());
+    assert!(chunks.iter().all(|(_, data)| data.len() <= 16 << 20));
+    let _: i64 = redis::cmd("DEL").arg("huge").query(&mut c).unwrap();
+    load_chunks(&mut c, "huge", &chunks);
+    assert_eq!(answers(&mut c, "huge"), before);
+}
+
+#[test]
+fn keys_behave_as_keys_of_any_type() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        madd(&mut c, "k", &items(0..1000));
+        let kind_name: String = redis::cmd("TYPE").arg("k").query(&mut c).unwrap();
+        assert_eq!(kind_name, "atombloom");
+        let usage: i64 = redis::cmd("MEMORY")
+            .arg(&["USAGE", "k"])
+            .query(&mut c)
+            .unwrap();
+        let size: Vec<i64> = redis::cmd("BF.INFO")
+            .arg(&["k", "SIZE"])
+            .query(&mut c)
+            .unwrap();
+        assert!(
+            usage >= size[0] && size[0] > 1000,
+            "{kind:?}: usage {usage}, size {size:?}"
+        );
+        let before = answers(&mut c, "k");
+        let copied: i64 = redis::cmd("COPY").arg(&["k", "k2"]).query(&mut c).unwrap();
+        assert_eq!(copied, 1, "{kind:?}");
+        assert_eq!(answers(&mut c, "k2"), before);
+        let _: String = redis::cmd("RENAME")
+            .arg(&["k2", "k3"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(answers(&mut c, "k3"), before);
+        // COPY is a copy: adding to it leaves the original alone.
+        let _: i64 = redis::cmd("BF.ADD")
+            .arg(&["k3", "only in k3"])
+            .query(&mut c)
+            .unwrap();
+        let in_k: i64 = redis::cmd("BF.EXISTS")
+            .arg(&["k", "only in k3"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(in_k, 0);
+        let set: i64 = redis::cmd("PEXPIRE")
+            .arg(&["k3", "50"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(set, 1);
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let exists: i64 = redis::cmd("EXISTS").arg("k3").query(&mut c).unwrap();
+        assert_eq!(exists, 0, "{kind:?}: expired");
+        let deleted: i64 = redis::cmd("DEL").arg("k").query(&mut c).unwrap();
+        assert_eq!(deleted, 1);
+        // DUMP / RESTORE through the RDB callbacks.
+        madd(&mut c, "r", &items(0..1000));
+        let before = answers(&mut c, "r");
+        let payload: Vec<u8> = redis::cmd("DUMP").arg("r").query(&mut c).unwrap();
+        let _: String = redis::cmd("RESTORE")
+            .arg("r2")
+            .arg(0)
+            .arg(payload.as_slice())
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(answers(&mut c, "r2"), before, "{kind:?}");
+    }
+}
+
+/// Redis's DUMP trailer: CRC-64 (Jones, reflected) over the payload.
+fn crc64(bytes: &[u8]) -> u64 {
+    const POLY: u64 = 0x95ac_9329_ac4b_c9b5; // 0xad93d23594c935a9 reflected
+    let mut crc = 0u64;
+    for &byte in bytes {
+        crc ^= u64::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ POLY
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
+
+/// A `RESTORE` payload with a bit flipped inside the filter, resealed so
+/// the server's own checksum passes: our record's checksums refuse it,
+/// with an error reply and no crash.
+#[test]
+fn a_corrupt_restore_payload_is_an_error_not_a_crash() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        madd(&mut c, "r", &items(0..300));
+        let payload: Vec<u8> = redis::cmd("DUMP").arg("r").query(&mut c).unwrap();
+        let body = payload.len() - 8;
+        assert_eq!(
+            crc64(&payload[..body]).to_le_bytes(),
+            payload[body..],
+            "the trailer is CRC-64"
+        );
+        let mut refused = 0;
+        for at in (20..body - 2).step_by(37) {
+            let mut bad = payload.clone();
+            bad[at] ^= 0x10;
+            let trailer = crc64(&bad[..body]).to_le_bytes();
+            bad[body..].copy_from_slice(&trailer);
+            let outcome = redis::cmd("RESTORE")
+                .arg("bad")
+                .arg(0)
+                .arg(bad.as_slice())
+                .arg("REPLACE")
+                .query::<String>(&mut c);
+            match outcome {
+                Err(error) => {
+                    refused += 1;
+                    let text = error_text(&error);
+                    assert!(
+                        text.contains("payload") || text.contains("Bad data"),
+                        "{text}"
+                    );
+                }
+                // A flip in RDB framing the server reads past (a length
+                // byte that still parses) must still leave a filter that
+                // answers as the original.
+                Ok(_) => assert_eq!(answers(&mut c, "bad"), answers(&mut c, "r")),
+            }
+            let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+            assert_eq!(pong, "PONG");
+        }
+        assert!(refused > 10, "{kind:?}: only {refused} refused");
+    }
+}
+
+#[test]
+fn a_key_survives_debug_reload_a_restart_and_an_aof_rewrite() {
+    for kind in KINDS {
+        let mut server = Server::start(kind, &[], &["--aof-use-rdb-preamble", "no"]);
+        let mut c = server.connect();
+        madd(&mut c, "scaling", &items(0..20_000));
+        let _: Vec<i64> = redis::cmd("BF.INSERT")
+            .arg(&["fixed", "CAPACITY", "5000", "NONSCALING", "ITEMS", "a", "b"])
+            .query(&mut c)
+            .unwrap();
+        let before = (answers(&mut c, "scaling"), answers(&mut c, "fixed"));
+        let _: String = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+        assert_eq!(
+            (answers(&mut c, "scaling"), answers(&mut c, "fixed")),
+            before,
+            "{kind:?} reload"
+        );
+        // A restart from the RDB file.
+        let _: String = redis::cmd("SAVE").query(&mut c).unwrap();
+        drop(c);
+        server.stop(false);
+        server.launch().unwrap();
+        let mut c = server.connect();
+        assert_eq!(
+            (answers(&mut c, "scaling"), answers(&mut c, "fixed")),
+            before,
+            "{kind:?} restart"
+        );
+        // An AOF rewritten as BF.LOADCHUNK commands, replayed at start.
+        let _: String = redis::cmd("CONFIG")
+            .arg(&["SET", "appendonly", "yes"])
+            .query(&mut c)
+            .unwrap();
+        wait_for_aof_rewrite(&mut c);
+        let _: Value = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+        wait_for_aof_rewrite(&mut c);
+        drop(c);
+        server.stop(false);
+        // The rewrite went through the module's callback: the AOF holds
+        // the filters as BF.LOADCHUNK commands, and no RDB is left to load.
+        let aof_text = aof_files(&server.dir)
+            .iter()
+            .map(|path| String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned())
+            .collect::<String>();
+        assert!(
+            aof_text.contains("BF.LOADCHUNK"),
+            "{kind:?}: no BF.LOADCHUNK in the AOF"
+        );
+        std::fs::remove_file(server.dir.join("dump.rdb")).ok();
+        server.set_extra(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+        server.launch().unwrap();
+        let mut c = server.connect();
+        assert_eq!(
+            (answers(&mut c, "scaling"), answers(&mut c, "fixed")),
+            before,
+            "{kind:?} aof"
+        );
+    }
+}
+
+/// The AOF files of a server directory (one file, or Redis 7's
+/// `appendonlydir`).
+fn aof_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() && path.file_name().is_some_and(|name| name == "appendonlydir") {
+            files.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.path()),
+            );
+        } else if path.extension().is_some_and(|ext| ext == "aof") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+fn wait_for_aof_rewrite(c: &mut redis::Connection) {
+    for _ in 0..400 {
+        let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+        let busy =
+            info.contains("aof_rewrite_in_progress:1") || info.contains("aof_rewrite_scheduled:1");
+        if !busy {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("the AOF rewrite never finished");
+}
+
+/// A replica's filters answer as its primary's, false positives included:
+/// creation propagates the filter's seed.
+#[test]
+fn a_replica_answers_as_its_primary() {
+    for kind in KINDS {
+        let primary = Server::start(kind, &[], &[]);
+        let replica = Server::start(kind, &[], &[]);
+        let mut p = primary.connect();
+        let mut r = replica.connect();
+        // Some state before the replica attaches (full sync, RDB)...
+        madd(&mut p, "before", &items(0..5_000));
+        let _: String = redis::cmd("REPLICAOF")
+            .arg(&["127.0.0.1", &primary.port.to_string()])
+            .query(&mut r)
+            .unwrap();
+        // ...and some after (the command stream).
+        madd(&mut p, "after", &items(0..5_000));
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["reserved", "0.05", "100"])
+            .query(&mut p)
+            .unwrap();
+        madd(&mut p, "reserved", &items(0..3_000));
+        let _: Vec<i64> = redis::cmd("BF.INSERT")
+            .arg(&[
+                "inserted",
+                "CAPACITY",
+                "300",
+                "EXPANSION",
+                "3",
+                "ITEMS",
+                "x",
+                "y",
+            ])
+            .query(&mut p)
+            .unwrap();
+        let mut synced = false;
+        for _ in 0..400 {
+            let acked: i64 = redis::cmd("WAIT").arg(1).arg(100).query(&mut p).unwrap();
+            let link: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+            if acked == 1 && link.contains("master_link_status:up") {
+                synced = true;
+                break;
+            }
+        }
+        assert!(synced, "{kind:?}: the replica never caught up");
+        for key in ["before", "after", "reserved", "inserted"] {
+            assert_eq!(answers(&mut r, key), answers(&mut p, key), "{kind:?} {key}");
+        }
+    }
+}
