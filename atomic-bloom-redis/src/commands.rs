@@ -73,15 +73,28 @@ fn replicate(ctx: &Context, name: &str, args: &[RedisString], created: Option<&O
     }
 }
 
-/// One reply per outcome; an array stops at the first `Full`.
-fn added_reply(outcomes: Vec<Added>) -> Vec<RedisValue> {
-    outcomes
-        .into_iter()
-        .map(|outcome| match outcome {
-            Added::Item(new) => RedisValue::Bool(new),
-            Added::Full => RedisValue::StaticError(FULL),
-        })
-        .collect()
+/// An array of one reply per outcome (it stops at the first `Full`),
+/// written straight to the client: a hundred-item command is a hundred
+/// small replies, with no `RedisValue` built for each.
+fn reply_added(ctx: &Context, outcomes: &[Added]) -> RedisValue {
+    raw::reply_with_array(ctx.ctx, outcomes.len() as std::os::raw::c_long);
+    for outcome in outcomes {
+        match outcome {
+            Added::Item(new) => raw::reply_with_bool(ctx.ctx, (*new).into()),
+            Added::Full => ctx.reply_error_string(FULL),
+        };
+    }
+    RedisValue::NoReply
+}
+
+/// An array of booleans (integers in RESP2), written straight to the
+/// client.
+fn reply_bools(ctx: &Context, values: &[bool]) -> RedisValue {
+    raw::reply_with_array(ctx.ctx, values.len() as std::os::raw::c_long);
+    for &value in values {
+        raw::reply_with_bool(ctx.ctx, value.into());
+    }
+    RedisValue::NoReply
 }
 
 /// Adds `items` to the filter under `args[1]`, creating it with `options`
@@ -145,7 +158,7 @@ pub(crate) fn bf_madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         default_options(),
         true,
     )?;
-    Ok(RedisValue::Array(added_reply(outcomes)))
+    Ok(reply_added(ctx, &outcomes))
 }
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE]
@@ -160,7 +173,7 @@ pub(crate) fn bf_insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         parsed.options,
         parsed.create,
     )?;
-    Ok(RedisValue::Array(added_reply(outcomes)))
+    Ok(reply_added(ctx, &outcomes))
 }
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`.
@@ -215,15 +228,9 @@ pub(crate) fn bf_mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let items = items(&args, 2);
     lookup(ctx, &args[1], |bloom| {
-        let found = bloom.exists_many(&items).into_iter().map(RedisValue::Bool);
-        Ok(RedisValue::Array(found.collect()))
+        Ok(reply_bools(ctx, &bloom.exists_many(&items)))
     })
-    .unwrap_or_else(|| {
-        Ok(RedisValue::Array(vec![
-            RedisValue::Bool(false);
-            items.len()
-        ]))
-    })
+    .unwrap_or_else(|| Ok(reply_bools(ctx, &vec![false; items.len()])))
 }
 
 /// The filter under `key` for `BF.INFO`, `BF.CARD` and `BF.SCANDUMP`:
