@@ -193,6 +193,45 @@ pub enum Error {
     },
     /// Loading: the input goes on after the end of the filter.
     TrailingBytes,
+    /// A fleet client (feature `redis`) could not reach a server: it is
+    /// down, unreachable or timed out. Batches whose fate is unknown are
+    /// kept and sent again by the next call.
+    #[cfg(feature = "redis")]
+    ServerUnavailable {
+        /// The server's address, as configured or as the cluster named it.
+        node: String,
+        /// What the connection said.
+        reason: String,
+    },
+    /// A fleet key holds another type than a Bloom filter (or a list, for
+    /// the queues).
+    #[cfg(feature = "redis")]
+    WrongKeyType {
+        /// The key.
+        key: String,
+    },
+    /// The server has no `BF.*` commands: the module is not loaded.
+    #[cfg(feature = "redis")]
+    ModuleMissing {
+        /// The server's address.
+        node: String,
+    },
+    /// The server refused a fleet command for another reason.
+    #[cfg(feature = "redis")]
+    ServerRefused {
+        /// The server's address.
+        node: String,
+        /// The server's error text.
+        message: String,
+    },
+    /// A fleet configuration value is out of range.
+    #[cfg(feature = "redis")]
+    InvalidFleetConfig {
+        /// The setting.
+        setting: &'static str,
+        /// What it must be.
+        expected: &'static str,
+    },
 }
 
 impl fmt::Display for Error {
@@ -347,6 +386,32 @@ impl fmt::Display for Error {
                 "the input goes on after the end of the filter: pass exactly the bytes one \
                  `write_to` wrote"
             ),
+            #[cfg(feature = "redis")]
+            Error::ServerUnavailable { node, reason } => write!(
+                f,
+                "the server at {node} cannot be reached ({reason}): start it or check the \
+                 address; batches whose fate is unknown are kept and sent again by the next call"
+            ),
+            #[cfg(feature = "redis")]
+            Error::WrongKeyType { key } => write!(
+                f,
+                "key {key} holds another type: choose another key prefix for the fleet, or \
+                 delete the key"
+            ),
+            #[cfg(feature = "redis")]
+            Error::ModuleMissing { node } => write!(
+                f,
+                "the server at {node} has no BF.* commands: load the module with \
+                 `--loadmodule target/release/libatomic_bloom_redis.so` (or RedisBloom)"
+            ),
+            #[cfg(feature = "redis")]
+            Error::ServerRefused { node, message } => {
+                write!(f, "the server at {node} refused a fleet command: {message}")
+            }
+            #[cfg(feature = "redis")]
+            Error::InvalidFleetConfig { setting, expected } => {
+                write!(f, "fleet setting `{setting}` must be {expected}")
+            }
         }
     }
 }

@@ -77,6 +77,13 @@
 //! # Ok::<(), atomic_bloom::Error>(())
 //! ```
 //!
+//! # Beyond one process
+//!
+//! With the `redis` feature, [`fleet`] shares a seen-set and a crawler's
+//! queue between the processes of a fleet, through a Valkey or Redis server
+//! (or cluster) running this repository's module (`atomic-bloom-redis`) or
+//! RedisBloom, with a local filter in front and pipelined batches.
+//!
 //! Model checks of every atomic protocol live in `loom-tests/`; they compile
 //! this crate with `RUSTFLAGS="--cfg atomic_bloom_loom"`, which swaps the
 //! atomics in `src/sync.rs` for loom's. It is not a cargo feature.
@@ -93,6 +100,8 @@ mod counters;
 mod counting;
 mod error;
 mod fill;
+#[cfg(feature = "redis")]
+pub mod fleet;
 mod frontier;
 mod hash;
 mod layout;

@@ -6,6 +6,7 @@
 //! cargo run --release --example crawl -- --verify      # also count new URLs wrongly dropped
 //! cargo run --release --example crawl -- --dir "$(rustc --print sysroot)/share/doc/rust/html" --verify
 //! cargo run --release --example crawl -- --help        # every option
+//! cargo run --release --example crawl --features redis -- --redis redis://127.0.0.1:6379/ --crawled-out pages.txt
 //! ```
 //!
 //! Each worker pops a URL from the frontier, fetches the page, finds its
@@ -19,7 +20,14 @@
 //! new URLs wrongly dropped by false positives (with `--verify`, which keeps
 //! an exact record of every URL beside the filter), throughput, and the
 //! frontier's memory beside that of an exact `HashSet<String>`.
+//!
+//! With `--redis URL` (feature `redis`) the workers share a
+//! `FleetFrontier` instead, and so do all the crawl processes started
+//! against the same server or cluster (`fleet.rs`): together they crawl
+//! each page once.
 
+#[cfg(feature = "redis")]
+mod fleet;
 mod links;
 mod report;
 mod site;
@@ -81,6 +89,24 @@ struct Args {
     /// dropped by false positives (slower, more memory).
     #[arg(long)]
     verify: bool,
+    /// Share one seen-set and queue with every crawl process started with
+    /// the same URL: a Valkey or Redis server (or any node of a cluster)
+    /// with the atomic-bloom-redis module. Needs `--features redis`.
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
+    /// Fleet mode: keys the fleet's filter and queue are spread over.
+    #[arg(long, default_value_t = 8)]
+    shards: usize,
+    /// Fleet mode: the prefix of the fleet's keys.
+    #[arg(long, default_value = "crawl")]
+    prefix: String,
+    /// Fleet mode: no local filter and batches of one, every link a round
+    /// trip (the way scrapy-redis dedupes), to compare with.
+    #[arg(long)]
+    naive: bool,
+    /// Fleet mode: write every URL this process crawled here, one a line.
+    #[arg(long, value_name = "FILE")]
+    crawled_out: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -213,6 +239,9 @@ fn run(args: &Args) -> Result<(), String> {
     let capacity = args
         .capacity
         .unwrap_or(site.size().saturating_mul(5) / 4 + 100);
+    if let Some(url) = &args.redis {
+        return run_fleet(args, url, &site, &what, capacity);
+    }
     let frontier =
         build_frontier(args, capacity).map_err(|e| format!("cannot build the frontier: {e}"))?;
     let setup = format!(
@@ -258,6 +287,83 @@ fn run(args: &Args) -> Result<(), String> {
     }
     report::print(&setup, &tally, elapsed, &frontier, crawl.exact.as_ref());
     Ok(())
+}
+
+/// Fleet mode: crawls with the processes that share `url`'s server.
+#[cfg(feature = "redis")]
+fn run_fleet(
+    args: &Args,
+    url: &str,
+    site: &Site,
+    what: &str,
+    capacity: usize,
+) -> Result<(), String> {
+    use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
+    use std::io::Write;
+
+    let mut config = FleetConfig::new(url)
+        .prefix(args.prefix.as_str())
+        .shards(args.shards)
+        .capacity(capacity, args.rate)
+        .local_filter(capacity, args.rate / 10.0);
+    if args.naive {
+        config = config.without_local_filter().batch_size(1);
+    }
+    let frontier = FleetFrontier::connect(&config).map_err(|e| format!("fleet: {e}"))?;
+    println!(
+        "{what}\nfleet: {url}, {} shards, {} threads{}",
+        args.shards,
+        args.threads,
+        if args.naive {
+            ", naive (every link a round trip)"
+        } else {
+            ""
+        }
+    );
+    let fetch = |page: &Url| site.fetch(page);
+    let tally = fleet::crawl(
+        &frontier,
+        args.threads,
+        site.start_urls(),
+        &fetch,
+        Duration::from_secs(120),
+    )?;
+    if let Some(path) = &args.crawled_out {
+        let mut file = std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?,
+        );
+        for page in &tally.crawled {
+            writeln!(file, "{page}").map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        file.flush()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let seconds = tally.elapsed.as_secs_f64();
+    let stats = &tally.stats;
+    println!(
+        "crawled {} pages, {} links in {:.2} s: {:.0} pages/s, {:.0} links/s",
+        HumanCount(tally.pages as u64),
+        HumanCount(tally.links as u64),
+        seconds,
+        tally.pages as f64 / seconds,
+        tally.links as f64 / seconds,
+    );
+    println!(
+        "links answered locally: {:.1}%; sent {} to the server in {} round trips \
+         ({} new there, {} taken back); {} errors",
+        stats.local_share() * 100.0,
+        HumanCount(stats.sent),
+        HumanCount(stats.round_trips),
+        HumanCount(stats.new_on_server),
+        HumanCount(stats.taken),
+        tally.errors,
+    );
+    Ok(())
+}
+
+#[cfg(not(feature = "redis"))]
+fn run_fleet(_: &Args, _: &str, _: &Site, _: &str, _: usize) -> Result<(), String> {
+    Err("--redis needs the fleet client: run with `--features redis`".into())
 }
 
 /// The frontier the arguments ask for, seeded with `--seed`.

@@ -103,6 +103,8 @@ pub struct Server {
     child: Option<Child>,
     extra: Vec<String>,
     module_args: Vec<String>,
+    /// Whether `launch` loads the module.
+    with_module: bool,
 }
 
 impl Server {
@@ -130,7 +132,16 @@ impl Server {
             child: None,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             module_args: module_args.iter().map(|s| s.to_string()).collect(),
+            with_module: true,
         }
+    }
+
+    /// A server of `kind` without the module.
+    pub fn start_without_module(kind: Kind) -> Server {
+        let mut server = Server::unlaunched(kind, &[], &[]);
+        server.with_module = false;
+        server.launch().expect("the server starts");
+        server
     }
 
     /// Starts the process (again, after `stop`), on the same port, in the
@@ -142,10 +153,14 @@ impl Server {
             .args(["--dir", &self.dir.to_string_lossy()])
             .args(["--save", "", "--appendonly", "no"])
             .args(["--enable-debug-command", "yes"])
-            .args(&self.extra)
-            .arg("--loadmodule")
-            .arg(module_path())
-            .args(&self.module_args)
+            .args(&self.extra);
+        if self.with_module {
+            command
+                .arg("--loadmodule")
+                .arg(module_path())
+                .args(&self.module_args);
+        }
+        command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .arg("--logfile")
@@ -218,6 +233,19 @@ impl Server {
         }
     }
 
+    /// Kills the process (SIGKILL): a crash, nothing saved on the way out.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The server's URL.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
     /// Whether the process is still running.
     pub fn is_alive(&mut self) -> bool {
         self.child
@@ -252,5 +280,78 @@ pub fn refusal(connection: &mut redis::Connection, command: &[&str]) -> String {
     match cmd.query::<redis::Value>(connection) {
         Ok(value) => panic!("{command:?} succeeded: {value:?}"),
         Err(error) => error_text(&error),
+    }
+}
+
+/// A cluster of `nodes` primaries of `kind`, each with the module, owning
+/// equal ranges of the 16384 slots; stopped on drop.
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+impl Cluster {
+    /// Starts the nodes, gives each its slots, introduces them, and waits
+    /// (up to 30 s) until every node reports `cluster_state:ok`.
+    pub fn start(kind: Kind, nodes: usize) -> Cluster {
+        let bus_ports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
+        let servers: Vec<Server> = (bus_ports.iter())
+            .map(|bus_port| {
+                let bus_port = bus_port.to_string();
+                Server::start(
+                    kind,
+                    &[],
+                    &[
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                        "--cluster-port",
+                        &bus_port,
+                        "--cluster-node-timeout",
+                        "5000",
+                    ],
+                )
+            })
+            .collect();
+        for (index, server) in servers.iter().enumerate() {
+            let low = index * 16384 / nodes;
+            let high = (index + 1) * 16384 / nodes - 1;
+            let mut connection = server.connect();
+            redis::cmd("CLUSTER")
+                .arg("ADDSLOTSRANGE")
+                .arg(low)
+                .arg(high)
+                .query::<()>(&mut connection)
+                .expect("CLUSTER ADDSLOTSRANGE");
+            if index > 0 {
+                let mut first = servers[0].connect();
+                redis::cmd("CLUSTER")
+                    .arg("MEET")
+                    .arg("127.0.0.1")
+                    .arg(server.port)
+                    .arg(bus_ports[index])
+                    .query::<()>(&mut first)
+                    .expect("CLUSTER MEET");
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ready = servers.iter().all(|server| {
+                let info: String = redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query(&mut server.connect())
+                    .unwrap_or_default();
+                info.contains("cluster_state:ok")
+                    && info.contains(&format!("cluster_known_nodes:{nodes}"))
+            });
+            if ready {
+                return Cluster { nodes: servers };
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the cluster is not ready in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }

@@ -1,0 +1,335 @@
+//! The library's fleet client (feature `redis`) against the module in real
+//! servers: three clients crawl the crawl example's synthetic web through
+//! one server and through a three-node cluster, each page once; a server
+//! killed mid-crawl loses nothing; each failure is its own error.
+
+mod common;
+
+#[path = "../../examples/crawl/fleet.rs"]
+mod fleet;
+#[path = "../../examples/crawl/links.rs"]
+mod links;
+#[path = "../../examples/crawl/web.rs"]
+mod web;
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use atomic_bloom::fleet::{FleetConfig, FleetFrontier, FleetSeen};
+use atomic_bloom::Error;
+use common::{Cluster, Kind, Server};
+use url::Url;
+use web::SyntheticWeb;
+
+/// A web of 30 hosts x 100 articles: 3,570 pages.
+fn small_web() -> SyntheticWeb {
+    SyntheticWeb::new(7, 30, 100)
+}
+
+/// Every page reachable from the start URLs, by an exact breadth-first
+/// search: what one process crawls alone, with no false positive.
+fn reachable(web: &SyntheticWeb) -> HashSet<String> {
+    let mut seen: HashSet<String> = web.start_urls().into_iter().collect();
+    let mut queue: VecDeque<String> = seen.iter().cloned().collect();
+    let mut pages = HashSet::new();
+    while let Some(url) = queue.pop_front() {
+        let base = Url::parse(&url).expect("a URL");
+        let Some(html) = web.fetch(&base) else {
+            continue;
+        };
+        pages.insert(url);
+        for href in links::extract_links(&html) {
+            if let Some(link) = links::resolve(&base, href) {
+                let link = String::from(link);
+                if seen.insert(link.clone()) {
+                    queue.push_back(link);
+                }
+            }
+        }
+    }
+    assert!(pages.len() <= web.page_count());
+    pages
+}
+
+/// A fleet config for `url`: small rates, so that the crawl is exact in
+/// practice (about 0.4 false positives expected over the web).
+fn config(url: &str, prefix: &str, shards: usize) -> FleetConfig {
+    FleetConfig::new(url)
+        .prefix(prefix)
+        .shards(shards)
+        .capacity(10_000, 0.0001)
+        .local_filter(10_000, 0.00001)
+        .retry_for(Duration::from_millis(300))
+}
+
+/// Three clients, two workers each, crawl `web` through the server at
+/// `url`; returns each client's tally.
+fn crawl_with_three(
+    url: &str,
+    web: &SyntheticWeb,
+    prefix: &str,
+    shards: usize,
+) -> Vec<fleet::FleetTally> {
+    let fetch = |page: &Url| web.fetch(page);
+    let frontiers: Vec<FleetFrontier> = (0..3)
+        .map(|_| FleetFrontier::connect(&config(url, prefix, shards)).expect("connects"))
+        .collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = frontiers
+            .iter()
+            .map(|frontier| {
+                scope.spawn(|| {
+                    fleet::crawl(
+                        frontier,
+                        2,
+                        web.start_urls(),
+                        &fetch,
+                        Duration::from_secs(60),
+                    )
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("no panic").expect("the crawl ends"))
+            .collect()
+    })
+}
+
+/// No page twice across the fleet, together what one process crawls
+/// alone, and a fair share each.
+fn check_fleet(tallies: &[fleet::FleetTally], expected: &HashSet<String>) {
+    let mut union = HashSet::new();
+    for tally in tallies {
+        for page in &tally.crawled {
+            assert!(union.insert(page.clone()), "{page} crawled twice");
+            assert!(expected.contains(page), "{page} is not a page of the web");
+        }
+    }
+    assert!(
+        union.len() * 1000 >= expected.len() * 999,
+        "the fleet crawled {} of {} pages",
+        union.len(),
+        expected.len()
+    );
+    for tally in tallies {
+        assert!(
+            tally.crawled.len() * 5 >= union.len(),
+            "a client crawled {} of {} pages, under 20%",
+            tally.crawled.len(),
+            union.len()
+        );
+        assert!(tally.stats.answered_locally > 0, "{:?}", tally.stats);
+    }
+}
+
+#[test]
+fn three_clients_on_one_server_crawl_each_page_once() {
+    let web = small_web();
+    let expected = reachable(&web);
+    for kind in common::KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let tallies = crawl_with_three(&server.url(), &web, "crawl", 8);
+        check_fleet(&tallies, &expected);
+        // The shards' filters and queues are there, and the queues empty.
+        let mut connection = server.connect();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("crawl:seen:*")
+            .query(&mut connection)
+            .unwrap();
+        assert_eq!(keys.len(), 8, "{kind:?}: {keys:?}");
+    }
+}
+
+#[test]
+fn three_clients_on_a_three_node_cluster_spread_shards_over_every_node() {
+    let web = small_web();
+    let expected = reachable(&web);
+    for kind in common::KINDS {
+        let cluster = Cluster::start(kind, 3);
+        // Any node will do as the address.
+        let tallies = crawl_with_three(&cluster.nodes[1].url(), &web, "crawl", 6);
+        check_fleet(&tallies, &expected);
+        for node in &cluster.nodes {
+            let mut connection = node.connect();
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg("crawl:seen:*")
+                .query(&mut connection)
+                .unwrap();
+            assert_eq!(keys.len(), 2, "{kind:?} node {}: {keys:?}", node.port);
+        }
+    }
+}
+
+#[test]
+fn a_server_killed_mid_crawl_loses_nothing_and_repeats_nothing() {
+    let web = SyntheticWeb::new(11, 60, 100);
+    let expected = reachable(&web);
+    let mut server = Server::start(
+        Kind::Valkey,
+        &[],
+        &["--appendonly", "yes", "--appendfsync", "always"],
+    );
+    let url = server.url();
+    let fetched = AtomicUsize::new(0);
+    let fetch = |page: &Url| {
+        // Relaxed: a progress count the test reads to pick its moment.
+        fetched.fetch_add(1, Ordering::Relaxed);
+        web.fetch(page)
+    };
+    let frontiers: Vec<FleetFrontier> = (0..3)
+        .map(|_| FleetFrontier::connect(&config(&url, "crash", 8)).expect("connects"))
+        .collect();
+    let tallies: Vec<fleet::FleetTally> = std::thread::scope(|scope| {
+        let handles: Vec<_> = frontiers
+            .iter()
+            .map(|frontier| {
+                scope.spawn(|| {
+                    fleet::crawl(
+                        frontier,
+                        2,
+                        web.start_urls(),
+                        &fetch,
+                        Duration::from_secs(60),
+                    )
+                })
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // Relaxed: as above.
+        while fetched.load(Ordering::Relaxed) < expected.len() / 3 {
+            assert!(Instant::now() < deadline, "the crawl does not start");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        server.kill();
+        std::thread::sleep(Duration::from_millis(800));
+        server
+            .launch()
+            .expect("the server starts again, from its AOF");
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("no panic").expect("the crawl ends"))
+            .collect()
+    });
+    let errors: usize = tallies.iter().map(|tally| tally.errors).sum();
+    assert!(
+        errors > 0,
+        "the clients saw no error: the kill came too late"
+    );
+    let first = tallies
+        .iter()
+        .find_map(|tally| tally.first_error.clone())
+        .unwrap();
+    assert!(
+        first.contains(&format!("127.0.0.1:{}", server.port)),
+        "{first}"
+    );
+    let mut union = HashSet::new();
+    for tally in &tallies {
+        for page in &tally.crawled {
+            assert!(union.insert(page.clone()), "{page} crawled twice");
+        }
+    }
+    assert!(
+        union.len() * 1000 >= expected.len() * 999,
+        "the fleet crawled {} of {} pages after the crash",
+        union.len(),
+        expected.len()
+    );
+}
+
+#[test]
+fn each_failure_is_its_own_error() {
+    // Nothing listening.
+    let port = common::free_port();
+    let down = FleetSeen::connect(&FleetConfig::new(format!("redis://127.0.0.1:{port}/")));
+    match down {
+        Err(Error::ServerUnavailable { node, .. }) => assert_eq!(node, format!("127.0.0.1:{port}")),
+        other => panic!("{other:?}"),
+    }
+    // A server without the module.
+    let bare = Server::start_without_module(Kind::Valkey);
+    match FleetSeen::connect(&FleetConfig::new(bare.url())) {
+        Err(error @ Error::ModuleMissing { .. }) => {
+            assert!(error.to_string().contains("--loadmodule"), "{error}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // A bad setting.
+    let server = Server::start(Kind::Redis, &[], &[]);
+    match FleetSeen::connect(&FleetConfig::new(server.url()).batch_size(0)) {
+        Err(Error::InvalidFleetConfig { setting, .. }) => assert_eq!(setting, "batch_size"),
+        other => panic!("{other:?}"),
+    }
+    match FleetSeen::connect(&FleetConfig::new("not a url")) {
+        Err(Error::InvalidFleetConfig { setting, .. }) => assert_eq!(setting, "url"),
+        other => panic!("{other:?}"),
+    }
+    // A fleet key that holds a string.
+    let seen = FleetSeen::connect(&FleetConfig::new(server.url()).prefix("typed").shards(1))
+        .expect("connects");
+    let mut connection = server.connect();
+    let keys: Vec<String> = {
+        seen.insert("first").expect("the first insert");
+        redis::cmd("KEYS")
+            .arg("typed:seen:*")
+            .query(&mut connection)
+            .unwrap()
+    };
+    redis::cmd("SET")
+        .arg(&keys[0])
+        .arg("a string")
+        .query::<()>(&mut connection)
+        .unwrap();
+    match seen.insert("second") {
+        Err(Error::WrongKeyType { key }) => assert_eq!(key, keys[0]),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_shared_seen_set_answers_each_item_new_once() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let config = FleetConfig::new(server.url())
+        .prefix("dedup")
+        .shards(4)
+        .capacity(100_000, 0.0001)
+        .local_filter(100_000, 0.00001);
+    let clients: Vec<FleetSeen> = (0..3)
+        .map(|_| FleetSeen::connect(&config).expect("connects"))
+        .collect();
+    // Each client offers 0..3000 shifted by its index, twice: 4000
+    // distinct items, each answered new exactly once across the fleet.
+    let new_counts: Vec<usize> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (clients.iter().enumerate())
+            .map(|(index, client)| {
+                scope.spawn(move || {
+                    let items: Vec<String> = (index * 500..index * 500 + 3000)
+                        .map(|n| format!("https://host{}.example/page{n}", n % 7))
+                        .collect();
+                    let mut new = 0;
+                    for round in 0..2 {
+                        for chunk in items.chunks(100) {
+                            let answers = client.insert_many(chunk).expect("inserted");
+                            new += answers.iter().filter(|&&new| new).count();
+                            assert!(round == 0 || answers.iter().all(|&new| !new));
+                        }
+                    }
+                    new
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap())
+            .collect()
+    });
+    assert_eq!(new_counts.iter().sum::<usize>(), 4000, "{new_counts:?}");
+    for client in &clients {
+        let stats = client.stats();
+        // The second round is answered here, without a round trip.
+        assert_eq!(stats.answered_locally, 3000, "{stats:?}");
+        assert_eq!(stats.sent, 3000, "{stats:?}");
+    }
+}

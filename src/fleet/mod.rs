@@ -1,0 +1,336 @@
+//! A fleet of processes on one seen-set, served by Valkey or Redis with a
+//! Bloom module (`atomic-bloom-redis`, or RedisBloom): feature `redis`.
+//!
+//! [`FleetSeen`] is a seen-set shared by every process of a fleet: it
+//! answers, for each item, whether any process offered it before.
+//! [`FleetFrontier`] is a crawler's to-visit queue on top of it: each URL
+//! is handed out once across the whole fleet (up to the false-positive
+//! rate), and a process that runs dry takes queued URLs that others found.
+//!
+//! What makes a fleet cheaper than sending every link to the server:
+//!
+//! - **A local filter in front.** Most of a crawler's links repeat ones the
+//!   same process found before (navigation bars, the same host's pages).
+//!   A lock-free [`ScalableBloomFilter`](crate::ScalableBloomFilter) in the
+//!   process answers those without a round trip; only what is new here
+//!   goes to the server.
+//! - **Pipelined batches.** What goes to the server waits in a buffer per
+//!   shard until [`batch_size`](FleetConfig::batch_size) items or
+//!   [`linger`](FleetConfig::linger) have gathered, and leaves in one
+//!   pipeline per node, a script per batch that runs `BF.INSERT` and queues
+//!   the items the filter did not hold.
+//! - **Shards over a cluster.** One logical filter is
+//!   [`shards`](FleetConfig::shards) keys whose hash tags fall in equal
+//!   ranges of the cluster's slots, so a cluster spreads them over its
+//!   nodes; each item goes to the shard its hash picks, the same in every
+//!   process.
+//!
+//! # Work sharing
+//!
+//! The fleet's queues live on the server, one list per shard beside its
+//! filter: the script that finds a URL new queues it in the same step, so
+//! a URL is queued once or not at all, and any process takes from any
+//! shard. A process that runs dry therefore gets work as long as any is
+//! queued anywhere, with no owner to ask and nothing to rebalance when a
+//! process joins or leaves. The price is a round trip per
+//! [`pop_batch`](FleetConfig::pop_batch) URLs; forwarding links to the
+//! process that owns their host would save it, but stalls the fleet on its
+//! slowest process.
+//!
+//! # Failures
+//!
+//! A batch or a pop whose reply is lost (a server that dies, a dropped
+//! connection) is sent again with the same id until
+//! [`retry_for`](FleetConfig::retry_for) runs out; the server answers a
+//! repeat with what the first run did, so nothing is queued twice and
+//! nothing is lost. Past that the call returns
+//! [`Error::ServerUnavailable`], naming
+//! the node, and the batch stays in the client to go out with the next
+//! call. A warning naming the node is logged (the `log` crate) at each
+//! failed try.
+//!
+//! # Termination
+//!
+//! [`FleetFrontier::is_finished`] is true once no process holds, buffers
+//! or has queued a URL: each client marks itself busy in a control hash on
+//! the server before it takes work and idle once it has none, and the
+//! check reads the hash, every queue's length and the hash again. A
+//! process that dies while busy keeps the fleet from finishing: delete its
+//! field from `<prefix>:control:{...}` (`HDEL`).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
+//!
+//! # fn main() -> Result<(), atomic_bloom::Error> {
+//! let config = FleetConfig::new("redis://127.0.0.1:6379/")
+//!     .prefix("crawl")
+//!     .shards(8)
+//!     .capacity(10_000_000, 0.01);
+//! let frontier = FleetFrontier::connect(&config)?;
+//! frontier.push("https://example.com/".to_string())?;
+//! frontier.flush()?;
+//! while !frontier.is_finished()? {
+//!     while let Some(url) = frontier.pop()? {
+//!         // fetch `url`, push its links ...
+//!         frontier.complete();
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod client;
+mod frontier;
+mod keys;
+mod link;
+mod scripts;
+mod seen;
+
+use std::time::Duration;
+
+use crate::Error;
+
+pub use frontier::FleetFrontier;
+pub use seen::FleetSeen;
+
+/// Items a batch may hold: the server-side script passes them to
+/// `BF.INSERT` as the arguments of one call.
+const MAX_BATCH: usize = 4096;
+
+/// Where a fleet's server is and how its clients talk to it.
+///
+/// Every process of a fleet must use the same `prefix`, `shards`,
+/// capacity and rate; the rest may differ per process.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use atomic_bloom::fleet::FleetConfig;
+///
+/// let config = FleetConfig::new("redis://127.0.0.1:7000/")
+///     .shards(16)
+///     .batch_size(512)
+///     .linger(Duration::from_millis(5));
+/// assert_eq!(config.shard_count(), 16);
+/// ```
+#[derive(Clone, Debug)]
+pub struct FleetConfig {
+    pub(crate) url: String,
+    pub(crate) prefix: String,
+    pub(crate) shards: usize,
+    pub(crate) capacity: usize,
+    pub(crate) error_rate: f64,
+    pub(crate) local_filter: bool,
+    pub(crate) local_capacity: usize,
+    pub(crate) local_error_rate: f64,
+    pub(crate) batch_size: usize,
+    pub(crate) linger: Duration,
+    pub(crate) max_buffered: usize,
+    pub(crate) pop_batch: usize,
+    pub(crate) timeout: Duration,
+    pub(crate) retry_for: Duration,
+    pub(crate) result_ttl: Duration,
+}
+
+impl FleetConfig {
+    /// A fleet on the server (or any node of the cluster) at `url`, such as
+    /// `redis://127.0.0.1:6379/`, with the defaults: prefix `atomic-bloom`,
+    /// 8 shards, 10 million items at 1%, a local filter, batches of 256
+    /// items or 10 ms, 64 batches buffered at most, pops of 64, a 2 s
+    /// timeout, retries for 30 s, results kept an hour.
+    pub fn new(url: impl Into<String>) -> Self {
+        FleetConfig {
+            url: url.into(),
+            prefix: "atomic-bloom".to_string(),
+            shards: 8,
+            capacity: 10_000_000,
+            error_rate: 0.01,
+            local_filter: true,
+            local_capacity: 1_000_000,
+            local_error_rate: 0.001,
+            batch_size: 256,
+            linger: Duration::from_millis(10),
+            max_buffered: 64 * 256,
+            pop_batch: 64,
+            timeout: Duration::from_secs(2),
+            retry_for: Duration::from_secs(30),
+            result_ttl: Duration::from_secs(3600),
+        }
+    }
+
+    /// The prefix of every key of the fleet.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The number of keys the fleet's filter and queue are spread over; on
+    /// a cluster, at least its number of nodes. 1 to 16384.
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = shards;
+        self
+    }
+
+    /// The shards, as configured.
+    pub fn shard_count(&self) -> usize {
+        self.shards
+    }
+
+    /// Distinct items the whole fleet expects, and the false-positive rate
+    /// of the server's filters (each shard reserves `capacity / shards`
+    /// and grows past it, keeping the rate).
+    pub fn capacity(mut self, capacity: usize, error_rate: f64) -> Self {
+        self.capacity = capacity;
+        self.error_rate = error_rate;
+        self
+    }
+
+    /// The local filter in front of the server: on (the default), sized for
+    /// `capacity` items at `error_rate` and growing past it. A false
+    /// positive here drops a new item, so a fleet drops at most the sum of
+    /// the two rates.
+    pub fn local_filter(mut self, capacity: usize, error_rate: f64) -> Self {
+        self.local_filter = true;
+        self.local_capacity = capacity;
+        self.local_error_rate = error_rate;
+        self
+    }
+
+    /// No local filter: every item goes to the server (with
+    /// `batch_size(1)`, the way scrapy-redis dedupes).
+    pub fn without_local_filter(mut self) -> Self {
+        self.local_filter = false;
+        self
+    }
+
+    /// Items per batch, 1 to 4096.
+    pub fn batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size;
+        self
+    }
+
+    /// How long an item may wait for its batch to fill: a push that finds
+    /// its shard's oldest item this old sends the batch. No thread runs in
+    /// the background: [`FleetFrontier::pop`] and
+    /// [`flush`](FleetFrontier::flush) send what waits, too.
+    pub fn linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
+        self
+    }
+
+    /// Items the client holds for the server at most, over all shards;
+    /// past it, a push that cannot send returns the error instead of
+    /// buffering. At least `batch_size`.
+    pub fn max_buffered(mut self, items: usize) -> Self {
+        self.max_buffered = items;
+        self
+    }
+
+    /// URLs a frontier takes from the server at once (spread over the
+    /// shards), 1 to 4096.
+    pub fn pop_batch(mut self, items: usize) -> Self {
+        self.pop_batch = items;
+        self
+    }
+
+    /// How long to wait for a connection or a reply.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long a call keeps retrying a server that cannot be reached
+    /// before it returns the error (the batch stays buffered).
+    pub fn retry_for(mut self, retry_for: Duration) -> Self {
+        self.retry_for = retry_for;
+        self
+    }
+
+    /// How long the server keeps a batch's answer for a client that never
+    /// acknowledges it (one that died): longer than any outage a client
+    /// should retry through.
+    pub fn result_ttl(mut self, ttl: Duration) -> Self {
+        self.result_ttl = ttl;
+        self
+    }
+
+    /// Checks every setting.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        let invalid = |setting, expected| Err(Error::InvalidFleetConfig { setting, expected });
+        if !(1..=16384).contains(&self.shards) {
+            return invalid("shards", "between 1 and 16384");
+        }
+        if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
+            return invalid("prefix", "non-empty, without { or }");
+        }
+        if self.capacity == 0 || !(self.error_rate > 0.0 && self.error_rate < 1.0) {
+            return invalid(
+                "capacity",
+                "a capacity of at least 1 and an error rate in (0, 1)",
+            );
+        }
+        let local_rate = self.local_error_rate;
+        if self.local_filter
+            && (self.local_capacity == 0 || !(local_rate > 0.0 && local_rate < 1.0))
+        {
+            return invalid(
+                "local_filter",
+                "a capacity of at least 1 and an error rate in (0, 1)",
+            );
+        }
+        if !(1..=MAX_BATCH).contains(&self.batch_size) {
+            return invalid("batch_size", "between 1 and 4096");
+        }
+        if self.max_buffered < self.batch_size {
+            return invalid("max_buffered", "at least batch_size");
+        }
+        if !(1..=MAX_BATCH).contains(&self.pop_batch) {
+            return invalid("pop_batch", "between 1 and 4096");
+        }
+        if self.timeout.is_zero() {
+            return invalid("timeout", "longer than zero");
+        }
+        if self.result_ttl < Duration::from_secs(1) {
+            return invalid("result_ttl", "at least one second");
+        }
+        Ok(())
+    }
+}
+
+/// What a fleet client did, counted since it connected.
+///
+/// # Consistency
+///
+/// Each count is exact once the client's calls have returned; read while
+/// they run, the counts may be from slightly different moments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FleetStats {
+    /// Items offered (pushed, or passed to `insert_many`).
+    pub offered: u64,
+    /// Items the local filter answered as seen, without a round trip.
+    pub answered_locally: u64,
+    /// Items sent to the server.
+    pub sent: u64,
+    /// Items the server found new (queued for the fleet, for a frontier).
+    pub new_on_server: u64,
+    /// Items taken from the fleet's queues.
+    pub taken: u64,
+    /// Pipelines sent (round trips), tries included.
+    pub round_trips: u64,
+    /// Pipelines that failed and were tried again.
+    pub retries: u64,
+}
+
+impl FleetStats {
+    /// The share of offered items answered without a round trip.
+    pub fn local_share(&self) -> f64 {
+        if self.offered == 0 {
+            0.0
+        } else {
+            self.answered_locally as f64 / self.offered as f64
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! A seen-set shared by every process of a fleet.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::PoisonError;
+
+use super::client::{Batch, Client};
+use super::{FleetConfig, FleetStats};
+use crate::sync::Mutex;
+use crate::Error;
+
+/// A seen-set shared by every process of a fleet: a local lock-free filter
+/// in front of sharded Bloom filters on a Valkey or Redis server (or
+/// cluster) with a Bloom module.
+///
+/// [`insert_many`](Self::insert_many) answers, for each item, whether the
+/// fleet saw it for the first time: the local filter answers what this
+/// process offered before, and the rest goes to the server in one pipeline
+/// of batches. Share it between threads as `Arc<FleetSeen>`; calls that go
+/// to the server take turns on its connections.
+///
+/// # Consistency
+///
+/// Across the fleet, each item is answered new at most once (the server's
+/// filter decides, one batch at a time), and once up to the false-positive
+/// rates of the server's filters and of the local filter (an item wrongly
+/// held by either is answered seen).
+///
+/// # Example
+///
+/// ```no_run
+/// use atomic_bloom::fleet::{FleetConfig, FleetSeen};
+///
+/// # fn main() -> Result<(), atomic_bloom::Error> {
+/// let seen = FleetSeen::connect(&FleetConfig::new("redis://127.0.0.1:6379/"))?;
+/// let new = seen.insert_many(&["a", "b", "a"])?;
+/// assert_eq!(new, [true, true, false]);
+/// # Ok(())
+/// # }
+/// ```
+pub struct FleetSeen {
+    client: Client,
+    /// Answers of batches sent again after a call that failed, for the
+    /// caller who asks again.
+    recovered: Mutex<HashMap<String, bool>>,
+    /// Batches whose answers a failed call never got.
+    unresolved: Mutex<Vec<Batch>>,
+}
+
+impl FleetSeen {
+    /// Connects to the fleet's server (or cluster) and checks it has the
+    /// module.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidFleetConfig`] for a setting out of range,
+    /// [`Error::ServerUnavailable`] when the server cannot be reached,
+    /// [`Error::ModuleMissing`] when it has no `BF.*` commands.
+    pub fn connect(config: &FleetConfig) -> Result<FleetSeen, Error> {
+        Ok(FleetSeen {
+            client: Client::connect(config)?,
+            recovered: Mutex::new(HashMap::new()),
+            unresolved: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Offers `items` to the fleet: `true` for each item no process offered
+    /// before (up to the false-positive rates), `false` for the others and
+    /// for a repeat within `items`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ServerUnavailable`] when the server could not be reached
+    /// for [`retry_for`](FleetConfig::retry_for), [`Error::WrongKeyType`]
+    /// or [`Error::ServerRefused`] when it refused. No item is then marked
+    /// seen here; what reached the server is kept, and a later call
+    /// finds out, so offering the same items again answers them as the
+    /// first, lost, reply would have.
+    pub fn insert_many<I: AsRef<str>>(&self, items: &[I]) -> Result<Vec<bool>, Error> {
+        let client = &self.client;
+        client.count_offered(items.len() as u64);
+        let mut answers = vec![false; items.len()];
+        let mut recovered = self
+            .recovered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); client.keys.len()];
+        for (at, item) in items.iter().enumerate() {
+            let item = item.as_ref();
+            if let Some(answer) = recovered.remove(item) {
+                answers[at] = answer;
+            } else if client
+                .local
+                .as_ref()
+                .is_some_and(|local| local.contains(item))
+            {
+                client.count_answered_locally(1);
+            } else {
+                by_shard[client.shard_of(item)].push(at);
+            }
+        }
+        drop(recovered);
+        let mut wire = client.wire();
+        let mut unresolved = self
+            .unresolved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !unresolved.is_empty() {
+            let answers = client.offer(&mut wire, &unresolved, false)?;
+            let mut recovered = self
+                .recovered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for (batch, flags) in unresolved.drain(..).zip(answers) {
+                for (item, new) in batch.items.into_iter().zip(flags) {
+                    if let Some(local) = &client.local {
+                        local.insert(&item);
+                    }
+                    recovered.insert(item, new);
+                }
+            }
+        }
+        let mut batches = Vec::new();
+        let mut positions = Vec::new();
+        for (shard, ats) in by_shard.into_iter().enumerate() {
+            for chunk in ats.chunks(client.config.batch_size) {
+                batches.push(Batch {
+                    shard,
+                    id: wire.next_id(),
+                    items: chunk
+                        .iter()
+                        .map(|&at| items[at].as_ref().to_string())
+                        .collect(),
+                });
+                positions.push(chunk.to_vec());
+            }
+        }
+        if batches.is_empty() {
+            return Ok(answers);
+        }
+        let flags = match client.offer(&mut wire, &batches, false) {
+            Ok(flags) => flags,
+            Err(error) => {
+                unresolved.extend(batches);
+                return Err(error);
+            }
+        };
+        for ((batch, ats), flags) in batches.iter().zip(positions).zip(flags) {
+            for ((item, at), new) in batch.items.iter().zip(ats).zip(flags) {
+                answers[at] = new;
+                if let Some(local) = &client.local {
+                    local.insert(item.as_str());
+                }
+            }
+        }
+        Ok(answers)
+    }
+
+    /// Offers one item: [`insert_many`](Self::insert_many) of one.
+    ///
+    /// # Errors
+    ///
+    /// As for `insert_many`.
+    pub fn insert(&self, item: &str) -> Result<bool, Error> {
+        Ok(self.insert_many(&[item])?[0])
+    }
+
+    /// What this client did so far.
+    pub fn stats(&self) -> FleetStats {
+        self.client.stats()
+    }
+
+    /// The configuration it connected with.
+    pub fn config(&self) -> &FleetConfig {
+        &self.client.config
+    }
+}
+
+impl fmt::Debug for FleetSeen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FleetSeen")
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
