@@ -1,5 +1,7 @@
 //! A fleet of processes on one seen-set, served by Valkey or Redis with a
-//! Bloom module (`atomic-bloom-redis`, or RedisBloom): feature `redis`.
+//! Bloom module (`atomic-bloom-redis`, or RedisBloom): feature `redis`, which
+//! needs Rust 1.88 (the `redis` crate's minimum; the rest of the crate
+//! builds on 1.80).
 //!
 //! [`FleetSeen`] is a seen-set shared by every process of a fleet: it
 //! answers, for each item, whether any process offered it before.
