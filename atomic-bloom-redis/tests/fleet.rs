@@ -60,36 +60,34 @@ fn config(url: &str, prefix: &str, shards: usize) -> FleetConfig {
         .shards(shards)
         .capacity(10_000, 0.0001)
         .local_filter(10_000, 0.00001)
+        // Takes of 16 URLs spread a small web evenly.
+        .pop_batch(16)
         .retry_for(Duration::from_millis(300))
 }
 
-/// Three clients, two workers each, crawl `web` through the server at
-/// `url`; returns each client's tally.
+/// Three clients, one worker each, crawl the pages `fetch` returns, from
+/// `web`'s start URLs, through the server at `url`, while `meanwhile` runs
+/// on this thread; returns each client's tally.
 fn crawl_with_three(
     url: &str,
     web: &SyntheticWeb,
+    fetch: &(dyn Fn(&Url) -> Option<String> + Sync),
     prefix: &str,
     shards: usize,
+    meanwhile: impl FnOnce(),
 ) -> Vec<fleet::FleetTally> {
-    let fetch = |page: &Url| web.fetch(page);
     let frontiers: Vec<FleetFrontier> = (0..3)
         .map(|_| FleetFrontier::connect(&config(url, prefix, shards)).expect("connects"))
         .collect();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = frontiers
-            .iter()
+        let handles: Vec<_> = (frontiers.iter())
             .map(|frontier| {
-                scope.spawn(|| {
-                    fleet::crawl(
-                        frontier,
-                        2,
-                        web.start_urls(),
-                        &fetch,
-                        Duration::from_secs(60),
-                    )
-                })
+                let start = web.start_urls();
+                scope
+                    .spawn(move || fleet::crawl(frontier, 1, start, fetch, Duration::from_secs(60)))
             })
             .collect();
+        meanwhile();
         handles
             .into_iter()
             .map(|handle| handle.join().expect("no panic").expect("the crawl ends"))
@@ -114,6 +112,11 @@ fn check_fleet(tallies: &[fleet::FleetTally], expected: &HashSet<String>) {
         expected.len()
     );
     for tally in tallies {
+        eprintln!(
+            "a client crawled {} pages: {:?}",
+            tally.crawled.len(),
+            tally.stats
+        );
         assert!(
             tally.crawled.len() * 5 >= union.len(),
             "a client crawled {} of {} pages, under 20%",
@@ -130,7 +133,8 @@ fn three_clients_on_one_server_crawl_each_page_once() {
     let expected = reachable(&web);
     for kind in common::KINDS {
         let server = Server::start(kind, &[], &[]);
-        let tallies = crawl_with_three(&server.url(), &web, "crawl", 8);
+        let fetch = |page: &Url| web.fetch(page);
+        let tallies = crawl_with_three(&server.url(), &web, &fetch, "crawl", 8, || {});
         check_fleet(&tallies, &expected);
         // The shards' filters and queues are there, and the queues empty.
         let mut connection = server.connect();
@@ -149,7 +153,8 @@ fn three_clients_on_a_three_node_cluster_spread_shards_over_every_node() {
     for kind in common::KINDS {
         let cluster = Cluster::start(kind, 3);
         // Any node will do as the address.
-        let tallies = crawl_with_three(&cluster.nodes[1].url(), &web, "crawl", 6);
+        let fetch = |page: &Url| web.fetch(page);
+        let tallies = crawl_with_three(&cluster.nodes[1].url(), &web, &fetch, "crawl", 6, || {});
         check_fleet(&tallies, &expected);
         for node in &cluster.nodes {
             let mut connection = node.connect();
@@ -178,24 +183,7 @@ fn a_server_killed_mid_crawl_loses_nothing_and_repeats_nothing() {
         fetched.fetch_add(1, Ordering::Relaxed);
         web.fetch(page)
     };
-    let frontiers: Vec<FleetFrontier> = (0..3)
-        .map(|_| FleetFrontier::connect(&config(&url, "crash", 8)).expect("connects"))
-        .collect();
-    let tallies: Vec<fleet::FleetTally> = std::thread::scope(|scope| {
-        let handles: Vec<_> = frontiers
-            .iter()
-            .map(|frontier| {
-                scope.spawn(|| {
-                    fleet::crawl(
-                        frontier,
-                        2,
-                        web.start_urls(),
-                        &fetch,
-                        Duration::from_secs(60),
-                    )
-                })
-            })
-            .collect();
+    let tallies = crawl_with_three(&url, &web, &fetch, "crash", 8, || {
         let deadline = Instant::now() + Duration::from_secs(30);
         // Relaxed: as above.
         while fetched.load(Ordering::Relaxed) < expected.len() / 3 {
@@ -207,10 +195,6 @@ fn a_server_killed_mid_crawl_loses_nothing_and_repeats_nothing() {
         server
             .launch()
             .expect("the server starts again, from its AOF");
-        handles
-            .into_iter()
-            .map(|handle| handle.join().expect("no panic").expect("the crawl ends"))
-            .collect()
     });
     let errors: usize = tallies.iter().map(|tally| tally.errors).sum();
     assert!(
