@@ -143,8 +143,9 @@ fn four_threads_across_boundaries_lose_nothing() {
     }
 }
 
-/// Every stage but the newest reached its fill: a boundary that added two
-/// stages would leave one of them (nearly) empty.
+/// Every stage but the newest reached its fill, up to the sampled fill
+/// tally's error (under 1%; 2% allowed): a boundary that added two stages
+/// would leave one of them (nearly) empty.
 fn exactly_one_stage_per_boundary<T: ?Sized>(f: &ScalableBloomFilter<T>) {
     let fills: Vec<(usize, usize)> = f
         .stage_stats()
@@ -153,7 +154,7 @@ fn exactly_one_stage_per_boundary<T: ?Sized>(f: &ScalableBloomFilter<T>) {
         .collect();
     for (index, (set_bits, full_at)) in fills[..fills.len() - 1].iter().enumerate() {
         assert!(
-            set_bits >= full_at,
+            set_bits * 100 >= full_at * 98,
             "stage {index} of {}: {set_bits} set bits, full at {full_at}",
             fills.len()
         );
