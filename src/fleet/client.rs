@@ -46,6 +46,12 @@ pub(crate) struct Wire {
 }
 
 impl Wire {
+    /// Whether a take's answer was lost: its URLs wait on the server under
+    /// its result keys until the next take collects them.
+    pub(crate) fn has_unfinished_take(&self) -> bool {
+        self.unfinished_take.is_some()
+    }
+
     /// A fresh id for a batch or a take.
     pub(crate) fn next_id(&mut self) -> u64 {
         self.next_id += 1;

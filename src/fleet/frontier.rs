@@ -277,7 +277,7 @@ impl FleetFrontier {
             if *busy {
                 let mut wire = client.wire();
                 let taken = lock(&self.taken);
-                if taken.in_hand > 0 || !taken.buffer.is_empty() {
+                if taken.in_hand > 0 || !taken.buffer.is_empty() || wire.has_unfinished_take() {
                     return Ok(false);
                 }
                 if self.outboxes.iter().any(|outbox| lock(outbox).held() > 0) {
