@@ -63,6 +63,19 @@ impl DefaultHasher {
     }
 }
 
+/// A number two calls, in this process or another, are unlikely to share:
+/// the operating system's entropy, or where that fails the clock's
+/// nanoseconds mixed with the process id. Names temporary files and fleet
+/// clients; never a filter's seed.
+pub(crate) fn unlikely_to_repeat() -> u64 {
+    getrandom::u64().unwrap_or_else(|_| {
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        since_epoch.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32)
+    })
+}
+
 /// Prints no seed: a random seed is what keeps the filter's positions
 /// unpredictable, and `Debug` output ends up in logs.
 impl std::fmt::Debug for DefaultHasher {

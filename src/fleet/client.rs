@@ -3,7 +3,6 @@
 //! send batches, take from the queues and keep the fleet's state, each
 //! retried until `retry_for` runs out.
 
-use std::sync::PoisonError;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -11,7 +10,7 @@ use redis::{Cmd, Value};
 
 use super::keys::{self, ShardKeys};
 use super::link::{Failure, Link};
-use super::{scripts, FleetConfig, FleetStats};
+use super::{lock, scripts, FleetConfig, FleetStats};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::{Error, ScalableBloomFilter};
 
@@ -111,15 +110,7 @@ impl Client {
         } else {
             None
         };
-        let id = format!(
-            "{:016x}",
-            getrandom::u64().unwrap_or_else(|_| {
-                let since_epoch = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default();
-                since_epoch.as_nanos() as u64 ^ u64::from(std::process::id()) << 32
-            })
-        );
+        let id = format!("{:016x}", crate::hash::unlikely_to_repeat());
         Ok(Client {
             config: config.clone(),
             keys,
@@ -138,7 +129,7 @@ impl Client {
 
     /// The connections, for one thread.
     pub(crate) fn wire(&self) -> MutexGuard<'_, Wire> {
-        self.wire.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.wire)
     }
 
     /// The shard of `item`.

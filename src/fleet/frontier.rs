@@ -7,8 +7,8 @@ use std::sync::PoisonError;
 use std::time::Instant;
 
 use super::client::{Batch, Client};
-use super::{FleetConfig, FleetStats};
-use crate::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use super::{lock, FleetConfig, FleetStats};
+use crate::sync::{Mutex, RwLock, RwLockReadGuard};
 use crate::Error;
 
 /// What waits to go to one shard.
@@ -94,10 +94,6 @@ pub struct FleetFrontier {
     held_per_shard: usize,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl FleetFrontier {
     /// Connects to the fleet's server (or cluster) and checks it has the
     /// module.
@@ -149,12 +145,16 @@ impl FleetFrontier {
     pub fn push(&self, url: String) -> Result<bool, Error> {
         let client = &self.client;
         client.count_offered(1);
-        let _busy = self.busy()?;
+        // A URL this process pushed before is dropped before any lock.
         let local = client.local.as_ref();
-        if local.is_some_and(|local| local.contains(url.as_str())) {
-            client.count_answered_locally(1);
-            return Ok(false);
+        let local_hash = local.map(|local| local.hash_item(url.as_str()));
+        if let (Some(local), Some(hash)) = (local, local_hash) {
+            if local.contains_hash(hash) {
+                client.count_answered_locally(1);
+                return Ok(false);
+            }
         }
+        let _busy = self.busy()?;
         let shard = client.shard_of(&url);
         let mut outbox = lock(&self.outboxes[shard]);
         if outbox.held() >= self.held_per_shard {
@@ -162,9 +162,11 @@ impl FleetFrontier {
             self.send(&[shard])?;
             outbox = lock(&self.outboxes[shard]);
         }
-        if local.is_some_and(|local| !local.insert(url.as_str())) {
-            client.count_answered_locally(1);
-            return Ok(false);
+        if let (Some(local), Some(hash)) = (local, local_hash) {
+            if !local.insert_hash(hash) {
+                client.count_answered_locally(1);
+                return Ok(false);
+            }
         }
         outbox.items.push(url);
         let since = *outbox.since.get_or_insert_with(Instant::now);
@@ -228,7 +230,7 @@ impl FleetFrontier {
     /// [`Error::ServerUnavailable`] (or another server error); a take whose
     /// answer was lost is finished by the next call, so no URL is lost.
     pub fn pop(&self) -> Result<Option<String>, Error> {
-        if let Some(url) = self.pop_taken() {
+        if let Some(url) = self.pop_taken(Vec::new()) {
             return Ok(Some(url));
         }
         self.flush()?;
@@ -242,15 +244,13 @@ impl FleetFrontier {
         }
         let _busy = self.busy()?;
         let urls = client.take(&mut client.wire(), client.config.pop_batch)?;
-        let mut taken = lock(&self.taken);
-        taken.buffer.extend(urls);
-        let url = taken.buffer.pop_front();
-        taken.in_hand += usize::from(url.is_some());
-        Ok(url)
+        Ok(self.pop_taken(urls))
     }
 
-    fn pop_taken(&self) -> Option<String> {
+    /// Adds `urls` to what this process took, and pops one.
+    fn pop_taken(&self, urls: Vec<String>) -> Option<String> {
         let mut taken = lock(&self.taken);
+        taken.buffer.extend(urls);
         let url = taken.buffer.pop_front();
         taken.in_hand += usize::from(url.is_some());
         url

@@ -88,7 +88,7 @@ fn address_of(info: &ConnectionInfo) -> String {
 }
 
 /// A refusal from the server, sorted into the fleet's errors.
-pub(crate) fn refusal(node: &str, key: &str, error: &redis::RedisError) -> Error {
+fn refusal(node: &str, key: &str, error: &redis::RedisError) -> Error {
     let text = error.to_string();
     let code = error.code().unwrap_or_default();
     if code == "WRONGTYPE" || text.contains("WRONGTYPE") {

@@ -90,12 +90,20 @@ mod link;
 mod scripts;
 mod seen;
 
+use std::sync::PoisonError;
 use std::time::Duration;
 
+use crate::sync::{Mutex, MutexGuard};
 use crate::Error;
 
 pub use frontier::FleetFrontier;
 pub use seen::FleetSeen;
+
+/// Locks `mutex`; a thread that panicked holding it left nothing half-done
+/// that the fleet's state relies on (each change is one assignment or push).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Items a batch may hold: the server-side script passes them to
 /// `BF.INSERT` as the arguments of one call.

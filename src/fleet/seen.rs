@@ -2,10 +2,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::PoisonError;
 
 use super::client::{Batch, Client};
-use super::{FleetConfig, FleetStats};
+use super::{lock, FleetConfig, FleetStats};
 use crate::sync::Mutex;
 use crate::Error;
 
@@ -79,38 +78,13 @@ impl FleetSeen {
     pub fn insert_many<I: AsRef<str>>(&self, items: &[I]) -> Result<Vec<bool>, Error> {
         let client = &self.client;
         client.count_offered(items.len() as u64);
-        let mut answers = vec![false; items.len()];
-        let mut recovered = self
-            .recovered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); client.keys.len()];
-        for (at, item) in items.iter().enumerate() {
-            let item = item.as_ref();
-            if let Some(answer) = recovered.remove(item) {
-                answers[at] = answer;
-            } else if client
-                .local
-                .as_ref()
-                .is_some_and(|local| local.contains(item))
-            {
-                client.count_answered_locally(1);
-            } else {
-                by_shard[client.shard_of(item)].push(at);
-            }
-        }
-        drop(recovered);
         let mut wire = client.wire();
-        let mut unresolved = self
-            .unresolved
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut unresolved = lock(&self.unresolved);
+        let mut recovered = lock(&self.recovered);
+        // Answers a failed call never got come first: a caller asking again
+        // for the same items is answered from them.
         if !unresolved.is_empty() {
             let answers = client.offer(&mut wire, &unresolved, false)?;
-            let mut recovered = self
-                .recovered
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
             for (batch, flags) in unresolved.drain(..).zip(answers) {
                 for (item, new) in batch.items.into_iter().zip(flags) {
                     if let Some(local) = &client.local {
@@ -120,9 +94,29 @@ impl FleetSeen {
                 }
             }
         }
+        let local = client.local.as_ref();
+        let mut answers = vec![false; items.len()];
+        let mut local_hashes = vec![0; if local.is_some() { items.len() } else { 0 }];
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); client.keys.len()];
+        for (at, item) in items.iter().enumerate() {
+            let item = item.as_ref();
+            if let Some(answer) = recovered.remove(item) {
+                answers[at] = answer;
+                continue;
+            }
+            if let Some(local) = local {
+                local_hashes[at] = local.hash_item(item);
+                if local.contains_hash(local_hashes[at]) {
+                    client.count_answered_locally(1);
+                    continue;
+                }
+            }
+            by_shard[client.shard_of(item)].push(at);
+        }
+        drop(recovered);
         let mut batches = Vec::new();
         let mut positions = Vec::new();
-        for (shard, ats) in by_shard.into_iter().enumerate() {
+        for (shard, ats) in by_shard.iter().enumerate() {
             for chunk in ats.chunks(client.config.batch_size) {
                 batches.push(Batch {
                     shard,
@@ -132,7 +126,7 @@ impl FleetSeen {
                         .map(|&at| items[at].as_ref().to_string())
                         .collect(),
                 });
-                positions.push(chunk.to_vec());
+                positions.push(chunk);
             }
         }
         if batches.is_empty() {
@@ -145,11 +139,11 @@ impl FleetSeen {
                 return Err(error);
             }
         };
-        for ((batch, ats), flags) in batches.iter().zip(positions).zip(flags) {
-            for ((item, at), new) in batch.items.iter().zip(ats).zip(flags) {
+        for (ats, flags) in positions.into_iter().zip(flags) {
+            for (&at, new) in ats.iter().zip(flags) {
                 answers[at] = new;
-                if let Some(local) = &client.local {
-                    local.insert(item.as_str());
+                if let Some(local) = local {
+                    local.insert_hash(local_hashes[at]);
                 }
             }
         }

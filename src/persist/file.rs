@@ -21,10 +21,7 @@ pub(crate) fn save<V: Saved>(value: &V, path: &Path) -> Result<(), Error> {
     })?;
     // Saves running at once get different names; `create_new` refuses a
     // clash rather than clobber another save's file.
-    let save_number = getrandom::u64().unwrap_or_else(|_| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        now.map_or(0, |elapsed| elapsed.as_nanos() as u64)
-    });
+    let save_number = crate::hash::unlikely_to_repeat();
     let mut temporary_name = std::ffi::OsString::from(".");
     temporary_name.push(name);
     temporary_name.push(format!(".{}.{save_number:016x}.tmp", std::process::id()));
