@@ -8,7 +8,7 @@
 use std::io::{Read, Write};
 
 use crate::block::{Block, Blocks, WORDS_PER_BLOCK};
-use crate::layout::{LineProbe, WordProbe};
+use crate::layout::{CompactProbe, LineProbe, WordProbe};
 use crate::sync::{AtomicU64, Ordering};
 use crate::wire::{Decoder, Encoder};
 use crate::Error;
@@ -17,7 +17,10 @@ use crate::Error;
 #[repr(C, align(64))]
 pub(crate) struct BitBlock([AtomicU64; WORDS_PER_BLOCK]);
 
-impl Block for BitBlock {
+// Safety: eight `AtomicU64`s, for which zero bytes are the value 0, an
+// empty block.
+unsafe impl Block for BitBlock {
+    #[cfg(atomic_bloom_loom)]
     fn zero() -> Self {
         BitBlock(std::array::from_fn(|_| AtomicU64::new(0)))
     }
@@ -52,27 +55,35 @@ impl Block for BitBlock {
     }
 }
 
-/// The bits an insert turned on (or, under [`Layout::CacheLine`](crate::Layout),
-/// found missing and set), in its one or two words.
+/// What an insert did: whether it turned any bit on (the item was new;
+/// under [`Layout::CacheLine`](crate::Layout) and
+/// [`Layout::Compact`](crate::Layout), bits its loads found missing and it
+/// set), and, when asked for, how many.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TurnedOn {
-    low: u64,
-    high: u64,
+    pub(crate) new: bool,
+    /// The bits turned on, counted only when the insert was asked to
+    /// (a popcount is not free on every x86-64); 0 otherwise.
+    pub(crate) bits: u32,
 }
 
 impl TurnedOn {
-    pub(crate) const NONE: TurnedOn = TurnedOn { low: 0, high: 0 };
+    pub(crate) const NONE: TurnedOn = TurnedOn {
+        new: false,
+        bits: 0,
+    };
 
-    /// Whether any bit was turned on: the item was new.
+    /// From the masks of bits found missing, counted if `count`.
     #[inline(always)]
-    pub(crate) fn any(self) -> bool {
-        self.low | self.high != 0
-    }
-
-    /// How many bits were turned on.
-    #[inline(always)]
-    pub(crate) fn count(self) -> u32 {
-        self.low.count_ones() + self.high.count_ones()
+    fn from_missing(low: u64, high: u64, count: bool) -> Self {
+        TurnedOn {
+            new: low | high != 0,
+            bits: if count {
+                low.count_ones() + high.count_ones()
+            } else {
+                0
+            },
+        }
     }
 }
 
@@ -136,25 +147,23 @@ impl BitArray {
     /// the mask only into a word that lacks bits. Returns the bits the loads
     /// found missing: the item was new if any was (two racing inserts of one
     /// absent item may both find them missing, as the layout allows).
+    /// Counts the bits if `count`.
     #[inline(always)]
-    pub(crate) fn insert_line(&self, probe: &LineProbe) -> TurnedOn {
+    pub(crate) fn insert_line(&self, probe: &LineProbe, count: bool) -> TurnedOn {
         let block = &self.blocks.get(probe.block_index).0;
         // Relaxed: a stale 0 only costs a redundant OR and a racing "new"; a
         // 1 never reverts, and an insert that happened-before is seen.
         let low = block[probe.low_word].load(Ordering::Relaxed);
         // Relaxed: as above.
         let high = block[probe.high_word].load(Ordering::Relaxed);
-        let missing = TurnedOn {
-            low: probe.low_mask & !low,
-            high: probe.high_mask & !high,
-        };
-        if missing.low != 0 {
+        let (missing_low, missing_high) = (probe.low_mask & !low, probe.high_mask & !high);
+        if missing_low != 0 {
             self.or(probe.block_index, probe.low_word, probe.low_mask);
         }
-        if missing.high != 0 {
+        if missing_high != 0 {
             self.or(probe.block_index, probe.high_word, probe.high_mask);
         }
-        missing
+        TurnedOn::from_missing(missing_low, missing_high, count)
     }
 
     #[inline(always)]
@@ -170,9 +179,10 @@ impl BitArray {
 
     /// Test-and-set of a [`WordProbe`]: one `fetch_or`, so of racing inserts
     /// of one absent item exactly one sees bits missing and turns them on.
-    /// Returns the bits this call turned on (none: the item was in).
+    /// Returns what this call turned on (nothing: the item was in), the
+    /// bits counted if `count`.
     #[inline(always)]
-    pub(crate) fn insert_word(&self, probe: &WordProbe) -> TurnedOn {
+    pub(crate) fn insert_word(&self, probe: &WordProbe, count: bool) -> TurnedOn {
         // Relaxed: a 1 never reverts, so seeing all bits set is final; a stale
         // value only sends us to the fetch_or, which decides.
         let current = self
@@ -182,10 +192,7 @@ impl BitArray {
             return TurnedOn::NONE;
         }
         let previous = self.set(probe.block_index, probe.word, probe.mask);
-        TurnedOn {
-            low: probe.mask & !previous,
-            high: 0,
-        }
+        TurnedOn::from_missing(probe.mask & !previous, 0, count)
     }
 
     #[inline(always)]
@@ -195,6 +202,55 @@ impl BitArray {
             .word(probe.block_index, probe.word)
             .load(Ordering::Relaxed);
         current & probe.mask == probe.mask
+    }
+
+    /// Test-before-set insert of a [`CompactProbe`]: loads each word its
+    /// bits fall in and ORs the word's mask only where bits are missing.
+    /// Returns whether the loads found any missing (two racing inserts of
+    /// one absent item may both find them, as the layout allows), the bits
+    /// counted if `count`.
+    #[inline(always)]
+    pub(crate) fn insert_compact<const WORDS: usize>(
+        &self,
+        probe: &CompactProbe<WORDS>,
+        count: bool,
+    ) -> TurnedOn {
+        let mut turned_on = TurnedOn::NONE;
+        for (word_index, &mask) in probe.masks.iter().enumerate() {
+            if mask == 0 {
+                continue;
+            }
+            let (line, word) = (
+                probe.first_line + word_index / WORDS_PER_BLOCK,
+                word_index % WORDS_PER_BLOCK,
+            );
+            // Relaxed: a stale 0 only costs a redundant OR and a racing "new";
+            // a 1 never reverts, and an insert that happened-before is seen.
+            let missing = mask & !self.word(line, word).load(Ordering::Relaxed);
+            if missing != 0 {
+                self.or(line, word, mask);
+                turned_on.new = true;
+                if count {
+                    turned_on.bits += missing.count_ones();
+                }
+            }
+        }
+        turned_on
+    }
+
+    #[inline(always)]
+    pub(crate) fn contains_compact<const WORDS: usize>(&self, probe: &CompactProbe<WORDS>) -> bool {
+        let mut all_set = true;
+        for (word_index, &mask) in probe.masks.iter().enumerate() {
+            let (line, word) = (
+                probe.first_line + word_index / WORDS_PER_BLOCK,
+                word_index % WORDS_PER_BLOCK,
+            );
+            // Relaxed: a bit set by an insert that happens-before this call is
+            // visible (coherence); bits carry no other data to synchronize.
+            all_set &= self.word(line, word).load(Ordering::Relaxed) & mask == mask;
+        }
+        all_set
     }
 
     /// The number of set bits: a popcount of every word, O(size) (concurrent

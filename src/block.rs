@@ -1,8 +1,9 @@
 //! The bottom layer of every filter: an array of 64-byte, 64-byte-aligned
-//! blocks of atomics, one cache line each. It allocates them (all zero),
-//! clears them, says their bytes, and reads and writes them in the saved
-//! format; what a block's bits or counters mean is its owner's business
-//! (`bits.rs`, `counters.rs`).
+//! blocks of atomics, one cache line each. It allocates them (all zero,
+//! from the allocator's zeroed path, so that the kernel hands out zero
+//! pages only as they are written), clears them, says their bytes, and
+//! reads and writes them in the saved format; what a block's bits or
+//! counters mean is its owner's business (`bits.rs`, `counters.rs`).
 
 use std::io::{Read, Write};
 
@@ -16,8 +17,16 @@ pub(crate) const BLOCK_BYTES: usize = 64;
 pub(crate) const WORDS_PER_BLOCK: usize = BLOCK_BYTES / 8;
 
 /// One 64-byte block of atomics (declared `#[repr(C, align(64))]`).
-pub(crate) trait Block: Sized {
-    /// An all-zero block.
+///
+/// # Safety
+///
+/// An implementor is an array of `std` atomic integers (outside the loom
+/// cfg), so that 64 zero bytes are a valid value of it, and that value is
+/// an empty block: [`Blocks::new`] takes its blocks from zeroed memory.
+pub(crate) unsafe trait Block: Sized {
+    /// An all-zero block, made value by value (loom's atomics carry state
+    /// that zero bytes are not).
+    #[cfg(atomic_bloom_loom)]
     fn zero() -> Self;
 
     /// Sets every unit to zero; the caller holds the array exclusively.
@@ -32,19 +41,43 @@ pub(crate) trait Block: Sized {
     fn decode(bytes: &[u8]) -> (Self, usize);
 }
 
-/// A boxed array of blocks, whose length is a power of two.
+/// A boxed array of blocks.
 pub(crate) struct Blocks<B> {
     blocks: Box<[B]>,
 }
 
 impl<B: Block> Blocks<B> {
-    /// `count` all-zero blocks.
+    /// `count` (at least one) all-zero blocks, from the allocator's zeroed
+    /// path: nothing is written, so pages cost memory only once bits land
+    /// in them.
     ///
     /// # Errors
     ///
     /// [`Error::AllocationFailed`] when the allocator refuses.
+    #[cfg(not(atomic_bloom_loom))]
     pub(crate) fn new(count: usize) -> Result<Self, Error> {
-        debug_assert!(count.is_power_of_two());
+        let failed = || Error::AllocationFailed {
+            bytes: Self::bytes_for(count),
+        };
+        let layout = std::alloc::Layout::array::<B>(count.max(1)).map_err(|_| failed())?;
+        // Safety: the layout's size is at least one 64-byte block, never 0.
+        let first = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<B>();
+        if first.is_null() {
+            return Err(failed());
+        }
+        // Safety: `first` starts a fresh allocation from the global
+        // allocator with the layout of `[B; count.max(1)]`, every byte zero,
+        // which is a valid empty `B` (the `Block` contract); the box owns it
+        // and frees it with that same layout.
+        let blocks =
+            unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(first, count.max(1))) };
+        Ok(Blocks { blocks })
+    }
+
+    /// `count` all-zero blocks; under loom, whose atomics carry state that
+    /// zero bytes are not, each is made by [`Block::zero`].
+    #[cfg(atomic_bloom_loom)]
+    pub(crate) fn new(count: usize) -> Result<Self, Error> {
         let mut storage = Vec::new();
         storage
             .try_reserve_exact(count)

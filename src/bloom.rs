@@ -7,9 +7,9 @@ use std::marker::PhantomData;
 use crate::bits::{BitArray, TurnedOn};
 use crate::block::BLOCK_BYTES;
 use crate::builder::BloomFilterBuilder;
-use crate::layout::{LineProbe, WordProbe};
-use crate::sizing::{self, Geometry};
-use crate::{DefaultHasher, Error, Layout};
+use crate::layout::{BlockIndex, CompactProbe, LineProbe, WordProbe};
+use crate::sizing::{self, Geometry, Scheme};
+use crate::{DefaultHasher, Error, Layout, Sizing};
 
 /// A fixed-capacity Bloom filter that any number of threads insert into and
 /// query at once, through `&self`.
@@ -61,11 +61,34 @@ use crate::{DefaultHasher, Error, Layout};
 pub struct BloomFilter<T: ?Sized, S = DefaultHasher> {
     bits: BitArray,
     layout: Layout,
-    block_mask: usize,
+    probe: ProbeKind,
+    index: BlockIndex,
     geometry: Geometry,
     target_rate: f64,
     hasher: S,
     _item: PhantomData<fn(&T)>,
+}
+
+/// The probe a filter's scheme uses: one branch per operation, on a value
+/// that never changes, so the predictor learns it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ProbeKind {
+    Line,
+    Word,
+    CompactOne,
+    CompactTwo,
+}
+
+impl ProbeKind {
+    /// Which probe a scheme's layout and block width use.
+    fn of(scheme: Scheme) -> Self {
+        match scheme {
+            Scheme::CacheLine => ProbeKind::Line,
+            Scheme::Word | Scheme::Counters => ProbeKind::Word,
+            Scheme::Compact { lines: 1 } => ProbeKind::CompactOne,
+            Scheme::Compact { .. } => ProbeKind::CompactTwo,
+        }
+    }
 }
 
 impl<T: ?Sized> BloomFilter<T, DefaultHasher> {
@@ -142,7 +165,8 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         BloomFilter {
             bits,
             layout,
-            block_mask: geometry.blocks - 1,
+            probe: ProbeKind::of(geometry.scheme),
+            index: BlockIndex::new(&geometry),
             geometry,
             target_rate,
             hasher,
@@ -172,24 +196,34 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// ```
     #[inline(always)]
     pub fn insert_hash(&self, hash: u64) -> bool {
-        self.insert_hash_turned_on(hash).any()
+        self.insert_hash_turned_on(hash, false).new
     }
 
-    /// [`insert_hash`](Self::insert_hash), returning the bits the insert
-    /// turned on (none: the item was already in), for a
-    /// [`FillMark`](crate::fill::FillMark) to tally.
+    /// [`insert_hash`](Self::insert_hash), returning whether the insert
+    /// turned bits on (no: the item was already in) and, if `count`, how
+    /// many, for a [`FillMark`](crate::fill::FillMark) to tally.
     #[inline(always)]
-    pub(crate) fn insert_hash_turned_on(&self, hash: u64) -> TurnedOn {
-        let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
-        match self.layout() {
-            Layout::CacheLine => {
-                self.bits
-                    .insert_line(&LineProbe::new(hash, block_mask, bits_per_word))
-            }
-            Layout::Word => self
+    pub(crate) fn insert_hash_turned_on(&self, hash: u64, count: bool) -> TurnedOn {
+        let (index, bits_per_word) = (self.index, self.geometry.bits_per_word);
+        match self.probe_kind() {
+            ProbeKind::Line => self
                 .bits
-                .insert_word(&WordProbe::new(hash, block_mask, bits_per_word)),
+                .insert_line(&LineProbe::new(hash, index, bits_per_word), count),
+            ProbeKind::Word => self
+                .bits
+                .insert_word(&WordProbe::new(hash, index, bits_per_word), count),
+            ProbeKind::CompactOne => self
+                .bits
+                .insert_compact(&CompactProbe::<8>::new(hash, index, bits_per_word), count),
+            ProbeKind::CompactTwo => self
+                .bits
+                .insert_compact(&CompactProbe::<16>::new(hash, index, bits_per_word), count),
         }
+    }
+
+    #[inline(always)]
+    fn probe_kind(&self) -> ProbeKind {
+        self.probe
     }
 
     /// Whether the item whose hash is `hash` may be in the filter.
@@ -206,23 +240,34 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// ```
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        let (block_mask, bits_per_word) = (self.block_mask, self.geometry.bits_per_word);
-        match self.layout() {
-            Layout::CacheLine => {
+        let (index, bits_per_word) = (self.index, self.geometry.bits_per_word);
+        match self.probe_kind() {
+            ProbeKind::Line => self
+                .bits
+                .contains_line(&LineProbe::new(hash, index, bits_per_word)),
+            ProbeKind::Word => self
+                .bits
+                .contains_word(&WordProbe::new(hash, index, bits_per_word)),
+            ProbeKind::CompactOne => {
                 self.bits
-                    .contains_line(&LineProbe::new(hash, block_mask, bits_per_word))
+                    .contains_compact(&CompactProbe::<8>::new(hash, index, bits_per_word))
             }
-            Layout::Word => {
+            ProbeKind::CompactTwo => {
                 self.bits
-                    .contains_word(&WordProbe::new(hash, block_mask, bits_per_word))
+                    .contains_compact(&CompactProbe::<16>::new(hash, index, bits_per_word))
             }
         }
     }
 
-    /// Starts loading the block of `hash` into cache.
+    /// Starts loading the block of `hash` into cache (both lines of a
+    /// two-line block).
     #[inline(always)]
     pub(crate) fn prefetch_hash(&self, hash: u64) {
-        self.bits.prefetch(hash as usize & self.block_mask);
+        let line = self.index.line(hash);
+        self.bits.prefetch(line);
+        if self.probe_kind() == ProbeKind::CompactTwo {
+            self.bits.prefetch(line + 1);
+        }
     }
 
     pub(crate) fn geometry(&self) -> &Geometry {
@@ -230,7 +275,8 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     }
 
     /// Items at which the expected false-positive rate reaches the target,
-    /// after the size was rounded up to a power of two: at least the
+    /// after the size was rounded up (to a power of two of blocks, or to a
+    /// whole block with [`Sizing::Exact`](crate::Sizing)): at least the
     /// capacity asked for, often more.
     ///
     /// # Example
@@ -270,7 +316,8 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         self.bits.memory_bytes()
     }
 
-    /// Bits in the bit array (a power of two, at least 512).
+    /// Bits in the bit array: whole 512-bit lines, a power of two of blocks
+    /// unless the filter was sized [`Exact`](crate::Sizing::Exact).
     ///
     /// # Example
     ///
@@ -323,6 +370,20 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// ```
     pub fn layout(&self) -> Layout {
         self.layout
+    }
+
+    /// How the filter's size was rounded.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{BloomFilter, Sizing};
+    /// let f: BloomFilter<u64> = BloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sizing(&self) -> Sizing {
+        self.geometry.sizing
     }
 
     /// The hasher the filter hashes items with.
@@ -430,9 +491,9 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// # Errors
     ///
     /// [`Error::SizeMismatch`], [`Error::HashCountMismatch`],
-    /// [`Error::LayoutMismatch`] or [`Error::HasherMismatch`] (a different
-    /// seed) when the filters were not built alike: their bits would not
-    /// mean the same items.
+    /// [`Error::LayoutMismatch`] (a different layout or sizing) or
+    /// [`Error::HasherMismatch`] (a different seed) when the filters were not
+    /// built alike: their bits would not mean the same items.
     ///
     /// # Example
     ///
@@ -453,13 +514,13 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     where
         S: PartialEq,
     {
-        if self.layout() != other.layout() {
+        if self.layout() != other.layout() || self.geometry.scheme != other.geometry.scheme {
             return Err(Error::LayoutMismatch {
                 ours: self.layout(),
                 theirs: other.layout(),
             });
         }
-        if self.num_bits() != other.num_bits() {
+        if self.num_bits() != other.num_bits() || self.geometry.sizing != other.geometry.sizing {
             return Err(Error::SizeMismatch {
                 ours: self.num_bits() / 8,
                 theirs: other.num_bits() / 8,
@@ -498,14 +559,19 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// The (block, word) an item hash touches first; for loom models that
     /// need two items sharing a word.
     pub fn __first_word_of_hash(&self, hash: u64) -> (usize, usize) {
-        match self.layout() {
-            Layout::CacheLine => {
-                let probe = LineProbe::new(hash, self.block_mask, 1);
+        match self.probe_kind() {
+            ProbeKind::Line => {
+                let probe = LineProbe::new(hash, self.index, 1);
                 (probe.block_index, probe.low_word)
             }
-            Layout::Word => {
-                let probe = WordProbe::new(hash, self.block_mask, 1);
+            ProbeKind::Word => {
+                let probe = WordProbe::new(hash, self.index, 1);
                 (probe.block_index, probe.word)
+            }
+            ProbeKind::CompactOne | ProbeKind::CompactTwo => {
+                let probe = CompactProbe::<16>::new(hash, self.index, 1);
+                let word = probe.masks.iter().position(|&mask| mask != 0).unwrap_or(0);
+                (probe.first_line + word / 8, word % 8)
             }
         }
     }
@@ -570,7 +636,8 @@ impl<T: ?Sized, S: Clone> Clone for BloomFilter<T, S> {
         BloomFilter {
             bits: self.bits.snapshot(),
             layout: self.layout,
-            block_mask: self.block_mask,
+            probe: self.probe,
+            index: self.index,
             geometry: self.geometry,
             target_rate: self.target_rate,
             hasher: self.hasher.clone(),

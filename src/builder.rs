@@ -6,24 +6,27 @@ use std::hash::BuildHasher;
 use std::marker::PhantomData;
 
 use crate::sizing::{self, Geometry, Scheme};
-use crate::{BloomFilter, CountingBloomFilter, DefaultHasher, Error, Layout};
+use crate::{BloomFilter, CountingBloomFilter, DefaultHasher, Error, Layout, Sizing};
 
-/// What every builder holds: the size asked for and the hasher.
+/// What every builder holds: the size asked for, how to round it, and the
+/// hasher.
 ///
 /// A random seed is drawn when the builder is made, and its failure kept
 /// until `build`, so that `seed` can still replace it.
 #[derive(Debug)]
-pub(crate) struct Sizing<S> {
+pub(crate) struct Request<S> {
     pub(crate) capacity: usize,
     pub(crate) rate: f64,
+    pub(crate) sizing: Sizing,
     pub(crate) hasher: Result<S, Error>,
 }
 
-impl Sizing<DefaultHasher> {
+impl Request<DefaultHasher> {
     pub(crate) fn new(capacity: usize, rate: f64) -> Self {
-        Sizing {
+        Request {
             capacity,
             rate,
+            sizing: Sizing::default(),
             hasher: DefaultHasher::random(),
         }
     }
@@ -33,18 +36,19 @@ impl Sizing<DefaultHasher> {
     }
 }
 
-impl<S> Sizing<S> {
+impl<S> Request<S> {
     /// Checks the request and sizes it for `scheme`; the geometry, the rate
     /// and the hasher (or the seed's failure).
     pub(crate) fn plan(self, scheme: Scheme) -> Result<(Geometry, f64, S), Error> {
-        let geometry = sizing::plan(scheme, self.capacity, self.rate)?;
+        let geometry = sizing::plan(scheme, self.sizing, self.capacity, self.rate)?;
         Ok((geometry, self.rate, self.hasher?))
     }
 
-    pub(crate) fn hasher<H>(self, hasher: H) -> Sizing<H> {
-        Sizing {
+    pub(crate) fn hasher<H>(self, hasher: H) -> Request<H> {
+        Request {
             capacity: self.capacity,
             rate: self.rate,
+            sizing: self.sizing,
             hasher: Ok(hasher),
         }
     }
@@ -68,7 +72,7 @@ impl<S> Sizing<S> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct BloomFilterBuilder<T: ?Sized, S = DefaultHasher> {
-    sizing: Sizing<S>,
+    request: Request<S>,
     layout: Layout,
     _item: PhantomData<fn(&T)>,
 }
@@ -76,7 +80,7 @@ pub struct BloomFilterBuilder<T: ?Sized, S = DefaultHasher> {
 impl<T: ?Sized> BloomFilterBuilder<T, DefaultHasher> {
     pub(crate) fn new(capacity: usize, rate: f64) -> Self {
         BloomFilterBuilder {
-            sizing: Sizing::new(capacity, rate),
+            request: Request::new(capacity, rate),
             layout: Layout::default(),
             _item: PhantomData,
         }
@@ -100,7 +104,7 @@ impl<T: ?Sized> BloomFilterBuilder<T, DefaultHasher> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn seed(mut self, seed: u64) -> Self {
-        self.sizing = self.sizing.seed(seed);
+        self.request = self.request.seed(seed);
         self
     }
 }
@@ -119,6 +123,24 @@ impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
     /// ```
     pub fn layout(mut self, layout: Layout) -> Self {
         self.layout = layout;
+        self
+    }
+
+    /// Chooses how the size is rounded (default [`Sizing::PowerOfTwo`]);
+    /// [`Sizing::Exact`] spends no more than a block over what the
+    /// capacity and rate need.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{BloomFilter, Sizing};
+    ///
+    /// let f: BloomFilter<str> = BloomFilter::builder(1000, 0.01).sizing(Sizing::Exact).build()?;
+    /// assert_eq!(f.sizing(), Sizing::Exact);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sizing(mut self, sizing: Sizing) -> Self {
+        self.request.sizing = sizing;
         self
     }
 
@@ -141,7 +163,7 @@ impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
     /// ```
     pub fn hasher<H: BuildHasher>(self, hasher: H) -> BloomFilterBuilder<T, H> {
         BloomFilterBuilder {
-            sizing: self.sizing.hasher(hasher),
+            request: self.request.hasher(hasher),
             layout: self.layout,
             _item: PhantomData,
         }
@@ -168,7 +190,8 @@ impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
     where
         S: BuildHasher,
     {
-        let (geometry, rate, hasher) = self.sizing.plan(self.layout.into())?;
+        let scheme = Scheme::for_layout(self.layout, self.request.rate);
+        let (geometry, rate, hasher) = self.request.plan(scheme)?;
         BloomFilter::from_parts(geometry, rate, hasher)
     }
 }
@@ -176,7 +199,7 @@ impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
 impl<T: ?Sized, S: fmt::Debug> fmt::Debug for BloomFilterBuilder<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BloomFilterBuilder")
-            .field("sizing", &self.sizing)
+            .field("request", &self.request)
             .field("layout", &self.layout)
             .finish()
     }
@@ -201,14 +224,14 @@ impl<T: ?Sized, S: fmt::Debug> fmt::Debug for BloomFilterBuilder<T, S> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct CountingBloomFilterBuilder<T: ?Sized, S = DefaultHasher> {
-    sizing: Sizing<S>,
+    request: Request<S>,
     _item: PhantomData<fn(&T)>,
 }
 
 impl<T: ?Sized> CountingBloomFilterBuilder<T, DefaultHasher> {
     pub(crate) fn new(capacity: usize, rate: f64) -> Self {
         CountingBloomFilterBuilder {
-            sizing: Sizing::new(capacity, rate),
+            request: Request::new(capacity, rate),
             _item: PhantomData,
         }
     }
@@ -229,12 +252,31 @@ impl<T: ?Sized> CountingBloomFilterBuilder<T, DefaultHasher> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn seed(mut self, seed: u64) -> Self {
-        self.sizing = self.sizing.seed(seed);
+        self.request = self.request.seed(seed);
         self
     }
 }
 
 impl<T: ?Sized, S> CountingBloomFilterBuilder<T, S> {
+    /// Chooses how the size is rounded (default [`Sizing::PowerOfTwo`]);
+    /// [`Sizing::Exact`] spends no more than a block over what the
+    /// capacity and rate need.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{CountingBloomFilter, Sizing};
+    ///
+    /// let f: CountingBloomFilter<u64> =
+    ///     CountingBloomFilter::builder(100_000, 0.01).sizing(Sizing::Exact).build()?;
+    /// assert_eq!(f.sizing(), Sizing::Exact);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sizing(mut self, sizing: Sizing) -> Self {
+        self.request.sizing = sizing;
+        self
+    }
+
     /// Hashes items with `hasher` instead of the seeded wyhash default; it
     /// must spread its output over all 64 bits.
     ///
@@ -252,7 +294,7 @@ impl<T: ?Sized, S> CountingBloomFilterBuilder<T, S> {
     /// ```
     pub fn hasher<H: BuildHasher>(self, hasher: H) -> CountingBloomFilterBuilder<T, H> {
         CountingBloomFilterBuilder {
-            sizing: self.sizing.hasher(hasher),
+            request: self.request.hasher(hasher),
             _item: PhantomData,
         }
     }
@@ -277,7 +319,7 @@ impl<T: ?Sized, S> CountingBloomFilterBuilder<T, S> {
     where
         S: BuildHasher,
     {
-        let (geometry, rate, hasher) = self.sizing.plan(Scheme::Counters)?;
+        let (geometry, rate, hasher) = self.request.plan(Scheme::Counters)?;
         CountingBloomFilter::from_parts(geometry, rate, hasher)
     }
 }
@@ -285,7 +327,7 @@ impl<T: ?Sized, S> CountingBloomFilterBuilder<T, S> {
 impl<T: ?Sized, S: fmt::Debug> fmt::Debug for CountingBloomFilterBuilder<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CountingBloomFilterBuilder")
-            .field("sizing", &self.sizing)
+            .field("request", &self.request)
             .finish()
     }
 }

@@ -21,7 +21,10 @@ const STICKY: u8 = u8::MAX;
 #[repr(C, align(64))]
 pub(crate) struct CounterBlock([AtomicU8; BLOCK_BYTES]);
 
-impl Block for CounterBlock {
+// Safety: 64 `AtomicU8`s, for which zero bytes are the value 0, an empty
+// block.
+unsafe impl Block for CounterBlock {
+    #[cfg(atomic_bloom_loom)]
     fn zero() -> Self {
         CounterBlock(std::array::from_fn(|_| AtomicU8::new(0)))
     }

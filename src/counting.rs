@@ -5,9 +5,9 @@ use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
 use crate::counters::CounterArray;
-use crate::layout::WordProbe;
+use crate::layout::{BlockIndex, WordProbe};
 use crate::sizing::{self, Geometry};
-use crate::{CountingBloomFilterBuilder, DefaultHasher, Error};
+use crate::{CountingBloomFilterBuilder, DefaultHasher, Error, Sizing};
 
 /// A Bloom filter that forgets: `remove` takes an item back out, through
 /// `&self`, while other threads insert and query.
@@ -65,7 +65,7 @@ use crate::{CountingBloomFilterBuilder, DefaultHasher, Error};
 /// the same absent item at once may both be told it was new.
 pub struct CountingBloomFilter<T: ?Sized, S = DefaultHasher> {
     counters: CounterArray,
-    block_mask: usize,
+    index: BlockIndex,
     geometry: Geometry,
     target_rate: f64,
     hasher: S,
@@ -118,7 +118,7 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
     ) -> Result<Self, Error> {
         Ok(CountingBloomFilter {
             counters: CounterArray::new(geometry.blocks)?,
-            block_mask: geometry.blocks - 1,
+            index: BlockIndex::new(&geometry),
             geometry,
             target_rate,
             hasher,
@@ -135,7 +135,7 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
     ) -> Self {
         CountingBloomFilter {
             counters,
-            block_mask: geometry.blocks - 1,
+            index: BlockIndex::new(&geometry),
             geometry,
             target_rate,
             hasher,
@@ -153,7 +153,7 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
 
     #[inline]
     fn probe(&self, hash: u64) -> WordProbe {
-        WordProbe::new(hash, self.block_mask, self.geometry.bits_per_word)
+        WordProbe::new(hash, self.index, self.geometry.bits_per_word)
     }
 
     /// Items at which the expected false-positive rate reaches the target
@@ -183,6 +183,20 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
     /// ```
     pub fn target_fpr(&self) -> f64 {
         self.target_rate
+    }
+
+    /// How the filter's size was rounded.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{CountingBloomFilter, Sizing};
+    /// let f: CountingBloomFilter<u64> = CountingBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sizing(&self) -> Sizing {
+        self.geometry.sizing
     }
 
     /// The hasher (its `Debug` hides the seed).

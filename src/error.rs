@@ -79,6 +79,12 @@ pub enum Error {
         /// The ratio that was passed.
         ratio: f64,
     },
+    /// A scalable filter's first-stage share of the rate was not strictly
+    /// between 0 and 1 (or NaN).
+    InvalidFirstStageShare {
+        /// The share that was passed.
+        share: f64,
+    },
     /// A scalable filter's memory limit is smaller than its first stage.
     MemoryLimitTooSmall {
         /// The limit that was set, in bytes.
@@ -290,6 +296,11 @@ impl fmt::Display for Error {
                 f,
                 "tightening ratio {ratio} is outside [0.8, 0.9]: pass 0.85 (the default), \
                  or 0.9 for less memory per stage and a smaller first stage"
+            ),
+            Error::InvalidFirstStageShare { share } => write!(
+                f,
+                "first-stage share {share} is not strictly between 0 and 1: pass 0.8 to give \
+                 the first stage 80% of the rate, or leave it unset for 1 - tightening ratio"
             ),
             Error::MemoryLimitTooSmall { limit, first_stage } => write!(
                 f,

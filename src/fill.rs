@@ -85,21 +85,18 @@ impl FillMark {
         filter: &BloomFilter<T, S>,
         hash: u64,
     ) -> TrackedInsert {
-        let turned_on = filter.insert_hash_turned_on(hash);
-        let new = turned_on.any();
+        let sampled = hash.leading_zeros() >= self.sample_shift;
+        let turned_on = filter.insert_hash_turned_on(hash, sampled);
         TrackedInsert {
-            new,
-            full: new && self.crossed_a_step(hash, turned_on.count()) && self.is_full(),
+            new: turned_on.new,
+            full: turned_on.new && sampled && self.crossed_a_step(turned_on.bits) && self.is_full(),
         }
     }
 
     /// Adds a sampled insert's bits to the tally; true if that took the
     /// caller's slot past a multiple of `step`.
     #[inline(always)]
-    fn crossed_a_step(&self, hash: u64, turned_on: u32) -> bool {
-        if hash.leading_zeros() < self.sample_shift {
-            return false;
-        }
+    fn crossed_a_step(&self, turned_on: u32) -> bool {
         let add = self.tally.add((turned_on as usize) << self.sample_shift);
         add.before / self.step != add.after / self.step
     }

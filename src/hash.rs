@@ -111,6 +111,13 @@ pub(crate) fn position_words(hash: u64) -> (u64, u64) {
     )
 }
 
+/// The next 64-bit word of bit-position material after `previous`, for
+/// layouts that need more than [`position_words`] gives.
+#[inline(always)]
+pub(crate) fn more_material(previous: u64) -> u64 {
+    fold_multiply(previous ^ 0x1d8e_4e27_c47d_124f, 0xa076_1d64_78bd_642f)
+}
+
 /// Bits taken per position: one of 64 bits in a word.
 pub(crate) const POSITION_BITS: u32 = 6;
 

@@ -1,25 +1,29 @@
-//! Where an item's bits live inside its 64-byte block.
+//! Where an item's bits live: which block ([`Sizing`], `BlockIndex`) and
+//! where inside it ([`Layout`], the probes).
 
-use crate::hash::{bit_mask, bit_mask_pair, position_words};
+use crate::block::WORDS_PER_BLOCK;
+use crate::hash::{bit_mask, bit_mask_pair, more_material, position_words};
+use crate::sizing::Geometry;
 
-/// How an item's `k` bits are placed inside its 64-byte block.
+/// How an item's `k` bits are placed inside its block.
 ///
-/// Both layouts keep all of an item's bits in one cache line, so an insert or
-/// a lookup touches one line of memory. They differ in how many words of it:
+/// | layout | atomic ORs per new item | racing inserts of one absent item | bits per item at 1% | at 0.1% | at 0.01% | at 0.0001% |
+/// |---|---|---|---|---|---|---|
+/// | [`CacheLine`](Layout::CacheLine) (default) | up to 2 | one or more get `true` | 10.3 | 17.0 | 26.0 | 57 |
+/// | [`Word`](Layout::Word) | 1 | exactly one gets `true` | 12.1 | 24.0 | 45.5 | 168 |
+/// | [`Compact`](Layout::Compact) | up to `k` (about 5 at 1%) | one or more get `true` | 9.9 | 15.5 | 21.9 | 33.6 |
 ///
-/// | layout | `fetch_or`s per new item | racing inserts of one absent item | bits per item at 1% | at 0.1% | at 0.01% |
-/// |---|---|---|---|---|---|
-/// | [`CacheLine`](Layout::CacheLine) (default) | up to 2 | one or more get `true` | 10.3 | 17.0 | 26.0 |
-/// | [`Word`](Layout::Word) | 1 | exactly one gets `true` | 12.1 | 24.0 | 45.5 |
+/// (Bits of the array per item at capacity, before the size is rounded: see
+/// [`Sizing`]. A textbook Bloom filter, whose bits are spread over the whole
+/// array, needs 9.6, 14.4, 19.2 and 28.8.)
 ///
-/// (A textbook Bloom filter needs 9.6, 14.4 and 19.2; see
-/// [`BloomFilter::bits_per_item`](crate::BloomFilter::bits_per_item).)
-///
-/// `Word` packs all `k` bits into one `AtomicU64`, so an insert is a single
-/// atomic test-and-set and is linearizable; it needs more memory for the same
-/// rate, because 64 bits are a small neighbourhood. Use it where a duplicate
-/// must never be reported new twice (a crawler's frontier); use `CacheLine`
-/// elsewhere.
+/// `CacheLine` and `Word` read one cache line per lookup. `Word` packs all
+/// `k` bits into one `AtomicU64`, so an insert is a single atomic
+/// test-and-set and is linearizable; it needs more memory for the same rate,
+/// because 64 bits are a small neighbourhood. Use it where a duplicate must
+/// never be reported new twice (a crawler's frontier). `Compact` is the
+/// least memory: bits anywhere in a 512-bit line, or, at rates below about
+/// 0.001%, in a block of two adjacent lines (a lookup then reads both).
 ///
 /// # Example
 ///
@@ -36,7 +40,7 @@ use crate::hash::{bit_mask, bit_mask_pair, position_words};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// `k/2` bits in one of the first four words of the block and `k/2` in
-    /// one of the last four. An insert is at most two `fetch_or`s, a lookup
+    /// one of the last four. An insert is at most two atomic ORs, a lookup
     /// two loads from one cache line. Two threads racing to insert the same
     /// absent item may both be told it was new.
     #[default]
@@ -45,6 +49,90 @@ pub enum Layout {
     /// several threads racing to insert the same absent item exactly one gets
     /// `true`.
     Word,
+    /// `k` bits anywhere in one 512-bit line, or in two adjacent lines where
+    /// the rate asks for so many bits that a wider block saves 3% or more.
+    /// An insert is one atomic OR per word that lacks bits; a lookup reads
+    /// the words its bits fall in. Two threads racing to insert the same
+    /// absent item may both be told it was new.
+    ///
+    /// ```
+    /// use atomic_bloom::{BloomFilter, Layout, Sizing};
+    ///
+    /// let least_memory: BloomFilter<str> = BloomFilter::builder(1_000_000, 0.001)
+    ///     .layout(Layout::Compact)
+    ///     .sizing(Sizing::Exact)
+    ///     .build()?;
+    /// assert!(least_memory.memory_bytes() * 8 < 16 * 1_000_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    Compact,
+}
+
+/// How the number of blocks is rounded.
+///
+/// | sizing | blocks | block of an item | memory over what the rate needs |
+/// |---|---|---|---|
+/// | [`PowerOfTwo`](Sizing::PowerOfTwo) (default) | a power of two | low bits of the hash (a mask) | 0 to 100% |
+/// | [`Exact`](Sizing::Exact) | any number | high half of hash × blocks (a multiply) | under one block |
+///
+/// Either way [`capacity`](crate::BloomFilter::capacity) reports what the
+/// filter holds at its rate, and neither ever divides. `Exact` costs one
+/// multiplication per operation; `PowerOfTwo` may hold up to twice the
+/// items asked for, in up to twice the memory.
+///
+/// # Example
+///
+/// ```
+/// use atomic_bloom::{BloomFilter, Sizing};
+///
+/// let rounded: BloomFilter<u64> = BloomFilter::new(1_000_000, 0.01)?;
+/// let exact: BloomFilter<u64> =
+///     BloomFilter::builder(1_000_000, 0.01).sizing(Sizing::Exact).build()?;
+/// assert!(exact.memory_bytes() < rounded.memory_bytes());
+/// assert!(exact.capacity() >= 1_000_000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Sizing {
+    /// A power of two of blocks; an item's block is its hash masked.
+    #[default]
+    PowerOfTwo,
+    /// As many blocks as the capacity and rate need; an item's block is the
+    /// high half of the 128-bit product of its hash and the block count.
+    Exact,
+}
+
+/// Maps a hash to the first line of its block.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BlockIndex {
+    /// `PowerOfTwo`: blocks - 1; `Exact`: blocks.
+    blocks_or_mask: usize,
+    exact: bool,
+    /// log2 of the lines in a block.
+    line_shift: u32,
+}
+
+impl BlockIndex {
+    pub(crate) fn new(geometry: &Geometry) -> Self {
+        let blocks = geometry.scheme_blocks();
+        let exact = geometry.sizing == Sizing::Exact;
+        BlockIndex {
+            blocks_or_mask: if exact { blocks } else { blocks - 1 },
+            exact,
+            line_shift: geometry.scheme.lines_per_block().trailing_zeros(),
+        }
+    }
+
+    /// The first line of the block of `hash`.
+    #[inline(always)]
+    pub(crate) fn line(self, hash: u64) -> usize {
+        let block = if self.exact {
+            ((u128::from(hash) * self.blocks_or_mask as u128) >> 64) as usize
+        } else {
+            hash as usize & self.blocks_or_mask
+        };
+        block << self.line_shift
+    }
 }
 
 /// The two words (and their masks) of an item under [`Layout::CacheLine`].
@@ -62,11 +150,11 @@ pub(crate) struct LineProbe {
 impl LineProbe {
     /// `bits_per_word` bits in each of the two words.
     #[inline(always)]
-    pub(crate) fn new(hash: u64, block_mask: usize, bits_per_word: u32) -> Self {
+    pub(crate) fn new(hash: u64, index: BlockIndex, bits_per_word: u32) -> Self {
         let (low, high) = position_words(hash);
         let (low_mask, high_mask) = bit_mask_pair(low, high, bits_per_word);
         LineProbe {
-            block_index: hash as usize & block_mask,
+            block_index: index.line(hash),
             low_word: (low & 3) as usize,
             low_mask,
             high_word: 4 + (high & 3) as usize,
@@ -87,12 +175,54 @@ impl WordProbe {
     /// `bits_per_word` bits in the word: the first ten from the first
     /// material word, the rest from the second.
     #[inline(always)]
-    pub(crate) fn new(hash: u64, block_mask: usize, bits_per_word: u32) -> Self {
+    pub(crate) fn new(hash: u64, index: BlockIndex, bits_per_word: u32) -> Self {
         let (first, second) = position_words(hash);
         WordProbe {
-            block_index: hash as usize & block_mask,
+            block_index: index.line(hash),
             word: (first & 7) as usize,
             mask: bit_mask(first, second, bits_per_word),
+        }
+    }
+}
+
+/// The masks of an item under [`Layout::Compact`], one per word of its
+/// block of `WORDS / 8` lines (8 or 16 words).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CompactProbe<const WORDS: usize> {
+    pub(crate) first_line: usize,
+    pub(crate) masks: [u64; WORDS],
+}
+
+impl<const WORDS: usize> CompactProbe<WORDS> {
+    /// Bits of material per position: log2 of the block's bits.
+    const POSITION_BITS: u32 = (WORDS * 64).trailing_zeros();
+
+    /// Positions cut from one 64-bit word of material.
+    const POSITIONS_PER_WORD: u32 = 64 / Self::POSITION_BITS;
+
+    /// `bits` positions, each a field of `POSITION_BITS` bits of the
+    /// material derived from `hash` (a new material word every
+    /// `POSITIONS_PER_WORD`).
+    #[inline(always)]
+    pub(crate) fn new(hash: u64, index: BlockIndex, bits: u32) -> Self {
+        debug_assert!(WORDS == WORDS_PER_BLOCK || WORDS == 2 * WORDS_PER_BLOCK);
+        let (mut material, mut next) = position_words(hash);
+        let mut left = Self::POSITIONS_PER_WORD;
+        let mut masks = [0u64; WORDS];
+        for _ in 0..bits {
+            if left == 0 {
+                material = next;
+                next = more_material(next);
+                left = Self::POSITIONS_PER_WORD;
+            }
+            let position = (material as usize) & (WORDS * 64 - 1);
+            masks[position >> 6] |= 1u64 << (position & 63);
+            material >>= Self::POSITION_BITS;
+            left -= 1;
+        }
+        CompactProbe {
+            first_line: index.line(hash),
+            masks,
         }
     }
 }

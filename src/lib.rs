@@ -120,7 +120,7 @@ pub use counting::CountingBloomFilter;
 pub use error::Error;
 pub use frontier::Frontier;
 pub use hash::DefaultHasher;
-pub use layout::Layout;
+pub use layout::{Layout, Sizing};
 pub use persist::FrontierItem;
 pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder, StageStats};
 

@@ -40,6 +40,62 @@ pub(crate) use loom_arc_swap::ArcSwap;
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom_queue::Queue;
 
+/// Entries a [`Memo`] keeps; past them it forgets its oldest.
+#[cfg(not(atomic_bloom_loom))]
+const MEMO_ENTRIES: usize = 256;
+
+/// A small process-wide memo of a pure function's results (sizing's
+/// search), behind a lock held only to look up or record, never while the
+/// result is computed. It forgets its oldest entry once full.
+#[cfg(not(atomic_bloom_loom))]
+pub(crate) struct Memo<K, V> {
+    entries: Mutex<Vec<(K, V)>>,
+}
+
+#[cfg(not(atomic_bloom_loom))]
+impl<K: PartialEq, V: Copy> Memo<K, V> {
+    pub(crate) const fn new() -> Self {
+        Memo {
+            entries: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The value remembered for `key`, or `make()`'s, then remembered.
+    pub(crate) fn get_or_insert_with(&self, key: K, make: impl FnOnce() -> V) -> V {
+        let lock = || {
+            self.entries
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        };
+        if let Some((_, value)) = lock().iter().find(|(known, _)| *known == key) {
+            return *value;
+        }
+        let value = make();
+        let mut entries = lock();
+        if entries.len() >= MEMO_ENTRIES {
+            entries.remove(0);
+        }
+        entries.push((key, value));
+        value
+    }
+}
+
+/// Under loom a memo remembers nothing: loom's locks cannot live in a
+/// static, and the models need no sizing speed.
+#[cfg(atomic_bloom_loom)]
+pub(crate) struct Memo<K, V>(std::marker::PhantomData<fn(K) -> V>);
+
+#[cfg(atomic_bloom_loom)]
+impl<K, V> Memo<K, V> {
+    pub(crate) const fn new() -> Self {
+        Memo(std::marker::PhantomData)
+    }
+
+    pub(crate) fn get_or_insert_with(&self, _key: K, make: impl FnOnce() -> V) -> V {
+        make()
+    }
+}
+
 /// A small number that stays the same for the calling thread and differs
 /// between threads started one after another (a round-robin ticket taken on
 /// the thread's first call): what picks a thread's slot of a

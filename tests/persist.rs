@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use atomic_bloom::{
-    BloomFilter, CountingBloomFilter, Error, Frontier, Layout, ScalableBloomFilter,
+    BloomFilter, CountingBloomFilter, Error, Frontier, Layout, ScalableBloomFilter, Sizing,
 };
 use common::saved::{body_start, reseal, HEADER_CRC_AT};
 
@@ -275,7 +275,7 @@ fn each_kind_of_bad_input_gets_its_own_error() {
         read_bloom(&patched(8, &9u16.to_le_bytes(), false)).unwrap_err(),
         Error::UnsupportedVersion {
             found: 9,
-            supported: 2
+            supported: 3
         }
     );
     assert_eq!(
@@ -335,14 +335,29 @@ fn each_kind_of_bad_input_gets_its_own_error() {
         Error::Truncated { section: "header" }
     );
 
-    // Body fields (offsets in FORMAT.md): scheme 0, k 1..5, capacity 5..13,
-    // rate 13..21, blocks 21..29, then the words and the set-bit count.
+    // Body fields (offsets in FORMAT.md): layout 0, sizing 1, lines per
+    // block 2, k 3..7, capacity 7..15, rate 15..23, blocks 23..31, then the
+    // words and the set-bit count.
     assert_eq!(
-        read_bloom(&patched(body + 1, &0u32.to_le_bytes(), true)).unwrap_err(),
+        read_bloom(&patched(body + 3, &0u32.to_le_bytes(), true)).unwrap_err(),
         Error::ZeroHashes
     );
     assert_eq!(
-        read_bloom(&patched(body + 1, &99u32.to_le_bytes(), true)).unwrap_err(),
+        read_bloom(&patched(body + 1, &[9], true)).unwrap_err(),
+        Error::InvalidField {
+            field: "sizing",
+            value: 9
+        }
+    );
+    assert_eq!(
+        read_bloom(&patched(body + 2, &[2], true)).unwrap_err(),
+        Error::InvalidField {
+            field: "lines per block",
+            value: 2
+        }
+    );
+    assert_eq!(
+        read_bloom(&patched(body + 3, &99u32.to_le_bytes(), true)).unwrap_err(),
         Error::InvalidField {
             field: "bits per word",
             value: 99
@@ -357,37 +372,44 @@ fn each_kind_of_bad_input_gets_its_own_error() {
     );
     for rate in [0.0, 1.0, 1.5, -0.01] {
         assert_eq!(
-            read_bloom(&patched(body + 13, &f64::to_le_bytes(rate), true)).unwrap_err(),
+            read_bloom(&patched(body + 15, &f64::to_le_bytes(rate), true)).unwrap_err(),
             Error::InvalidStoredRate { rate }
         );
     }
     assert!(matches!(
-        read_bloom(&patched(body + 13, &f64::NAN.to_le_bytes(), true)).unwrap_err(),
+        read_bloom(&patched(body + 15, &f64::NAN.to_le_bytes(), true)).unwrap_err(),
         Error::InvalidStoredRate { rate } if rate.is_nan()
     ));
     assert_eq!(
-        read_bloom(&patched(body + 21, &(1u64 << 62).to_le_bytes(), true)).unwrap_err(),
+        read_bloom(&patched(body + 23, &(1u64 << 62).to_le_bytes(), true)).unwrap_err(),
         Error::LengthOverflow {
             field: "block count",
             value: 1 << 62
         }
     );
     assert_eq!(
-        read_bloom(&patched(body + 21, &u64::MAX.to_le_bytes(), true)).unwrap_err(),
+        read_bloom(&patched(body + 23, &u64::MAX.to_le_bytes(), true)).unwrap_err(),
         Error::LengthOverflow {
             field: "block count",
             value: u64::MAX
         }
     );
     assert_eq!(
-        read_bloom(&patched(body + 21, &3u64.to_le_bytes(), true)).unwrap_err(),
+        read_bloom(&patched(body + 23, &3u64.to_le_bytes(), true)).unwrap_err(),
         Error::InvalidField {
             field: "block count",
             value: 3
         }
     );
     assert_eq!(
-        read_bloom(&patched(body + 5, &0u64.to_le_bytes(), true)).unwrap_err(),
+        read_bloom(&patched(body + 23, &0u64.to_le_bytes(), true)).unwrap_err(),
+        Error::InvalidField {
+            field: "block count",
+            value: 0
+        }
+    );
+    assert_eq!(
+        read_bloom(&patched(body + 7, &0u64.to_le_bytes(), true)).unwrap_err(),
         Error::InvalidField {
             field: "capacity",
             value: 0
@@ -405,7 +427,7 @@ fn each_kind_of_bad_input_gets_its_own_error() {
     );
     // More blocks than the input holds: truncated, after reading what is there.
     assert_eq!(
-        read_bloom(&patched(body + 21, &(1u64 << 40).to_le_bytes(), true)).unwrap_err(),
+        read_bloom(&patched(body + 23, &(1u64 << 40).to_le_bytes(), true)).unwrap_err(),
         Error::Truncated {
             section: "bit array"
         }
@@ -426,33 +448,45 @@ fn scalable_and_frontier_bad_fields_get_their_own_errors() {
         reseal(&mut bytes);
         ScalableBloomFilter::<u64>::read_from(bytes.as_slice()).map(drop)
     };
-    // Scalable body (version 2): layout 0, growth 1..5, tightening 5..13,
-    // rate 13..21, initial capacity 21..29, memory limit 29..37, stage
-    // count 37..45.
+    // Scalable body (version 3): layout 0, sizing 1, growth 2..6,
+    // tightening 6..14, first-stage share 14..22, rate 22..30, initial
+    // capacity 30..38, memory limit 38..46, stage count 46..54.
     assert_eq!(
-        patched(body + 37, &0u64.to_le_bytes()),
+        patched(body + 46, &0u64.to_le_bytes()),
         Err(Error::ZeroStages)
     );
     assert_eq!(
-        patched(body + 1, &0u32.to_le_bytes()),
+        patched(body + 2, &0u32.to_le_bytes()),
         Err(Error::InvalidGrowthFactor { growth: 0 })
     );
     assert_eq!(
-        patched(body + 1, &40_000u32.to_le_bytes()),
+        patched(body + 14, &1.5f64.to_le_bytes()),
+        Err(Error::InvalidFirstStageShare { share: 1.5 })
+    );
+    // A stage sized otherwise than the filter says its stages are.
+    assert_eq!(
+        patched(body + 1, &[1]),
+        Err(Error::InvalidField {
+            field: "stage sizing",
+            value: 0
+        })
+    );
+    assert_eq!(
+        patched(body + 2, &40_000u32.to_le_bytes()),
         Err(Error::InvalidGrowthFactor { growth: 40_000 })
     );
     assert_eq!(
-        patched(body + 5, &0.5f64.to_le_bytes()),
+        patched(body + 6, &0.5f64.to_le_bytes()),
         Err(Error::InvalidTighteningRatio { ratio: 0.5 })
     );
     assert_eq!(
-        patched(body + 13, &2.0f64.to_le_bytes()),
+        patched(body + 22, &2.0f64.to_le_bytes()),
         Err(Error::InvalidStoredRate { rate: 2.0 })
     );
     // Five stages claimed, one stored: the body's checksum is read as the
     // next stage.
     assert!(matches!(
-        patched(body + 37, &5u64.to_le_bytes()),
+        patched(body + 46, &5u64.to_le_bytes()),
         Err(Error::Truncated { .. } | Error::InvalidField { .. } | Error::ZeroHashes)
     ));
 
@@ -553,7 +587,7 @@ fn the_format_starts_as_documented() {
     assert_eq!(&bytes[..8], b"ATMBLOOM");
     assert_eq!(
         u16::from_le_bytes([bytes[8], bytes[9]]),
-        2,
+        3,
         "format version"
     );
     assert_eq!(bytes[10], 1, "kind: BloomFilter");
@@ -565,8 +599,8 @@ fn the_format_starts_as_documented() {
     );
     assert_eq!(HEADER_CRC_AT, 24);
     assert_eq!(body_start(), 28);
-    let blocks = u64::from_le_bytes(bytes[28 + 21..28 + 29].try_into().unwrap()) as usize;
-    assert_eq!(bytes.len(), 28 + 29 + blocks * 64 + 8 + 4);
+    let blocks = u64::from_le_bytes(bytes[28 + 23..28 + 31].try_into().unwrap()) as usize;
+    assert_eq!(bytes.len(), 28 + 31 + blocks * 64 + 8 + 4);
 }
 
 /// Through serde, with the same validation (`--features serde`).
@@ -617,23 +651,61 @@ fn serde_round_trips_and_validates() {
     assert!(scalable.contains("a") && counting.contains("a"));
 }
 
+/// The filters of `tests/fixtures/format-v2/`, written by the build before
+/// format version 3 (`answers.txt` holds what each answered then): every
+/// one still loads, and answers exactly as it did.
+#[test]
+fn format_version_2_files_load_and_answer_as_they_did() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v2");
+    let answers = std::fs::read_to_string(dir.join("answers.txt")).unwrap();
+    let answer = |name: &str| -> usize {
+        let line = answers.lines().find(|line| line.starts_with(name)).unwrap();
+        line.split_whitespace()
+            .nth(if name == "frontier" { 2 } else { 1 })
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let probes: Vec<u64> = (1u64 << 40..(1u64 << 40) + 100_000).collect();
+    let positives = |contains: &dyn Fn(&u64) -> bool| probes.iter().filter(|p| contains(p)).count();
+    for (name, layout) in [
+        ("bloom-cacheline", Layout::CacheLine),
+        ("bloom-word", Layout::Word),
+    ] {
+        let filter = BloomFilter::<u64>::load(dir.join(format!("{name}.bin"))).unwrap();
+        assert_eq!(
+            (filter.layout(), filter.sizing()),
+            (layout, Sizing::PowerOfTwo)
+        );
+        assert!((0..10_000u64).all(|item| filter.contains(&item)), "{name}");
+        assert_eq!(positives(&|p| filter.contains(p)), answer(name), "{name}");
+    }
+    let counting = CountingBloomFilter::<u64>::load(dir.join("counting.bin")).unwrap();
+    assert!((1_000..10_000u64).all(|item| counting.contains(&item)));
+    assert_eq!(positives(&|p| counting.contains(p)), answer("counting"));
+    let scalable = ScalableBloomFilter::<u64>::load(dir.join("scalable.bin")).unwrap();
+    assert!((0..10_000u64).all(|item| scalable.contains(&item)));
+    assert_eq!(positives(&|p| scalable.contains(p)), answer("scalable"));
+    assert_eq!(scalable.stages(), 3);
+    let frontier = Frontier::<String>::load(dir.join("frontier.bin")).unwrap();
+    assert_eq!(frontier.len(), answer("frontier"));
+    assert_eq!(frontier.pop().as_deref(), Some("https://example.com/400"));
+    assert!(!frontier.push("https://example.com/7".to_string()));
+}
+
 /// A scalable filter saved by format version 1 (growth in one byte, and a
 /// first-stage fill field that only loom models set) still loads, and
 /// answers as it did.
 #[test]
 fn version_1_scalable_files_still_load() {
-    let filter: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(100, 0.01)
-        .growth_factor(4)
-        .seed(3)
-        .build()
-        .unwrap();
-    for item in 0..1000u64 {
-        filter.insert(&item);
-    }
-    let v2 = bytes_of(|out| filter.write_to(out));
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v2");
+    let v2 = std::fs::read(dir.join("scalable.bin")).unwrap();
+    let filter = ScalableBloomFilter::<u64>::read_from(v2.as_slice()).unwrap();
     let body = body_start();
-    // Rewrite the v2 body as v1: growth back to one byte, and the old fill
-    // field ("none") before the stage count.
+    // Rewrite the v2 body (layout 0, growth 1..5, tightening 5..13, rate,
+    // initial capacity, memory limit 13..37, stage count 37..45) as v1:
+    // growth back to one byte, and the old fill field ("none") before the
+    // stage count.
     let mut v1 = v2[..body].to_vec();
     v1[8..10].copy_from_slice(&1u16.to_le_bytes());
     v1.push(v2[body]);
@@ -644,7 +716,7 @@ fn version_1_scalable_files_still_load() {
     reseal(&mut v1);
     let loaded = ScalableBloomFilter::<u64>::read_from(v1.as_slice()).unwrap();
     assert_eq!(loaded.stages(), filter.stages());
-    assert!((0..1000u64).all(|item| loaded.contains(&item)));
+    assert!((0..10_000u64).all(|item| loaded.contains(&item)));
     let probes = (1u64 << 40..(1 << 40) + 10_000).collect::<Vec<_>>();
     assert_eq!(loaded.contains_many(&probes), filter.contains_many(&probes));
 }

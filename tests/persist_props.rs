@@ -42,53 +42,77 @@ fn mostly<V: std::fmt::Debug + Clone + 'static>(
     prop_oneof![9 => valid, 1 => invalid].boxed()
 }
 
-/// A bit-array section of `layout` (0 cache line, 1 word, 2 counters):
-/// layout, k, capacity, rate, blocks, data, count.
+/// A bit-array section of `layout` (0 cache line, 1 word, 2 counters, 3
+/// compact): layout, sizing, lines per block, k, capacity, rate, blocks,
+/// data, count.
 fn bits_section(layout: u8) -> BoxedStrategy<Vec<u8>> {
+    let lines = if layout == 3 {
+        prop_oneof![Just(1u8), Just(2)].boxed()
+    } else {
+        Just(1u8).boxed()
+    };
     (
-        mostly(Just(layout), any::<u8>()),
+        (
+            mostly(Just(layout), any::<u8>()),
+            mostly(0u8..2, any::<u8>()),
+            mostly(lines, any::<u8>()),
+        ),
         mostly(1u32..11, prop_oneof![Just(0u32), any::<u32>()]),
         mostly(1u64..100_000, edgy_u64()),
         mostly(0.0001f64..0.5, edgy_rate()),
-        mostly(prop_oneof![Just(1u64), Just(2), Just(4)], edgy_u64()),
+        mostly(
+            prop_oneof![Just(1u64), Just(2), Just(3), Just(4)],
+            edgy_u64(),
+        ),
         any::<u64>(),
         mostly(Just(true), Just(false)),
     )
-        .prop_map(|(layout, k, capacity, rate, blocks, fill, true_count)| {
-            let mut out = vec![layout];
-            out.extend(k.to_le_bytes());
-            out.extend(capacity.to_le_bytes());
-            out.extend(rate.to_le_bytes());
-            out.extend(blocks.to_le_bytes());
-            // Data for at most 4 blocks, whatever the count claims.
-            let mut ones = 0u64;
-            for word in 0..blocks.min(4) * 8 {
-                let bits = fill.rotate_left(word as u32) & fill.wrapping_mul(word | 1);
-                // The count a loader checks: set bits, or non-zero counters.
-                ones += if layout == 2 {
-                    bits.to_le_bytes().iter().filter(|&&byte| byte != 0).count() as u64
-                } else {
-                    u64::from(bits.count_ones())
-                };
-                out.extend(bits.to_le_bytes());
-            }
-            out.extend(if true_count { ones } else { fill }.to_le_bytes());
-            out
-        })
+        .prop_map(
+            |((layout, sizing, lines), k, capacity, rate, blocks, fill, true_count)| {
+                let mut out = vec![layout, sizing, lines];
+                out.extend(k.to_le_bytes());
+                out.extend(capacity.to_le_bytes());
+                out.extend(rate.to_le_bytes());
+                out.extend(blocks.to_le_bytes());
+                // Data for at most 4 blocks, whatever the count claims.
+                let mut ones = 0u64;
+                for word in 0..blocks.min(4) * 8 {
+                    let bits = fill.rotate_left(word as u32) & fill.wrapping_mul(word | 1);
+                    // The count a loader checks: set bits, or non-zero counters.
+                    ones += if layout == 2 {
+                        bits.to_le_bytes().iter().filter(|&&byte| byte != 0).count() as u64
+                    } else {
+                        u64::from(bits.count_ones())
+                    };
+                    out.extend(bits.to_le_bytes());
+                }
+                out.extend(if true_count { ones } else { fill }.to_le_bytes());
+                out
+            },
+        )
         .boxed()
 }
 
 /// A scalable body: growth options, stage count, stages.
 fn scalable_section() -> BoxedStrategy<Vec<u8>> {
-    (0u8..2)
+    prop_oneof![Just(0u8), Just(1), Just(3)]
         .prop_flat_map(|layout| {
             (
-                mostly(Just(layout), any::<u8>()),
+                (
+                    mostly(Just(layout), any::<u8>()),
+                    mostly(0u8..2, any::<u8>()),
+                ),
                 mostly(
                     prop_oneof![Just(2u32), Just(4), Just(1), Just(1000)],
                     any::<u32>(),
                 ),
-                mostly(0.8f64..=0.9, edgy_rate()),
+                (
+                    mostly(0.8f64..=0.9, edgy_rate()),
+                    mostly(
+                        prop_oneof![Just(u64::MAX), (0.01f64..0.99).prop_map(f64::to_bits)],
+                        edgy_rate().prop_map(f64::to_bits),
+                    ),
+                ),
                 mostly(0.0001f64..0.5, edgy_rate()),
                 mostly(1u64..100_000, edgy_u64()),
                 mostly(Just(u64::MAX), edgy_u64()),
@@ -97,10 +121,20 @@ fn scalable_section() -> BoxedStrategy<Vec<u8>> {
             )
         })
         .prop_map(
-            |(layout, growth, tightening, rate, initial, limit, stages, count)| {
-                let mut out = vec![layout];
+            |(
+                (layout, sizing),
+                growth,
+                (tightening, share),
+                rate,
+                initial,
+                limit,
+                stages,
+                count,
+            )| {
+                let mut out = vec![layout, sizing];
                 out.extend(growth.to_le_bytes());
                 out.extend(tightening.to_le_bytes());
+                out.extend(share.to_le_bytes());
                 out.extend(rate.to_le_bytes());
                 out.extend(initial.to_le_bytes());
                 out.extend(limit.to_le_bytes());
@@ -146,7 +180,7 @@ fn frontier_section() -> BoxedStrategy<Vec<u8>> {
 /// names (or, sometimes, of another), and checksums that match.
 fn sealed_input() -> impl Strategy<Value = Vec<u8>> {
     let body = prop_oneof![
-        (0u8..2)
+        prop_oneof![Just(0u8), Just(1), Just(3)]
             .prop_flat_map(bits_section)
             .prop_map(|body| (1u8, body)),
         bits_section(2).prop_map(|body| (2u8, body)),
@@ -154,7 +188,7 @@ fn sealed_input() -> impl Strategy<Value = Vec<u8>> {
         frontier_section().prop_map(|body| (4u8, body)),
     ];
     (
-        mostly(Just(2u16), any::<u16>()),
+        mostly(Just(3u16), any::<u16>()),
         prop_oneof![9 => Just(None), 1 => any::<u8>().prop_map(Some)],
         mostly(Just(1u8), any::<u8>()),
         mostly(Just(0u32), any::<u32>()),
@@ -179,7 +213,7 @@ fn sealed_input() -> impl Strategy<Value = Vec<u8>> {
 
 /// Loads `input` with every loader; any filter that loads from the current
 /// format version must write back the bytes it came from (one that loads
-/// from version 1 is written in version 2).
+/// from an older version is written in the current one).
 fn load_everything(input: &[u8]) -> Result<(), TestCaseError> {
     fn check<V>(
         input: &[u8],
@@ -189,7 +223,7 @@ fn load_everything(input: &[u8]) -> Result<(), TestCaseError> {
         if let Ok(value) = loaded {
             let mut again = Vec::new();
             write(&value, &mut again).unwrap();
-            if input[8..10] == 2u16.to_le_bytes() {
+            if input[8..10] == 3u16.to_le_bytes() {
                 prop_assert_eq!(&input[..again.len().min(input.len())], &again[..]);
             }
         }

@@ -2,10 +2,12 @@
 
 use std::io::{Read, Write};
 
-use super::{scheme_byte, scheme_from_byte, to_usize, Decoder, Encoder, Kind, Saved};
+use super::{
+    read_sizing, sizing_byte, to_usize, Decoder, Encoder, Kind, Saved, Stored, BIT_LAYOUTS,
+};
 use crate::bits::BitArray;
-use crate::sizing::{self, Geometry, Scheme};
-use crate::{BloomFilter, DefaultHasher, Error};
+use crate::sizing::{Geometry, Scheme};
+use crate::{BloomFilter, DefaultHasher, Error, Layout};
 
 /// Writes a geometry and its target rate.
 pub(crate) fn write_geometry<W: Write>(
@@ -13,7 +15,9 @@ pub(crate) fn write_geometry<W: Write>(
     geometry: &Geometry,
     rate: f64,
 ) -> Result<(), Error> {
-    out.u8(scheme_byte(geometry.scheme))?;
+    out.u8(Stored::of(geometry.scheme).byte())?;
+    out.u8(sizing_byte(geometry.sizing))?;
+    out.u8(geometry.scheme.lines_per_block() as u8)?;
     out.u32(geometry.bits_per_word)?;
     out.usize(geometry.capacity)?;
     out.f64(rate)?;
@@ -21,19 +25,36 @@ pub(crate) fn write_geometry<W: Write>(
 }
 
 /// Reads a geometry and its target rate, and checks every field: the
-/// scheme is one of `allowed`, k is in range, the block count a power of
-/// two whose bytes fit the address space.
+/// layout is one of `allowed`, the sizing and lines per block known, k in
+/// range, and the block count a whole number of blocks (a power of two of
+/// them unless sized exactly) whose bytes fit the address space.
 pub(crate) fn read_geometry<R: Read>(
     input: &mut Decoder<R>,
-    allowed: &[Scheme],
+    allowed: &[Stored],
 ) -> Result<(Geometry, f64), Error> {
     input.part("filter parameters");
-    let scheme = scheme_from_byte(input.u8()?, allowed)?;
+    let stored = Stored::from_byte(input.u8()?, allowed, input)?;
+    let sizing = read_sizing(input)?;
+    let lines_per_block = if input.version() >= 3 { input.u8()? } else { 1 };
+    let scheme = match (stored, lines_per_block) {
+        (Stored::Counters, 1) => Scheme::Counters,
+        (Stored::Bits(Layout::Compact), lines @ (1 | 2)) => Scheme::Compact {
+            lines: u32::from(lines),
+        },
+        (Stored::Bits(Layout::CacheLine), 1) => Scheme::CacheLine,
+        (Stored::Bits(Layout::Word), 1) => Scheme::Word,
+        (_, lines) => {
+            return Err(Error::InvalidField {
+                field: "lines per block",
+                value: u64::from(lines),
+            })
+        }
+    };
     let bits_per_word = input.u32()?;
     if bits_per_word == 0 {
         return Err(Error::ZeroHashes);
     }
-    if bits_per_word > sizing::max_bits_per_word(scheme) {
+    if bits_per_word > scheme.max_bits_per_word() {
         return Err(Error::InvalidField {
             field: "bits per word",
             value: u64::from(bits_per_word),
@@ -52,12 +73,6 @@ pub(crate) fn read_geometry<R: Read>(
     }
     let stored_blocks = input.u64()?;
     let blocks = to_usize(stored_blocks, "block count")?;
-    if !blocks.is_power_of_two() {
-        return Err(Error::InvalidField {
-            field: "block count",
-            value: stored_blocks,
-        });
-    }
     if blocks
         .checked_mul(crate::block::BLOCK_BYTES)
         .map_or(true, |bytes| bytes > isize::MAX as usize)
@@ -67,8 +82,15 @@ pub(crate) fn read_geometry<R: Read>(
             value: stored_blocks,
         });
     }
+    if !Geometry::blocks_fit(scheme, sizing, blocks) {
+        return Err(Error::InvalidField {
+            field: "block count",
+            value: stored_blocks,
+        });
+    }
     let geometry = Geometry {
         scheme,
+        sizing,
         blocks,
         bits_per_word,
         capacity,
@@ -92,7 +114,7 @@ pub(crate) fn read_bits<T: ?Sized, S, R: Read>(
     input: &mut Decoder<R>,
     hasher: S,
 ) -> Result<BloomFilter<T, S>, Error> {
-    let (geometry, rate) = read_geometry(input, &[Scheme::CacheLine, Scheme::Word])?;
+    let (geometry, rate) = read_geometry(input, &BIT_LAYOUTS)?;
     input.part("bit array");
     let (bits, counted) = BitArray::read_words(geometry.blocks, input)?;
     input.part("set-bit count");

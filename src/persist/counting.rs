@@ -3,9 +3,8 @@
 use std::io::{Read, Write};
 
 use super::bloom::{read_geometry, write_geometry};
-use super::{Decoder, Encoder, Kind, Saved};
+use super::{Decoder, Encoder, Kind, Saved, Stored};
 use crate::counters::CounterArray;
-use crate::sizing::Scheme;
 use crate::{CountingBloomFilter, DefaultHasher, Error};
 
 impl<T: ?Sized> Saved for CountingBloomFilter<T, DefaultHasher> {
@@ -22,7 +21,7 @@ impl<T: ?Sized> Saved for CountingBloomFilter<T, DefaultHasher> {
     }
 
     fn read_body<R: Read>(input: &mut Decoder<R>, seed: u64) -> Result<Self, Error> {
-        let (geometry, rate) = read_geometry(input, &[Scheme::Counters])?;
+        let (geometry, rate) = read_geometry(input, &[Stored::Counters])?;
         input.part("counter array");
         let (counters, counted) = CounterArray::read_counters(geometry.blocks, input)?;
         input.part("non-zero counter count");

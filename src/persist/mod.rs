@@ -103,39 +103,91 @@ pub(crate) use crate::wire::{reserve_as_read, to_usize, Decoder, Encoder};
 use std::io::{Read, Write};
 
 use crate::sizing::Scheme;
-use crate::Error;
+use crate::{Error, Layout, Sizing};
 
 /// The first eight bytes of every saved filter.
 pub(crate) const MAGIC: [u8; 8] = *b"ATMBLOOM";
 
 /// The format version this build writes, and the newest it reads.
-/// Version 2 stores the scalable filter's growth factor in 32 bits and no
-/// longer stores a first-stage fill; version 1 files still load.
-pub(crate) const FORMAT_VERSION: u16 = 2;
+/// Version 3 stores each array's sizing and lines per block (and knows the
+/// compact layout); version 2 stored the scalable filter's growth factor in
+/// 32 bits and no longer stored a first-stage fill. Versions 1 and 2 still
+/// load.
+pub(crate) const FORMAT_VERSION: u16 = 3;
 
 /// The one hash scheme so far: wyhash 0.6 of the item's `Hash`, seeded with
 /// the header's seed, positions derived as in `src/hash.rs`.
 pub(crate) const HASH_SCHEME_WYHASH_V1: u8 = 1;
 
-/// The byte that stores a layout (a filter's scheme) in every section.
-pub(crate) fn scheme_byte(scheme: Scheme) -> u8 {
-    match scheme {
-        Scheme::CacheLine => 0,
-        Scheme::Word => 1,
-        Scheme::Counters => 2,
+/// What a layout byte names: the kind of array and the layout of its bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stored {
+    Bits(Layout),
+    Counters,
+}
+
+impl Stored {
+    /// The byte that stores it in every section.
+    pub(crate) fn byte(self) -> u8 {
+        match self {
+            Stored::Bits(Layout::CacheLine) => 0,
+            Stored::Bits(Layout::Word) => 1,
+            Stored::Counters => 2,
+            Stored::Bits(Layout::Compact) => 3,
+        }
+    }
+
+    pub(crate) fn of(scheme: Scheme) -> Self {
+        scheme.layout().map_or(Stored::Counters, Stored::Bits)
+    }
+
+    /// What `byte` stores, if it is one of `allowed` and the input's
+    /// version knows it (the compact layout came with version 3).
+    pub(crate) fn from_byte<R: Read>(
+        byte: u8,
+        allowed: &[Stored],
+        input: &Decoder<R>,
+    ) -> Result<Self, Error> {
+        allowed
+            .iter()
+            .copied()
+            .filter(|&stored| input.version() >= 3 || stored != Stored::Bits(Layout::Compact))
+            .find(|&stored| stored.byte() == byte)
+            .ok_or(Error::InvalidField {
+                field: "layout",
+                value: u64::from(byte),
+            })
     }
 }
 
-/// The scheme stored as `byte`, if it is one of `allowed`.
-pub(crate) fn scheme_from_byte(byte: u8, allowed: &[Scheme]) -> Result<Scheme, Error> {
-    allowed
-        .iter()
-        .copied()
-        .find(|&scheme| scheme_byte(scheme) == byte)
-        .ok_or(Error::InvalidField {
-            field: "layout",
-            value: u64::from(byte),
-        })
+/// Every layout of a bit array.
+pub(crate) const BIT_LAYOUTS: [Stored; 3] = [
+    Stored::Bits(Layout::CacheLine),
+    Stored::Bits(Layout::Word),
+    Stored::Bits(Layout::Compact),
+];
+
+/// The byte that stores a sizing (version 3 on).
+pub(crate) fn sizing_byte(sizing: Sizing) -> u8 {
+    match sizing {
+        Sizing::PowerOfTwo => 0,
+        Sizing::Exact => 1,
+    }
+}
+
+/// Reads a sizing byte; inputs older than version 3 were all power-of-two.
+pub(crate) fn read_sizing<R: Read>(input: &mut Decoder<R>) -> Result<Sizing, Error> {
+    if input.version() < 3 {
+        return Ok(Sizing::PowerOfTwo);
+    }
+    match input.u8()? {
+        0 => Ok(Sizing::PowerOfTwo),
+        1 => Ok(Sizing::Exact),
+        other => Err(Error::InvalidField {
+            field: "sizing",
+            value: u64::from(other),
+        }),
+    }
 }
 
 /// What a saved input holds.

@@ -4,10 +4,10 @@ use std::io::{Read, Write};
 
 use super::bloom::{read_bits, write_bits};
 use super::{
-    reserve_as_read, scheme_byte, scheme_from_byte, to_usize, Decoder, Encoder, Kind, Saved,
+    read_sizing, reserve_as_read, sizing_byte, to_usize, Decoder, Encoder, Kind, Saved, Stored,
+    BIT_LAYOUTS,
 };
 use crate::scalable::GrowthPlan;
-use crate::sizing::Scheme;
 use crate::{DefaultHasher, Error, ScalableBloomFilter};
 
 /// Stored for "none" in the optional fields.
@@ -20,9 +20,11 @@ pub(crate) fn write_stages<T: ?Sized, S, W: Write>(
     filter: &ScalableBloomFilter<T, S>,
 ) -> Result<(), Error> {
     let plan = filter.plan();
-    out.u8(scheme_byte(plan.layout.into()))?;
+    out.u8(Stored::Bits(plan.layout).byte())?;
+    out.u8(sizing_byte(plan.sizing))?;
     out.u32(plan.growth)?;
     out.f64(plan.tightening)?;
+    out.u64(plan.first_share.map_or(NONE, f64::to_bits))?;
     out.f64(plan.rate)?;
     out.usize(plan.initial_capacity)?;
     out.u64(plan.memory_limit.map_or(NONE, |limit| limit as u64))?;
@@ -41,14 +43,24 @@ pub(crate) fn read_stages<T: ?Sized, R: Read>(
     hasher: DefaultHasher,
 ) -> Result<ScalableBloomFilter<T, DefaultHasher>, Error> {
     input.part("growth options");
-    let scheme = scheme_from_byte(input.u8()?, &[Scheme::CacheLine, Scheme::Word])?;
-    let layout = scheme.layout().expect("a bit-array scheme");
+    let Stored::Bits(layout) = Stored::from_byte(input.u8()?, &BIT_LAYOUTS, input)? else {
+        unreachable!("BIT_LAYOUTS holds bit-array layouts only")
+    };
+    let sizing = read_sizing(input)?;
     // Version 1 stored the growth factor in one byte.
     let growth = match input.version() {
         1 => u32::from(input.u8()?),
         _ => input.u32()?,
     };
     let tightening = input.f64()?;
+    // Version 3 stores the first stage's share (none before).
+    let first_share = match input.version() {
+        1 | 2 => None,
+        _ => match input.u64()? {
+            NONE => None,
+            bits => Some(f64::from_bits(bits)),
+        },
+    };
     let rate = input.f64()?;
     if !(rate > 0.0 && rate < 1.0) {
         return Err(Error::InvalidStoredRate { rate });
@@ -74,7 +86,9 @@ pub(crate) fn read_stages<T: ?Sized, R: Read>(
         rate,
         growth,
         tightening,
+        first_share,
         layout,
+        sizing,
         memory_limit,
         first_stage_fill_bits: None,
     };
@@ -91,7 +105,13 @@ pub(crate) fn read_stages<T: ?Sized, R: Read>(
         if filter.layout() != layout {
             return Err(Error::InvalidField {
                 field: "stage layout",
-                value: u64::from(scheme_byte(filter.layout().into())),
+                value: u64::from(Stored::Bits(filter.layout()).byte()),
+            });
+        }
+        if filter.sizing() != sizing {
+            return Err(Error::InvalidField {
+                field: "stage sizing",
+                value: u64::from(sizing_byte(filter.sizing())),
             });
         }
         filters.push(filter);
@@ -164,7 +184,7 @@ saving_methods! {
         ///
         /// As [`BloomFilter::read_from`](crate::BloomFilter::read_from), and
         /// [`Error::ZeroStages`], [`Error::InvalidGrowthFactor`],
-        /// [`Error::InvalidTighteningRatio`].
+        /// [`Error::InvalidTighteningRatio`], [`Error::InvalidFirstStageShare`].
         fn read_from;
     }
 }

@@ -4,9 +4,9 @@
 
 use super::{lock, ScalableBloomFilter};
 use crate::fill::Tracked;
-use crate::sizing::{self, Geometry};
+use crate::sizing::{self, Geometry, Scheme};
 use crate::sync::{Arc, Ordering};
-use crate::{BloomFilter, Error, Layout};
+use crate::{BloomFilter, Error, Layout, Sizing};
 
 /// One stage of a [`ScalableBloomFilter`], as
 /// [`stage_stats`](ScalableBloomFilter::stage_stats) reports it.
@@ -52,22 +52,21 @@ impl<T: ?Sized> Stage<T> {
     }
 }
 
-/// A stage: a power-of-two Bloom core without a hasher of its own (one hash
-/// serves every stage), and the mark at which it is full.
+/// A stage: a Bloom core without a hasher of its own (one hash serves every
+/// stage), and the mark at which it is full.
 pub(super) type Stage<T> = Tracked<T, ()>;
 
 /// The default memory limit: 1 GiB.
 pub(super) const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
 
-/// Stages sized ahead when the filter is built, at most: with growth 2,
-/// stage 40 holds `2^40` times the first. Later ones are sized as they come.
-const MAX_PLANNED_STAGES: usize = 40;
-
 /// The largest growth factor (RedisBloom's largest `EXPANSION`).
 pub(crate) const MAX_GROWTH_FACTOR: u32 = 32768;
 
 /// How the filter grows: stage `i` holds `initial_capacity · growth^i` items
-/// at rate `rate · (1 - tightening) · tightening^i`.
+/// at rate `rate · (1 - tightening) · tightening^i` (Almeida et al.), or,
+/// with a first-stage share `f`, stage 0 at `rate · f` and stage `i ≥ 1` at
+/// `rate · (1 - f) · (1 - tightening) · tightening^(i-1)`. Either way the
+/// rates of all stages sum to `rate`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GrowthPlan {
     pub(crate) initial_capacity: usize,
@@ -75,7 +74,10 @@ pub(crate) struct GrowthPlan {
     pub(crate) rate: f64,
     pub(crate) growth: u32,
     pub(crate) tightening: f64,
+    /// The first stage's share of `rate`; `None`: `1 - tightening`.
+    pub(crate) first_share: Option<f64>,
     pub(crate) layout: Layout,
+    pub(crate) sizing: Sizing,
     pub(crate) memory_limit: Option<usize>,
     /// Overrides the first stage's fill, in set bits (loom models only).
     pub(crate) first_stage_fill_bits: Option<usize>,
@@ -95,17 +97,34 @@ impl GrowthPlan {
                 ratio: self.tightening,
             });
         }
+        if let Some(share) = self
+            .first_share
+            .filter(|share| !(*share > 0.0 && *share < 1.0))
+        {
+            return Err(Error::InvalidFirstStageShare { share });
+        }
         Ok(())
     }
 
     /// The rate of stage `index`; they sum to `rate` over all stages.
     fn stage_rate(&self, index: usize) -> f64 {
-        let exponent = i32::try_from(index).unwrap_or(i32::MAX);
-        self.rate * (1.0 - self.tightening) * self.tightening.powi(exponent)
+        let ratio = self.tightening;
+        match self.first_share {
+            None => {
+                let exponent = i32::try_from(index).unwrap_or(i32::MAX);
+                self.rate * (1.0 - ratio) * ratio.powi(exponent)
+            }
+            Some(share) if index == 0 => self.rate * share,
+            Some(share) => {
+                let exponent = i32::try_from(index - 1).unwrap_or(i32::MAX);
+                self.rate * (1.0 - share) * (1.0 - ratio) * ratio.powi(exponent)
+            }
+        }
     }
 
-    /// The geometry of stage `index` (sizing takes about half a
-    /// millisecond, so the filter plans a stage ahead of needing it).
+    /// The geometry of stage `index`. Sizing a new rate takes up to a few
+    /// milliseconds, and its result is remembered process-wide (see
+    /// [`size_ahead`](Self::size_ahead)).
     pub(crate) fn geometry(&self, index: usize) -> Result<Geometry, Error> {
         let rate = self.stage_rate(index);
         let capacity = u32::try_from(index)
@@ -116,29 +135,21 @@ impl GrowthPlan {
                 capacity: usize::MAX,
                 rate,
             })?;
-        sizing::plan(self.layout.into(), capacity, rate)
+        sizing::plan(
+            Scheme::for_layout(self.layout, rate),
+            self.sizing,
+            capacity,
+            rate,
+        )
     }
 
-    /// The geometries of the stages, sized when the filter is built: every
-    /// stage until the memory limit is passed (or one fails to plan), at
-    /// most [`MAX_PLANNED_STAGES`]. Sizing a stage takes about half a
-    /// millisecond, which inserts piling into a full stage must not wait
-    /// out.
-    pub(crate) fn plan_stages(&self) -> Vec<Result<Geometry, Error>> {
-        let mut planned = Vec::new();
-        let mut bytes = 0usize;
-        while planned.len() < MAX_PLANNED_STAGES {
-            let geometry = self.geometry(planned.len());
-            if let Ok(geometry) = &geometry {
-                bytes = bytes.saturating_add(Stage::<()>::memory_bytes_for(geometry.blocks));
-            }
-            let last = geometry.is_err() || self.memory_limit.is_some_and(|limit| bytes > limit);
-            planned.push(geometry);
-            if last {
-                break;
-            }
-        }
-        planned
+    /// Sizes stage `index` before it is needed, so that the insert that
+    /// fills the stage before it finds its size remembered instead of
+    /// computing it while others pile into the full stage. Called when the
+    /// filter is built and after each growth.
+    pub(crate) fn size_ahead(&self, index: usize) {
+        // An error here is met, and reported, when the stage is appended.
+        let _ = self.geometry(index);
     }
 
     /// Allocates stage `index` with `geometry`, in a filter that already
@@ -238,12 +249,10 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// longer list if `current` is still the list; records a failure.
     fn append_stage(&self, current: &Arc<StageList<T>>) {
         let index = current.len();
-        let geometry = match self.planned.get(index) {
-            Some(geometry) => geometry.clone(),
-            None => self.plan.geometry(index),
-        };
-        let stage =
-            geometry.and_then(|geometry| self.plan.allocate(index, geometry, current.memory_bytes));
+        let stage = self
+            .plan
+            .geometry(index)
+            .and_then(|geometry| self.plan.allocate(index, geometry, current.memory_bytes));
         match stage {
             Ok((stage, bytes)) => {
                 let longer = Arc::new(current.with(stage, bytes));
@@ -251,6 +260,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 // the list. A loser drops its stage: the winner's is the one
                 // stage of this boundary.
                 drop(self.stages.compare_and_swap(current, longer));
+                self.plan.size_ahead(index + 1);
             }
             Err(error) => {
                 *lock(&self.growth_error) = Some(error);

@@ -14,9 +14,8 @@ pub(crate) use growth::GrowthPlan;
 pub use growth::StageStats;
 use growth::{Stage, StageList};
 
-use crate::sizing::Geometry;
 use crate::sync::{Arc, ArcSwap, AtomicBool, Mutex, Ordering};
-use crate::{BloomFilter, DefaultHasher, Error, Layout};
+use crate::{BloomFilter, DefaultHasher, Error, Layout, Sizing};
 
 /// A Bloom filter that grows as items arrive (Almeida et al. 2007), for
 /// when no capacity can be guessed: a crawler of an unknown web, an id
@@ -87,9 +86,6 @@ pub struct ScalableBloomFilter<T: ?Sized, S = DefaultHasher> {
     exhausted: AtomicBool,
     /// Why growth failed; read on the cold path only.
     growth_error: Mutex<Option<Error>>,
-    /// Stage geometries by stage index, sized when the filter was built
-    /// (see `GrowthPlan::plan_stages`); never changed.
-    planned: Box<[Result<Geometry, Error>]>,
     hasher: S,
     _item: PhantomData<fn(&T)>,
 }
@@ -146,12 +142,8 @@ impl<T: ?Sized> ScalableBloomFilter<T, DefaultHasher> {
 
 impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     pub(crate) fn from_parts(plan: GrowthPlan, hasher: S) -> Result<Self, Error> {
-        let planned = plan.plan_stages();
-        let first = planned
-            .first()
-            .cloned()
-            .unwrap_or_else(|| plan.geometry(0))?;
-        let (first, bytes) = plan.allocate(0, first, 0)?;
+        let (first, bytes) = plan.allocate(0, plan.geometry(0)?, 0)?;
+        plan.size_ahead(1);
         let stages = StageList {
             older: Vec::new(),
             newest: Arc::new(first),
@@ -163,7 +155,6 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             growing: AtomicBool::new(false),
             exhausted: AtomicBool::new(false),
             growth_error: Mutex::new(None),
-            planned: planned.into_boxed_slice(),
             hasher,
             _item: PhantomData,
         })
@@ -194,6 +185,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 value: limit as u64,
             });
         }
+        plan.size_ahead(stages.len());
         let newest = stages.pop().ok_or(Error::ZeroStages)?;
         let list = StageList {
             older: stages,
@@ -206,7 +198,6 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             growing: AtomicBool::new(false),
             exhausted: AtomicBool::new(false),
             growth_error: Mutex::new(None),
-            planned: plan.plan_stages().into_boxed_slice(),
             hasher,
             _item: PhantomData,
         })
@@ -391,6 +382,20 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// ```
     pub fn layout(&self) -> Layout {
         self.plan.layout
+    }
+
+    /// How every stage's size is rounded.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(f.sizing(), atomic_bloom::Sizing::PowerOfTwo);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sizing(&self) -> Sizing {
+        self.plan.sizing
     }
 
     /// Bytes allocated by all stages.
