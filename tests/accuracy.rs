@@ -8,8 +8,8 @@
 
 mod common;
 
-use atomic_bloom::{BloomFilter, Layout};
-use common::{filter, LAYOUTS};
+use atomic_bloom::{BloomFilter, Layout, Sizing};
+use common::{config, filter, LAYOUTS};
 
 /// Keys at and above this were never inserted.
 const PROBE_BASE: u64 = 1 << 40;
@@ -83,6 +83,24 @@ fn capacity_is_at_least_what_was_asked_and_less_than_double() {
     }
 }
 
+/// Sized exactly, a filter holds what was asked for and at most one block
+/// more: at 1M items, within 0.01%.
+#[test]
+fn exact_sizing_holds_what_was_asked_within_a_block() {
+    for layout in [Layout::CacheLine, Layout::Word, Layout::Compact] {
+        for rate in [0.01, 0.001, 0.0001] {
+            let f = filter(1_000_000, rate, config(layout, Sizing::Exact), 1);
+            let per_block = f.capacity() as f64 / (f.memory_bytes() / 64) as f64;
+            assert!(
+                f.capacity() >= 1_000_000
+                    && (f.capacity() as f64) < 1_000_000.0 + 2.0 * per_block + 1.0,
+                "{layout:?} {rate}: capacity {}",
+                f.capacity()
+            );
+        }
+    }
+}
+
 #[test]
 fn estimated_fpr_at_capacity_matches_target() {
     for layout in LAYOUTS {
@@ -99,7 +117,14 @@ fn estimated_fpr_at_capacity_matches_target() {
 /// derivation or sizing shows up here, and must be deliberate.
 #[test]
 fn golden_false_positive_counts() {
-    let expected = [(Layout::CacheLine, 10_138), (Layout::Word, 9_482)];
+    let expected = [
+        (config(Layout::CacheLine, Sizing::PowerOfTwo), 10_138),
+        (config(Layout::Word, Sizing::PowerOfTwo), 9_482),
+        (config(Layout::Compact, Sizing::PowerOfTwo), 10_347),
+        (config(Layout::CacheLine, Sizing::Exact), 10_130),
+        (config(Layout::Word, Sizing::Exact), 10_073),
+        (config(Layout::Compact, Sizing::Exact), 10_191),
+    ];
     for (layout, golden) in expected {
         let f = filter(10_000, 0.01, layout, 42);
         let (false_positives, _) = measured_rate(&f, 1_000_000);

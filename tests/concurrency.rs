@@ -7,12 +7,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use atomic_bloom::{BloomFilter, Layout};
-use common::{url, LAYOUTS};
+use common::{url, Config, LAYOUTS};
 
-fn url_filter(capacity: usize, layout: Layout, seed: u64) -> BloomFilter<str> {
+fn url_filter(capacity: usize, config: Config, seed: u64) -> BloomFilter<str> {
     BloomFilter::builder(capacity, 0.01)
         .seed(seed)
-        .layout(layout)
+        .layout(config.layout)
+        .sizing(config.sizing)
         .build()
         .unwrap()
 }

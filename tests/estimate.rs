@@ -57,8 +57,10 @@ fn estimated_fpr_rises_with_fill() {
             assert!(now > last, "{layout:?}");
             last = now;
         }
+        // At (or, sized exactly, just under) capacity the estimate is at
+        // the target, give or take the 1% error of the item estimate.
         assert!(
-            last < 0.01,
+            last < 0.0103,
             "{layout:?}: {last} at 100k of capacity {}",
             f.capacity()
         );

@@ -53,7 +53,8 @@ fn frontier_reports_capacity_between_97_and_110_percent() {
                 let (low, high, capacity) = (0..5)
                     .map(|_| {
                         let filter = BloomFilter::builder(capacity, 0.01)
-                            .layout(layout)
+                            .layout(layout.layout)
+                            .sizing(layout.sizing)
                             .seed(capacity as u64 + threads)
                             .build()
                             .unwrap();
@@ -129,9 +130,10 @@ fn stage_fills_within<T: ?Sized>(f: &ScalableBloomFilter<T>, low: f64, high: f64
     }
 }
 
-fn scalable(layout: atomic_bloom::Layout, seed: u64) -> ScalableBloomFilter<u64> {
+fn scalable(config: common::Config, seed: u64) -> ScalableBloomFilter<u64> {
     ScalableBloomFilter::<u64>::builder(10_000, 0.01)
-        .layout(layout)
+        .layout(config.layout)
+        .sizing(config.sizing)
         .seed(seed)
         .build()
         .unwrap()

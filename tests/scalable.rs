@@ -117,9 +117,10 @@ fn insert_reports_new_once_across_stages() {
 
 #[test]
 fn four_threads_across_boundaries_lose_nothing() {
-    for layout in common::LAYOUTS {
+    for config in common::LAYOUTS {
         let f = ScalableBloomFilter::<str>::builder(500, 0.01)
-            .layout(layout)
+            .layout(config.layout)
+            .sizing(config.sizing)
             .seed(11)
             .build()
             .unwrap();
@@ -137,8 +138,8 @@ fn four_threads_across_boundaries_lose_nothing() {
         let missing = (0..100_000)
             .filter(|&i| !f.contains(&common::url(i)))
             .count();
-        assert_eq!(missing, 0, "{layout:?}");
-        assert!(f.stages() >= 6, "{layout:?}: {} stages", f.stages());
+        assert_eq!(missing, 0, "{config:?}");
+        assert!(f.stages() >= 6, "{config:?}: {} stages", f.stages());
         exactly_one_stage_per_boundary(&f);
     }
 }

@@ -7,6 +7,10 @@
 
 use std::io::{Read, Write};
 
+mod owned;
+
+use owned::OwnedBlocks;
+
 use crate::wire::{reserve_as_read, Decoder, Encoder, CHUNK_BYTES};
 use crate::Error;
 
@@ -41,9 +45,9 @@ pub(crate) unsafe trait Block: Sized {
     fn decode(bytes: &[u8]) -> (Self, usize);
 }
 
-/// A boxed array of blocks.
+/// An owned array of blocks.
 pub(crate) struct Blocks<B> {
-    blocks: Box<[B]>,
+    blocks: OwnedBlocks<B>,
 }
 
 impl<B: Block> Blocks<B> {
@@ -56,21 +60,11 @@ impl<B: Block> Blocks<B> {
     /// [`Error::AllocationFailed`] when the allocator refuses.
     #[cfg(not(atomic_bloom_loom))]
     pub(crate) fn new(count: usize) -> Result<Self, Error> {
-        let failed = || Error::AllocationFailed {
-            bytes: Self::bytes_for(count),
-        };
-        let layout = std::alloc::Layout::array::<B>(count.max(1)).map_err(|_| failed())?;
-        // Safety: the layout's size is at least one 64-byte block, never 0.
-        let first = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<B>();
-        if first.is_null() {
-            return Err(failed());
-        }
-        // Safety: `first` starts a fresh allocation from the global
-        // allocator with the layout of `[B; count.max(1)]`, every byte zero,
-        // which is a valid empty `B` (the `Block` contract); the box owns it
-        // and frees it with that same layout.
+        // Safety: zero bytes are a valid, empty `B` (the `Block` contract).
         let blocks =
-            unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(first, count.max(1))) };
+            unsafe { OwnedBlocks::zeroed(count.max(1)) }.ok_or(Error::AllocationFailed {
+                bytes: Self::bytes_for(count),
+            })?;
         Ok(Blocks { blocks })
     }
 
@@ -86,7 +80,7 @@ impl<B: Block> Blocks<B> {
             })?;
         storage.extend((0..count).map(|_| B::zero()));
         Ok(Blocks {
-            blocks: storage.into_boxed_slice(),
+            blocks: OwnedBlocks::from_vec(storage),
         })
     }
 
@@ -97,20 +91,20 @@ impl<B: Block> Blocks<B> {
 
     /// Bytes this array takes.
     pub(crate) fn memory_bytes(&self) -> usize {
-        Self::bytes_for(self.blocks.len())
+        Self::bytes_for(self.len())
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.blocks.len()
+        self.blocks.as_slice().len()
     }
 
     #[inline(always)]
     pub(crate) fn get(&self, block_index: usize) -> &B {
-        &self.blocks[block_index]
+        &self.blocks.as_slice()[block_index]
     }
 
     pub(crate) fn iter(&self) -> std::slice::Iter<'_, B> {
-        self.blocks.iter()
+        self.blocks.as_slice().iter()
     }
 
     /// Asks the CPU to start loading block `block_index` into cache; a hint
@@ -120,7 +114,7 @@ impl<B: Block> Blocks<B> {
         #[cfg(all(target_arch = "x86_64", target_feature = "sse", not(atomic_bloom_loom)))]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let block: *const B = &self.blocks[block_index];
+            let block: *const B = self.get(block_index);
             // Safety: the cfg guarantees SSE, the only feature the intrinsic
             // needs; a prefetch reads nothing and never faults.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(block.cast::<i8>()) };
@@ -135,7 +129,6 @@ impl<B: Block> Blocks<B> {
     pub(crate) fn snapshot(&self) -> Self {
         let mut bytes = Vec::with_capacity(BLOCK_BYTES);
         let blocks = self
-            .blocks
             .iter()
             .map(|block| {
                 bytes.clear();
@@ -143,12 +136,14 @@ impl<B: Block> Blocks<B> {
                 B::decode(&bytes).0
             })
             .collect();
-        Blocks { blocks }
+        Blocks {
+            blocks: OwnedBlocks::from_vec(blocks),
+        }
     }
 
     /// Sets every block to zero.
     pub(crate) fn clear(&mut self) {
-        self.blocks.iter_mut().for_each(B::clear);
+        self.blocks.as_mut_slice().iter_mut().for_each(B::clear);
     }
 
     /// Writes every block, a chunk of bytes at a time; returns the number of
@@ -156,7 +151,7 @@ impl<B: Block> Blocks<B> {
     pub(crate) fn write<W: Write>(&self, out: &mut Encoder<W>) -> Result<u64, Error> {
         let mut buffer = Vec::with_capacity(CHUNK_BYTES);
         let mut total = 0u64;
-        for block in self.blocks.iter() {
+        for block in self.iter() {
             total += block.encode(&mut buffer) as u64;
             if buffer.len() >= CHUNK_BYTES {
                 out.bytes(&buffer)?;
@@ -192,7 +187,7 @@ impl<B: Block> Blocks<B> {
             Ok(())
         })?;
         let blocks = Blocks {
-            blocks: storage.into_boxed_slice(),
+            blocks: OwnedBlocks::from_vec(storage),
         };
         Ok((blocks, total))
     }
