@@ -15,7 +15,7 @@
 //! to.
 #![cfg(atomic_bloom_loom)]
 
-use atomic_bloom::{BloomFilter, Layout};
+use atomic_bloom::{BloomFilter, Layout, Sizing};
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -29,6 +29,23 @@ fn one_block(layout: Layout) -> BloomFilter<u64> {
     assert_eq!(filter.num_bits(), 512, "the models assume a single block");
     filter
 }
+
+/// A `Layout::Compact` filter of one two-line block (1024 bits): a rate low
+/// enough that the wide block saves memory, and few items. Sized exactly,
+/// as the Valkey module sizes its filters.
+fn one_wide_block() -> BloomFilter<u64> {
+    let filter = BloomFilter::builder(2, 0.000_001)
+        .seed(7)
+        .layout(Layout::Compact)
+        .sizing(Sizing::Exact)
+        .build()
+        .unwrap();
+    assert_eq!(filter.num_bits(), 1024, "the models assume one two-line block");
+    filter
+}
+
+/// The layouts whose racing inserts of one item may both be told new.
+const TEST_BEFORE_SET: [Layout; 2] = [Layout::CacheLine, Layout::Compact];
 
 /// Two hashes whose first word is the same, and a fresh filter to put them in.
 fn sharing_a_word(layout: Layout) -> (BloomFilter<u64>, u64, u64) {
@@ -45,7 +62,7 @@ fn sharing_a_word(layout: Layout) -> (BloomFilter<u64>, u64, u64) {
 /// exactly what a sequential run produces.
 #[test]
 fn different_items_in_one_word_lose_no_bit() {
-    for layout in [Layout::Word, Layout::CacheLine] {
+    for layout in [Layout::Word, Layout::CacheLine, Layout::Compact] {
         loom::model(move || {
             let (filter, first, second) = sharing_a_word(layout);
             let filter = Arc::new(filter);
@@ -90,20 +107,46 @@ fn word_layout_same_item_exactly_one_true() {
     });
 }
 
-/// Under `Layout::CacheLine` racing inserts of one item may both be told it
-/// was new, but never both that it was old.
+/// Under `Layout::CacheLine` and `Layout::Compact` racing inserts of one
+/// item may both be told it was new, but never both that it was old.
 #[test]
-fn cache_line_same_item_at_least_one_true() {
+fn test_before_set_same_item_at_least_one_true() {
+    for layout in TEST_BEFORE_SET {
+        loom::model(move || {
+            let filter = Arc::new(one_block(layout));
+            let other = {
+                let filter = Arc::clone(&filter);
+                thread::spawn(move || filter.insert_hash(42))
+            };
+            let mine = filter.insert_hash(42);
+            let theirs = other.join().unwrap();
+            assert!(mine || theirs);
+            assert!(filter.contains_hash(42));
+        });
+    }
+}
+
+/// Two items of a wide compact block (bits over both lines) that share a
+/// word, inserted by two threads at once: no bit of either is lost.
+#[test]
+fn compact_wide_block_inserts_lose_no_bit() {
     loom::model(|| {
-        let filter = Arc::new(one_block(Layout::CacheLine));
+        let filter = Arc::new(one_wide_block());
+        let first = 42u64;
+        let second = (43..)
+            .find(|&h| filter.__first_word_of_hash(h) == filter.__first_word_of_hash(first))
+            .unwrap();
         let other = {
             let filter = Arc::clone(&filter);
-            thread::spawn(move || filter.insert_hash(42))
+            thread::spawn(move || filter.insert_hash(second))
         };
-        let mine = filter.insert_hash(42);
-        let theirs = other.join().unwrap();
-        assert!(mine || theirs);
-        assert!(filter.contains_hash(42));
+        assert!(filter.insert_hash(first) || filter.contains_hash(first));
+        other.join().unwrap();
+        assert!(filter.contains_hash(first) && filter.contains_hash(second));
+        let sequential = one_wide_block();
+        sequential.insert_hash(first);
+        sequential.insert_hash(second);
+        assert_eq!(filter.set_bits(), sequential.set_bits());
     });
 }
 
@@ -112,7 +155,7 @@ fn cache_line_same_item_at_least_one_true() {
 /// happens-before edge, though the bits themselves are Relaxed).
 #[test]
 fn insert_then_handoff_then_contains() {
-    for layout in [Layout::Word, Layout::CacheLine] {
+    for layout in [Layout::Word, Layout::CacheLine, Layout::Compact] {
         loom::model(move || {
             let filter = Arc::new(one_block(layout));
             let published = Arc::new(AtomicBool::new(false));
