@@ -1,4 +1,5 @@
-//! Single-operation speed of `BloomFilter` beside fastbloom's
+//! Single-operation speed of `BloomFilter` (`CacheLine` and `Word`, and
+//! `Compact`; power-of-two and exact sizing) beside fastbloom's
 //! `AtomicBloomFilter` and a floor, at 1 and 2 threads, 1% target, on two
 //! kinds of keys:
 //!
@@ -25,7 +26,7 @@ use std::hash::Hash;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use atomic_bloom::{BloomFilter, DefaultHasher, Layout};
+use atomic_bloom::{BloomFilter, DefaultHasher, Layout, Sizing};
 mod common;
 
 use common::{run_split, Floor, Subject, RATE, SEED, THREADS};
@@ -82,9 +83,14 @@ impl Keys for Urls {
 }
 
 fn ours<K: ?Sized>(items: usize, layout: Layout) -> BloomFilter<K> {
+    sized::<K>(items, layout, Sizing::PowerOfTwo)
+}
+
+fn sized<K: ?Sized>(items: usize, layout: Layout, sizing: Sizing) -> BloomFilter<K> {
     BloomFilter::builder(items, RATE)
         .seed(SEED)
         .layout(layout)
+        .sizing(sizing)
         .build()
         .unwrap()
 }
@@ -98,6 +104,15 @@ fn subjects<K: Hash + ?Sized + 'static>() -> Vec<(&'static str, Maker<K>)> {
         }),
         ("atomic-bloom-word", |n| {
             Box::new(ours::<K>(n, Layout::Word))
+        }),
+        ("atomic-bloom-exact", |n| {
+            Box::new(sized::<K>(n, Layout::CacheLine, Sizing::Exact))
+        }),
+        ("atomic-bloom-compact", |n| {
+            Box::new(ours::<K>(n, Layout::Compact))
+        }),
+        ("atomic-bloom-compact-exact", |n| {
+            Box::new(sized::<K>(n, Layout::Compact, Sizing::Exact))
         }),
         ("fastbloom-wyhash", |n| {
             Box::new(

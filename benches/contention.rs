@@ -12,6 +12,7 @@
 //!   `mutex-hashset` (`Mutex<HashSet<u64>>`), and the `floor`.
 //! * `bloom-word`: `BloomFilter` with `Layout::Word`; the same peers, sized
 //!   for this family's item counts.
+//! * `bloom-compact`: `BloomFilter` with `Layout::Compact`; the same peers.
 //! * `counting`: `CountingBloomFilter`; bloomcraft's `CountingBloomFilter` in
 //!   a `Mutex` (`bloomcraft-mutex`: its `insert` and `delete` take `&mut
 //!   self`), `dashset`, `mutex-hashset`, and a `floor` the size of our
@@ -43,6 +44,7 @@
 //! |---|---|---|---|
 //! | `bloom-cacheline` | 400k | 6.5M | 52M |
 //! | `bloom-word`, `frontier` | 340k | 5.5M | 44M |
+//! | `bloom-compact` | 420k | 6.7M | 54M |
 //! | `counting` (97 bits an item) | 43k | 690k | 5.5M |
 //! | `scalable` (n; grows from n/64) | 120k | 2M | 24M (63 MiB) |
 //!
@@ -388,6 +390,11 @@ fn bloom_word(c: &mut Criterion) {
     bloom_family(c, "bloom-word", Layout::Word, sizes);
 }
 
+fn bloom_compact(c: &mut Criterion) {
+    let sizes = [("L2", 420_000), ("L3", 6_700_000), ("far", 54_000_000)];
+    bloom_family(c, "bloom-compact", Layout::Compact, sizes);
+}
+
 fn counting_family(c: &mut Criterion) {
     let sizes = [("L2", 43_000), ("L3", 690_000), ("far", 5_500_000)];
     groups(c, "counting", sizes, |g, _| {
@@ -441,6 +448,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = bloom_cacheline, bloom_word, counting_family, scalable_family, frontier_family
+    targets = bloom_cacheline, bloom_word, bloom_compact, counting_family, scalable_family, frontier_family
 }
 criterion_main!(benches);

@@ -7,11 +7,15 @@
 
 use std::io::{Read, Write};
 
-use crate::block::{Block, Blocks, WORDS_PER_BLOCK};
+use crate::block::{Block, Blocks, BLOCK_BYTES, WORDS_PER_BLOCK};
 use crate::layout::{CompactProbe, LineProbe, WordProbe};
+use crate::sizing::Scheme;
 use crate::sync::{AtomicU64, Ordering};
 use crate::wire::{Decoder, Encoder};
 use crate::Error;
+
+/// Bits in one line.
+const BLOCK_BITS: usize = BLOCK_BYTES * 8;
 
 /// One cache line of bits: eight words.
 #[repr(C, align(64))]
@@ -263,6 +267,58 @@ impl BitArray {
             // happened-before this call is seen.
             .map(|word| word.load(Ordering::Relaxed).count_ones() as usize)
             .sum()
+    }
+
+    /// The false-positive rate of the bits as they are: the chance that an
+    /// item never inserted (its block and positions uniform) finds all its
+    /// bits set, under `scheme` with `bits_per_word`. A popcount of every
+    /// word, O(size).
+    pub(crate) fn rate_of_bits(&self, scheme: Scheme, bits_per_word: u32) -> f64 {
+        let hit =
+            |set: u32, slots: u32| (f64::from(set) / f64::from(slots)).powi(bits_per_word as i32);
+        let loads = |block: &BitBlock| {
+            // Relaxed: a snapshot of bits that only go 0 -> 1.
+            block
+                .0
+                .each_ref()
+                .map(|word| word.load(Ordering::Relaxed).count_ones())
+        };
+        let total: f64 = match scheme {
+            Scheme::Word | Scheme::Counters => self
+                .blocks
+                .iter()
+                .flat_map(loads)
+                .map(|set| hit(set, 64))
+                .sum(),
+            Scheme::CacheLine => self
+                .blocks
+                .iter()
+                .map(|block| {
+                    let set = loads(block);
+                    let low: f64 = set[..4].iter().map(|&set| hit(set, 64)).sum();
+                    let high: f64 = set[4..].iter().map(|&set| hit(set, 64)).sum();
+                    low / 4.0 * high / 4.0
+                })
+                .sum(),
+            Scheme::Compact { lines } => {
+                let lines = lines as usize;
+                let per_block: Vec<u32> = self
+                    .blocks
+                    .iter()
+                    .map(|block| loads(block).iter().sum())
+                    .collect();
+                per_block
+                    .chunks(lines)
+                    .map(|block| hit(block.iter().sum(), (lines * BLOCK_BITS) as u32))
+                    .sum::<f64>()
+                    * lines as f64
+            }
+        };
+        let units = match scheme {
+            Scheme::Word | Scheme::Counters => self.blocks.len() * WORDS_PER_BLOCK,
+            Scheme::CacheLine | Scheme::Compact { .. } => self.blocks.len(),
+        };
+        total / units as f64
     }
 
     /// Whether any bit is set: a scan that stops at the first set word.

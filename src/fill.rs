@@ -13,12 +13,23 @@
 //! `step` (the fill over [`STEPS_PER_FILL`]), so with `t` threads adding the
 //! filter is seen full at most `t / STEPS_PER_FILL` of the fill late.
 //!
+//! A small filter (at most [`SMALL_LINES`] lines) is different in two
+//! ways. Its rate at a given fill varies from filter to filter (a few
+//! blocks, unevenly loaded): it counts as full when the rate of its bits as
+//! they are, computed from every block's fill, would pass its target with
+//! one more item, so that no small stage ends past its rate. And its tally
+//! has one slot, not one per thread: the slots would outweigh the filter.
+//!
 //! Used by the scalable filter (a full stage grows the filter) and the
 //! frontier (a full filter is reported once).
 
 use crate::sizing;
-use crate::tally::ThreadTally;
+use crate::tally::{ThreadTally, SLOTS};
 use crate::BloomFilter;
+
+/// Filters of at most this many 64-byte lines are small (see the module
+/// docs).
+const SMALL_LINES: usize = 64;
 
 /// Sampled inserts wanted by the time the filter is full.
 const SAMPLED_AT_FILL: usize = 1 << 17;
@@ -36,6 +47,9 @@ pub(crate) struct FillMark {
     sample_shift: u32,
     /// A thread sums the tally each time its slot passes a multiple of this.
     step: usize,
+    /// Full when the rate of the bits reaches the target (a small filter),
+    /// not at `full_at_bits`.
+    by_rate: bool,
     tally: ThreadTally,
 }
 
@@ -57,6 +71,7 @@ impl FillMark {
         already_set: usize,
     ) -> Self {
         let geometry = filter.geometry();
+        let full_at_bits_given = full_at_bits;
         let (full_at_bits, sample_shift) = match full_at_bits {
             Some(bits) => (bits, 0),
             None => (
@@ -67,16 +82,37 @@ impl FillMark {
             ),
         };
         let full_at_bits = full_at_bits.max(1);
+        let small = Self::is_small(geometry.blocks);
         FillMark {
             full_at_bits,
             sample_shift,
             step: (full_at_bits / STEPS_PER_FILL).max(1),
-            tally: ThreadTally::new(already_set),
+            by_rate: small && full_at_bits_given.is_none(),
+            tally: ThreadTally::new(already_set, Self::slots(geometry.blocks)),
         }
     }
 
-    /// Bytes a mark takes beside its filter.
-    pub(crate) const BYTES: usize = ThreadTally::BYTES;
+    fn is_small(lines: usize) -> bool {
+        lines <= SMALL_LINES
+    }
+
+    fn slots(lines: usize) -> usize {
+        if Self::is_small(lines) {
+            1
+        } else {
+            SLOTS
+        }
+    }
+
+    /// Bytes the mark of a filter of `lines` lines takes beside it.
+    pub(crate) fn bytes_for(lines: usize) -> usize {
+        ThreadTally::bytes_for(Self::slots(lines))
+    }
+
+    /// Bytes this mark takes beside its filter.
+    pub(crate) fn bytes(&self) -> usize {
+        self.tally.bytes()
+    }
 
     /// Inserts `hash` into `filter` (the filter this mark was made for).
     #[inline(always)]
@@ -89,7 +125,10 @@ impl FillMark {
         let turned_on = filter.insert_hash_turned_on(hash, sampled);
         TrackedInsert {
             new: turned_on.new,
-            full: turned_on.new && sampled && self.crossed_a_step(turned_on.bits) && self.is_full(),
+            full: turned_on.new
+                && sampled
+                && self.crossed_a_step(turned_on.bits)
+                && self.is_full(filter),
         }
     }
 
@@ -106,9 +145,14 @@ impl FillMark {
         self.tally.sum()
     }
 
-    /// Whether the tally reached the fill.
-    pub(crate) fn is_full(&self) -> bool {
-        self.estimated_set_bits() >= self.full_at_bits
+    /// Whether `filter` (the filter this mark was made for) reached its
+    /// fill: by the rate of its bits if it is small, else by the tally.
+    pub(crate) fn is_full<T: ?Sized, S>(&self, filter: &BloomFilter<T, S>) -> bool {
+        if self.by_rate {
+            filter.rate_of_bits_after_one_more() >= filter.target_fpr()
+        } else {
+            self.estimated_set_bits() >= self.full_at_bits
+        }
     }
 
     /// Whether the tally is an eighth past the fill.
@@ -143,14 +187,14 @@ impl<T: ?Sized, S> Tracked<T, S> {
         Tracked { filter, mark }
     }
 
-    /// Bytes a tracked filter of `blocks` blocks takes, before allocating.
+    /// Bytes a tracked filter of `blocks` lines takes, before allocating.
     pub(crate) fn memory_bytes_for(blocks: usize) -> usize {
-        crate::bits::BitArray::memory_bytes_for(blocks).saturating_add(FillMark::BYTES)
+        crate::bits::BitArray::memory_bytes_for(blocks).saturating_add(FillMark::bytes_for(blocks))
     }
 
     /// Bytes this takes: the filter's bits and the mark's tally.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.filter.memory_bytes() + FillMark::BYTES
+        self.filter.memory_bytes() + self.mark.bytes()
     }
 
     #[inline(always)]
@@ -169,9 +213,9 @@ impl<T: ?Sized, S> Tracked<T, S> {
         self.filter.prefetch_hash(hash);
     }
 
-    /// Whether the filter reached its fill, as the tally estimates it.
+    /// Whether the filter reached its fill (see [`FillMark::is_full`]).
     pub(crate) fn is_full(&self) -> bool {
-        self.mark.is_full()
+        self.mark.is_full(&self.filter)
     }
 
     /// Whether the filter is an eighth past its fill.

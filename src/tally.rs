@@ -10,9 +10,10 @@ use crossbeam::utils::CachePadded;
 
 use crate::sync::{thread_ticket, AtomicUsize, Ordering};
 
-/// Slots; a power of two. Threads beyond it share slots, which stays
-/// correct (the adds are RMWs) and only costs contention on sampled adds.
-const SLOTS: usize = 8;
+/// Slots of a tally that many threads add to; a power of two. Threads
+/// beyond it share slots, which stays correct (the adds are RMWs) and only
+/// costs contention on sampled adds.
+pub(crate) const SLOTS: usize = 8;
 
 /// What one [`ThreadTally::add`] did to the caller's slot.
 #[derive(Clone, Copy, Debug)]
@@ -22,26 +23,36 @@ pub(crate) struct SlotAdd {
 }
 
 pub(crate) struct ThreadTally {
-    slots: Box<[CachePadded<AtomicUsize>; SLOTS]>,
+    slots: Box<[CachePadded<AtomicUsize>]>,
 }
 
 impl ThreadTally {
-    /// A tally that starts at `initial`.
-    pub(crate) fn new(initial: usize) -> Self {
+    /// A tally of `slots` slots (a power of two: [`SLOTS`], or 1 where a
+    /// tally's memory matters more than its contention) that starts at
+    /// `initial`.
+    pub(crate) fn new(initial: usize, slots: usize) -> Self {
+        debug_assert!(slots.is_power_of_two());
         ThreadTally {
-            slots: Box::new(std::array::from_fn(|slot| {
-                CachePadded::new(AtomicUsize::new(if slot == 0 { initial } else { 0 }))
-            })),
+            slots: (0..slots)
+                .map(|slot| CachePadded::new(AtomicUsize::new(if slot == 0 { initial } else { 0 })))
+                .collect(),
         }
     }
 
-    /// Bytes a tally takes.
-    pub(crate) const BYTES: usize = SLOTS * std::mem::size_of::<CachePadded<AtomicUsize>>();
+    /// Bytes a tally of `slots` slots takes.
+    pub(crate) const fn bytes_for(slots: usize) -> usize {
+        slots * std::mem::size_of::<CachePadded<AtomicUsize>>()
+    }
+
+    /// Bytes this tally takes.
+    pub(crate) fn bytes(&self) -> usize {
+        Self::bytes_for(self.slots.len())
+    }
 
     /// Adds `amount` to the calling thread's slot.
     #[inline]
     pub(crate) fn add(&self, amount: usize) -> SlotAdd {
-        let slot = &self.slots[thread_ticket() & (SLOTS - 1)];
+        let slot = &self.slots[thread_ticket() & (self.slots.len() - 1)];
         // Relaxed: an independent tally; readers only sum it, and the RMW
         // loses no add to a thread sharing the slot.
         let before = slot.fetch_add(amount, Ordering::Relaxed);

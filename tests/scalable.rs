@@ -99,7 +99,7 @@ fn golden_false_positive_count() {
     assert_eq!((f.stages(), false_positives), (GOLDEN_STAGES, GOLDEN_COUNT));
 }
 const GOLDEN_STAGES: usize = 6;
-const GOLDEN_COUNT: u64 = 5_803;
+const GOLDEN_COUNT: u64 = 5_834;
 
 #[test]
 fn insert_reports_new_once_across_stages() {
@@ -144,9 +144,12 @@ fn four_threads_across_boundaries_lose_nothing() {
     }
 }
 
-/// Every stage but the newest reached its fill, up to the sampled fill
-/// tally's error (under 1%; 2% allowed): a boundary that added two stages
-/// would leave one of them (nearly) empty.
+/// Every stage but the newest reached its fill: a boundary that added two
+/// stages would leave one of them (nearly) empty. A large stage grows at
+/// its set-bit mark, up to the sampled tally's error (under 1%); a small
+/// one (64 lines or fewer) when the rate of its bits reaches its target,
+/// which unevenly loaded blocks reach a few percent before the mark: 10%
+/// allowed.
 fn exactly_one_stage_per_boundary<T: ?Sized>(f: &ScalableBloomFilter<T>) {
     let fills: Vec<(usize, usize)> = f
         .stage_stats()
@@ -155,7 +158,7 @@ fn exactly_one_stage_per_boundary<T: ?Sized>(f: &ScalableBloomFilter<T>) {
         .collect();
     for (index, (set_bits, full_at)) in fills[..fills.len() - 1].iter().enumerate() {
         assert!(
-            set_bits * 100 >= full_at * 98,
+            set_bits * 100 >= full_at * 90,
             "stage {index} of {}: {set_bits} set bits, full at {full_at}",
             fills.len()
         );

@@ -2,9 +2,17 @@
 //! with what RedisBloom's commands report about it (the capacity and rate
 //! asked for, the expansion, the items added), or a dump still being loaded.
 
-use atomic_bloom::{BloomFilter, Error, Layout, ScalableBloomFilter};
+use atomic_bloom::{BloomFilter, Error, Layout, ScalableBloomFilter, Sizing};
 
 use crate::dump::Pending;
+
+/// The share of a scaling filter's rate its first stage gets: a new key is
+/// built at 80% of the rate asked for (RedisBloom builds its first
+/// sub-filter at 50%, which costs 1.4 bits per item more), and the stages
+/// it grows share the rest, each 0.85 of the one before, so a filter grown
+/// 1000x still spends less than RedisBloom's, whose stages halve their rate
+/// each time.
+const FIRST_STAGE_SHARE: f64 = 0.8;
 
 /// A key's value.
 pub(crate) enum Value {
@@ -64,11 +72,15 @@ impl Bloom {
             capacity: usize::MAX,
             rate: options.error_rate,
         })?;
+        // The least memory for the rate: bits anywhere in a line (or two),
+        // and no rounding up to a power of two.
         let filter = match options.expansion {
             Some(growth) => Filter::Scaling(
                 ScalableBloomFilter::builder(capacity, options.error_rate)
                     .growth_factor(growth as usize)
-                    .layout(Layout::CacheLine)
+                    .first_stage_share(FIRST_STAGE_SHARE)
+                    .layout(Layout::Compact)
+                    .sizing(Sizing::Exact)
                     // Redis's maxmemory governs, as for every other type.
                     .unlimited_memory()
                     .seed(options.seed)
@@ -76,7 +88,8 @@ impl Bloom {
             ),
             None => Filter::Fixed(
                 BloomFilter::builder(capacity, options.error_rate)
-                    .layout(Layout::CacheLine)
+                    .layout(Layout::Compact)
+                    .sizing(Sizing::Exact)
                     .seed(options.seed)
                     .build()?,
             ),

@@ -40,7 +40,11 @@ fn one_wide_block() -> BloomFilter<u64> {
         .sizing(Sizing::Exact)
         .build()
         .unwrap();
-    assert_eq!(filter.num_bits(), 1024, "the models assume one two-line block");
+    assert_eq!(
+        filter.num_bits(),
+        1024,
+        "the models assume one two-line block"
+    );
     filter
 }
 

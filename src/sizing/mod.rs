@@ -266,6 +266,16 @@ fn fill_model(geometry: &Geometry) -> (f64, f64) {
     (groups * slots as f64, per_item)
 }
 
+/// The slots of one group (what an item's bits fall in: a word, a block)
+/// and the number of groups, of `geometry`.
+pub(crate) fn group_shape(geometry: &Geometry) -> (f64, f64) {
+    let scheme = geometry.scheme;
+    (
+        scheme.group().1 as f64,
+        scheme.groups(geometry.blocks) as f64,
+    )
+}
+
 /// Compact blocks of one line, or of two where those need
 /// [`WIDE_BLOCK_GAIN`] less memory at `rate`.
 fn compact_scheme(rate: f64) -> Scheme {

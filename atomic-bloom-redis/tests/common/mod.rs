@@ -105,6 +105,9 @@ pub struct Server {
     module_args: Vec<String>,
     /// Whether `launch` loads the module.
     with_module: bool,
+    /// An address-space limit for the process (`prlimit --as`), in bytes:
+    /// what makes a large allocation fail on any machine.
+    address_space: Option<u64>,
 }
 
 impl Server {
@@ -133,6 +136,7 @@ impl Server {
             extra: extra.iter().map(|s| s.to_string()).collect(),
             module_args: module_args.iter().map(|s| s.to_string()).collect(),
             with_module: true,
+            address_space: None,
         }
     }
 
@@ -147,7 +151,18 @@ impl Server {
     /// Starts the process (again, after `stop`), on the same port, in the
     /// same directory; waits until it answers `PING`.
     pub fn launch(&mut self) -> Result<(), String> {
-        let mut command = Command::new(server_binary(self.kind));
+        let mut command = match self.address_space {
+            // prlimit sets the limit and execs the server: the pid is its.
+            Some(bytes) => {
+                let mut command = Command::new("prlimit");
+                command
+                    .arg(format!("--as={bytes}"))
+                    .arg("--")
+                    .arg(server_binary(self.kind));
+                command
+            }
+            None => Command::new(server_binary(self.kind)),
+        };
         command
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--dir", &self.dir.to_string_lossy()])
@@ -184,6 +199,27 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(25));
         }
+    }
+
+    /// A server of `kind` with the module, whose address space is limited
+    /// to `bytes` (util-linux's `prlimit`).
+    pub fn start_with_address_space(kind: Kind, bytes: u64) -> Server {
+        let mut server = Server::unlaunched(kind, &[], &[]);
+        server.address_space = Some(bytes);
+        server.launch().expect("the server starts");
+        server
+    }
+
+    /// The server's resident memory (`INFO memory`'s `used_memory_rss`).
+    pub fn resident_bytes(&self) -> u64 {
+        let info: String = redis::cmd("INFO")
+            .arg("memory")
+            .query(&mut self.connect())
+            .expect("INFO memory");
+        info.lines()
+            .find_map(|line| line.strip_prefix("used_memory_rss:"))
+            .and_then(|value| value.trim().parse().ok())
+            .expect("used_memory_rss in INFO memory")
     }
 
     /// Configuration for the next [`launch`](Self::launch).
