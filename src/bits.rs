@@ -208,53 +208,45 @@ impl BitArray {
         current & probe.mask == probe.mask
     }
 
-    /// Test-before-set insert of a [`CompactProbe`]: loads each word its
-    /// bits fall in and ORs the word's mask only where bits are missing.
-    /// Returns whether the loads found any missing (two racing inserts of
-    /// one absent item may both find them, as the layout allows), the bits
-    /// counted if `count`.
+    /// Test-before-set insert of a [`CompactProbe`]: looks the item up
+    /// first (a duplicate writes nothing), and if a bit is missing sets
+    /// every bit with one atomic OR each. Returns whether the lookup found
+    /// a bit missing (two racing inserts of one absent item may both find
+    /// it, as the layout allows), the bits this call turned on counted if
+    /// `count`.
     #[inline(always)]
     pub(crate) fn insert_compact<const WORDS: usize>(
         &self,
         probe: &CompactProbe<WORDS>,
         count: bool,
     ) -> TurnedOn {
-        let mut turned_on = TurnedOn::NONE;
-        for (word_index, &mask) in probe.masks.iter().enumerate() {
-            if mask == 0 {
-                continue;
-            }
-            let (line, word) = (
-                probe.first_line + word_index / WORDS_PER_BLOCK,
-                word_index % WORDS_PER_BLOCK,
-            );
-            // Relaxed: a stale 0 only costs a redundant OR and a racing "new";
-            // a 1 never reverts, and an insert that happened-before is seen.
-            let missing = mask & !self.word(line, word).load(Ordering::Relaxed);
-            if missing != 0 {
-                self.or(line, word, mask);
-                turned_on.new = true;
-                if count {
-                    turned_on.bits += missing.count_ones();
-                }
-            }
+        if self.contains_compact(probe) {
+            return TurnedOn::NONE;
         }
+        let mut turned_on = TurnedOn { new: true, bits: 0 };
+        let line = probe.first_line;
+        probe.all_bits(|word, mask| {
+            let (line, word) = (line + word / WORDS_PER_BLOCK, word % WORDS_PER_BLOCK);
+            if count {
+                let previous = self.set(line, word, mask);
+                turned_on.bits += u32::from(previous & mask == 0);
+            } else {
+                self.or(line, word, mask);
+            }
+            true
+        });
         turned_on
     }
 
     #[inline(always)]
     pub(crate) fn contains_compact<const WORDS: usize>(&self, probe: &CompactProbe<WORDS>) -> bool {
-        let mut all_set = true;
-        for (word_index, &mask) in probe.masks.iter().enumerate() {
-            let (line, word) = (
-                probe.first_line + word_index / WORDS_PER_BLOCK,
-                word_index % WORDS_PER_BLOCK,
-            );
+        let line = probe.first_line;
+        probe.all_bits(|word, mask| {
+            let word = self.word(line + word / WORDS_PER_BLOCK, word % WORDS_PER_BLOCK);
             // Relaxed: a bit set by an insert that happens-before this call is
             // visible (coherence); bits carry no other data to synchronize.
-            all_set &= self.word(line, word).load(Ordering::Relaxed) & mask == mask;
-        }
-        all_set
+            word.load(Ordering::Relaxed) & mask != 0
+        })
     }
 
     /// The number of set bits: a popcount of every word, O(size) (concurrent

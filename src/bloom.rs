@@ -592,8 +592,12 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
             }
             ProbeKind::CompactOne | ProbeKind::CompactTwo => {
                 let probe = CompactProbe::<16>::new(hash, self.index, 1);
-                let word = probe.masks.iter().position(|&mask| mask != 0).unwrap_or(0);
-                (probe.first_line + word / 8, word % 8)
+                let mut first_word = 0;
+                probe.all_bits(|word, _| {
+                    first_word = word;
+                    false
+                });
+                (probe.first_line + first_word / 8, first_word % 8)
             }
         }
     }

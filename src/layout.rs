@@ -185,12 +185,14 @@ impl WordProbe {
     }
 }
 
-/// The masks of an item under [`Layout::Compact`], one per word of its
-/// block of `WORDS / 8` lines (8 or 16 words).
+/// The bits of an item under [`Layout::Compact`]: `bits` positions in its
+/// block of `WORDS / 8` lines (8 or 16 words), taken one at a time.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CompactProbe<const WORDS: usize> {
     pub(crate) first_line: usize,
-    pub(crate) masks: [u64; WORDS],
+    first: u64,
+    second: u64,
+    bits: u32,
 }
 
 impl<const WORDS: usize> CompactProbe<WORDS> {
@@ -200,29 +202,40 @@ impl<const WORDS: usize> CompactProbe<WORDS> {
     /// Positions cut from one 64-bit word of material.
     const POSITIONS_PER_WORD: u32 = 64 / Self::POSITION_BITS;
 
-    /// `bits` positions, each a field of `POSITION_BITS` bits of the
-    /// material derived from `hash` (a new material word every
-    /// `POSITIONS_PER_WORD`).
     #[inline(always)]
     pub(crate) fn new(hash: u64, index: BlockIndex, bits: u32) -> Self {
         debug_assert!(WORDS == WORDS_PER_BLOCK || WORDS == 2 * WORDS_PER_BLOCK);
-        let (mut material, mut next) = position_words(hash);
+        let (first, second) = position_words(hash);
+        CompactProbe {
+            first_line: index.line(hash),
+            first,
+            second,
+            bits,
+        }
+    }
+
+    /// Calls `visit(word, mask)` for each of the item's bits in order (the
+    /// word of the block, `0..WORDS`, and the bit's mask), each a field of
+    /// `POSITION_BITS` bits of the material derived from the hash (a new
+    /// material word every `POSITIONS_PER_WORD`); stops, returning false,
+    /// at the first `visit` that returns false.
+    #[inline(always)]
+    pub(crate) fn all_bits(&self, mut visit: impl FnMut(usize, u64) -> bool) -> bool {
+        let (mut material, mut next) = (self.first, self.second);
         let mut left = Self::POSITIONS_PER_WORD;
-        let mut masks = [0u64; WORDS];
-        for _ in 0..bits {
+        for _ in 0..self.bits {
             if left == 0 {
                 material = next;
                 next = more_material(next);
                 left = Self::POSITIONS_PER_WORD;
             }
             let position = (material as usize) & (WORDS * 64 - 1);
-            masks[position >> 6] |= 1u64 << (position & 63);
+            if !visit(position >> 6, 1u64 << (position & 63)) {
+                return false;
+            }
             material >>= Self::POSITION_BITS;
             left -= 1;
         }
-        CompactProbe {
-            first_line: index.line(hash),
-            masks,
-        }
+        true
     }
 }
