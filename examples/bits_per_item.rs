@@ -25,7 +25,9 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use atomic_bloom::{BloomFilter, CountingBloomFilter, Frontier, Layout, ScalableBloomFilter};
+use atomic_bloom::{
+    BloomFilter, CountingBloomFilter, Frontier, Layout, ScalableBloomFilter, Sizing,
+};
 use dashmap::DashSet;
 use growable_bloom_filter::GrowableBloom;
 
@@ -104,9 +106,14 @@ fn measure<F>(subject: Subject<F>) -> Row {
 }
 
 fn ours(n: usize, rate: f64, layout: Layout) -> BloomFilter<u64> {
+    sized(n, rate, layout, Sizing::PowerOfTwo)
+}
+
+fn sized(n: usize, rate: f64, layout: Layout, sizing: Sizing) -> BloomFilter<u64> {
     BloomFilter::builder(n, rate)
         .seed(SEED)
         .layout(layout)
+        .sizing(sizing)
         .build()
         .expect("a valid filter")
 }
@@ -122,10 +129,16 @@ fn scalable(initial: usize, rate: f64) -> ScalableBloomFilter<u64> {
 fn rows(rate: f64, queue_extra: &mut Vec<String>) -> Vec<Row> {
     let pct = rate * 100.0;
     let mut rows = Vec::new();
-    for (label, layout) in [("CacheLine", Layout::CacheLine), ("Word", Layout::Word)] {
+    for (label, layout, sizing) in [
+        ("CacheLine", Layout::CacheLine, Sizing::PowerOfTwo),
+        ("Word", Layout::Word, Sizing::PowerOfTwo),
+        ("Compact", Layout::Compact, Sizing::PowerOfTwo),
+        ("CacheLine, Exact", Layout::CacheLine, Sizing::Exact),
+        ("Compact, Exact", Layout::Compact, Sizing::Exact),
+    ] {
         rows.push(measure(Subject {
             name: format!("atomic-bloom `BloomFilter` ({label})"),
-            build: Box::new(move || ours(N, rate, layout)),
+            build: Box::new(move || sized(N, rate, layout, sizing)),
             insert: |f, k| {
                 f.insert(&k);
             },

@@ -9,9 +9,9 @@ use crate::sizing::Geometry;
 ///
 /// | layout | atomic ORs per new item | racing inserts of one absent item | bits per item at 1% | at 0.1% | at 0.01% | at 0.0001% |
 /// |---|---|---|---|---|---|---|
-/// | [`CacheLine`](Layout::CacheLine) (default) | up to 2 | one or more get `true` | 10.3 | 17.0 | 26.0 | 57 |
-/// | [`Word`](Layout::Word) | 1 | exactly one gets `true` | 12.1 | 24.0 | 45.5 | 168 |
-/// | [`Compact`](Layout::Compact) | up to `k` (about 5 at 1%) | one or more get `true` | 9.9 | 15.5 | 21.9 | 33.6 |
+/// | [`CacheLine`](Layout::CacheLine) (default) | up to 2 | one or more get `true` | 10.3 | 17.0 | 26.0 | 55.6 |
+/// | [`Word`](Layout::Word) | 1 | exactly one gets `true` | 12.1 | 24.0 | 45.5 | 169.7 |
+/// | [`Compact`](Layout::Compact) | `k` (6 at 1%) | one or more get `true` | 9.9 | 15.0 | 20.6 | 33.8 |
 ///
 /// (Bits of the array per item at capacity, before the size is rounded: see
 /// [`Sizing`]. A textbook Bloom filter, whose bits are spread over the whole
@@ -22,8 +22,10 @@ use crate::sizing::Geometry;
 /// test-and-set and is linearizable; it needs more memory for the same rate,
 /// because 64 bits are a small neighbourhood. Use it where a duplicate must
 /// never be reported new twice (a crawler's frontier). `Compact` is the
-/// least memory: bits anywhere in a 512-bit line, or, at rates below about
-/// 0.001%, in a block of two adjacent lines (a lookup then reads both).
+/// least memory: bits anywhere in a 512-bit line, or, where that saves 3% or
+/// more (at 0.1% and below), in a block of two adjacent lines (a lookup then
+/// reads both). Its inserts are slower: a lookup, then one atomic OR per bit
+/// of a new item.
 ///
 /// # Example
 ///
@@ -51,9 +53,10 @@ pub enum Layout {
     Word,
     /// `k` bits anywhere in one 512-bit line, or in two adjacent lines where
     /// the rate asks for so many bits that a wider block saves 3% or more.
-    /// An insert is one atomic OR per word that lacks bits; a lookup reads
-    /// the words its bits fall in. Two threads racing to insert the same
-    /// absent item may both be told it was new.
+    /// An insert looks the item up, then sets each of its bits with one
+    /// atomic OR if one was missing; a lookup reads the words its bits fall
+    /// in, stopping at the first clear bit. Two threads racing to insert the
+    /// same absent item may both be told it was new.
     ///
     /// ```
     /// use atomic_bloom::{BloomFilter, Layout, Sizing};

@@ -116,11 +116,13 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
     /// Unset (the default), the first stage gets `1 - tightening_ratio`
     /// (0.15), as in Almeida et al.
     ///
-    /// A large share suits a filter whose initial capacity is a good guess:
-    /// at 0.8 the first stage is built at 80% of the rate, about 2.7 bits per
-    /// item fewer than at 15%, and a filter that then grows 1000x spends
-    /// about 10% more on its later stages. (The Valkey module uses 0.8: a
-    /// new key costs no more than RedisBloom's, and one grown 1000x less.)
+    /// A large share suits a filter whose initial capacity is a good guess.
+    /// Measured at 1% with [`Layout::Compact`] and [`Sizing::Exact`]: the
+    /// first stage of 1M items takes 10.4 bits per item at a share of 0.8
+    /// against 14.0 by default; a filter grown 1000x (from 100 to 100,000
+    /// items) takes 271 KB against 225 KB, and measures 0.94% against
+    /// 0.77%. (The Valkey module uses 0.8: a new key costs less than
+    /// RedisBloom's, and one grown 1000x still less than its 289 KB.)
     ///
     /// # Example
     ///
