@@ -5,7 +5,7 @@
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
-use crate::{BloomFilter, ScalableBloomFilter};
+use crate::{BloomFilter, Error, ScalableBloomFilter};
 
 /// Items hashed and prefetched together: enough misses in flight to cover
 /// memory latency, few enough for the CPU's fill buffers.
@@ -98,6 +98,40 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
         let mut new = Vec::with_capacity(items.len());
         self.for_each_prefetched(items, |hash| new.push(self.insert_hash(hash)));
         new
+    }
+
+    /// [`insert_many`](Self::insert_many) within `max_bytes` (see
+    /// [`insert_hash_within`](Self::insert_hash_within)): stops at the
+    /// first item that would need a stage past it, and returns the outcomes
+    /// of the items before it and the error.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
+    /// let items: Vec<u64> = (0..100_000).collect();
+    /// let (done, refused) = f.insert_many_within(&items, 32 * 1024);
+    /// assert!(refused.is_some() && done.len() < items.len());
+    /// assert!(f.memory_bytes() <= 32 * 1024);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn insert_many_within<Q: Borrow<T>>(
+        &self,
+        items: &[Q],
+        max_bytes: usize,
+    ) -> (Vec<bool>, Option<Error>) {
+        let mut new = Vec::with_capacity(items.len());
+        let mut refused = None;
+        self.for_each_prefetched(items, |hash| {
+            if refused.is_none() {
+                match self.insert_hash_within(hash, max_bytes) {
+                    Ok(was_new) => new.push(was_new),
+                    Err(error) => refused = Some(error),
+                }
+            }
+        });
+        (new, refused)
     }
 
     #[inline(always)]

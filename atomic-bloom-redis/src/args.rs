@@ -2,8 +2,6 @@
 //! as RedisBloom parses them, the options of `BF.RESERVE` and `BF.INSERT`,
 //! the module's defaults, and RedisBloom's error texts for each refusal.
 
-use std::sync::OnceLock;
-
 use redis_module::{RedisError, RedisString};
 
 use crate::value::Options;
@@ -29,16 +27,19 @@ pub(crate) const REDISBLOOM_DEFAULTS: Defaults = Defaults {
     expansion: Some(2),
 };
 
-static DEFAULTS: OnceLock<Defaults> = OnceLock::new();
+/// The largest error rate a filter is built at: RedisBloom caps a larger
+/// one to it.
+pub(crate) const MAX_ERROR_RATE: f64 = 0.25;
 
-/// The defaults the module was loaded with.
+/// The defaults of a filter created without options, as the configs say
+/// now (`config.rs`).
 pub(crate) fn defaults() -> Defaults {
-    DEFAULTS.get().copied().unwrap_or(REDISBLOOM_DEFAULTS)
+    crate::config::defaults()
 }
 
 /// Parses the module's load arguments (`ERROR_RATE 0.001 INITIAL_SIZE 1000
 /// EXPANSION 4`; RedisBloom 8's `bf-error-rate`, `bf-initial-size`,
-/// `bf-expansion-factor` also), and fixes them as the defaults. A
+/// `bf-expansion-factor` also) into the configs' starting values. A
 /// `CF_MAX_EXPANSIONS` is accepted and ignored: this module has no cuckoo
 /// filters.
 ///
@@ -88,7 +89,7 @@ pub(crate) fn load_defaults(args: &[RedisString]) -> Result<Defaults, String> {
             }
         }
     }
-    Ok(*DEFAULTS.get_or_init(|| defaults))
+    Ok(defaults)
 }
 
 fn bad_argument(name: &str, value: &[u8], range: &str) -> String {
@@ -143,6 +144,7 @@ pub(crate) fn reserve_options(args: &[RedisString]) -> Result<Options, RedisErro
             "ERR error rate must be in the range (0.000000, 1.000000)",
         ));
     }
+    let error_rate = error_rate.min(MAX_ERROR_RATE);
     let capacity = parse_i64(args[3].as_slice()).ok_or(error("ERR bad capacity"))?;
     if !(1..=MAX_CAPACITY).contains(&capacity) {
         return Err(error("ERR capacity must be in the range [1, 1073741824]"));
@@ -250,7 +252,7 @@ pub(crate) fn insert_args(args: &[RedisString]) -> Result<InsertArgs, RedisError
     Ok(InsertArgs {
         options: Options {
             capacity: capacity as u64,
-            error_rate,
+            error_rate: error_rate.min(MAX_ERROR_RATE),
             expansion: (!nonscaling && expansion != 0).then_some(expansion as u32),
             seed: new_seed(),
         },

@@ -14,11 +14,14 @@ use redis_module::{
 };
 
 use crate::args::{self, error};
+use crate::config;
 use crate::data_type::BLOOM_TYPE;
 use crate::dump::{self, ChunkError};
 use crate::value::{Added, Bloom, Options, Value};
 
 const NOT_FOUND: &str = "ERR not found";
+const OVER_LIMIT: &str = "ERR the filter would pass bf-memory-limit-per-filter: raise the limit \
+                          (CONFIG SET), or ask for a smaller capacity or a larger error rate";
 const FULL: &str = "ERR non scaling filter is full";
 const LOADING: &str =
     "ERR the filter is being restored: send its remaining BF.LOADCHUNK chunks, or DEL it";
@@ -34,14 +37,33 @@ fn items(args: &[RedisString], from: usize) -> Vec<&[u8]> {
     args[from..].iter().map(RedisString::as_slice).collect()
 }
 
-/// Creates a filter under an empty `key`.
-fn create(key: &RedisKeyWritable, options: Options) -> Result<&mut Value, RedisError> {
+/// The most one filter may take for this command: the operator's
+/// `bf-memory-limit-per-filter` for a client's command; none for one the
+/// server replays (a replica's stream, the AOF), which must never refuse
+/// what its primary accepted.
+fn memory_cap(ctx: &Context) -> Option<usize> {
+    let replayed = ctx
+        .get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
+    config::memory_limit().filter(|_| !replayed)
+}
+
+/// Creates a filter under an empty `key`, within `cap` bytes.
+fn create(
+    key: &RedisKeyWritable,
+    options: Options,
+    cap: Option<usize>,
+) -> Result<&mut Value, RedisError> {
     let bloom = Bloom::new(options).map_err(|failure| match failure {
         atomic_bloom::Error::AllocationFailed { .. } => {
             error("ERR Insufficient memory to create filter")
         }
         _ => error("ERR could not create filter"),
     })?;
+    // Built lazily (calloc), so building to measure costs no resident memory.
+    if cap.is_some_and(|cap| bloom.memory_bytes() > cap) {
+        return Err(error(OVER_LIMIT));
+    }
     key.set_value(&BLOOM_TYPE, Value::Ready(bloom))?;
     value_mut(key)?.ok_or(error("ERR could not create filter"))
 }
@@ -82,6 +104,7 @@ fn reply_added(ctx: &Context, outcomes: &[Added]) -> RedisValue {
         match outcome {
             Added::Item(new) => raw::reply_with_bool(ctx.ctx, (*new).into()),
             Added::Full => ctx.reply_error_string(FULL),
+            Added::OverLimit => ctx.reply_error_string(OVER_LIMIT),
         };
     }
     RedisValue::NoReply
@@ -108,15 +131,16 @@ fn add_items(
     create_missing: bool,
 ) -> Result<Vec<Added>, RedisError> {
     let key = ctx.open_key_writable(&args[1]);
+    let cap = memory_cap(ctx);
     let (value, created) = match value_mut(&key)? {
         Some(value) => (value, None),
-        None if create_missing => (create(&key, options)?, Some(options)),
+        None if create_missing => (create(&key, options, cap)?, Some(options)),
         None => return Err(error(NOT_FOUND)),
     };
     let Value::Ready(bloom) = value else {
         return Err(error(LOADING));
     };
-    let outcomes = bloom.add_many(items);
+    let outcomes = bloom.add_many(items, cap);
     replicate(ctx, name, args, created.as_ref());
     Ok(outcomes)
 }
@@ -141,6 +165,7 @@ pub(crate) fn bf_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let outcomes = add_items(ctx, "BF.ADD", &args, &item, default_options(), true)?;
     match outcomes.first() {
         Some(Added::Item(new)) => Ok(RedisValue::Bool(*new)),
+        Some(Added::OverLimit) => Err(error(OVER_LIMIT)),
         _ => Err(error(FULL)),
     }
 }
@@ -183,7 +208,7 @@ pub(crate) fn bf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if value_mut(&key)?.is_some() {
         return Err(error("ERR item exists"));
     }
-    create(&key, options)?;
+    create(&key, options, memory_cap(ctx))?;
     let seeded = args
         .iter()
         .skip(4)

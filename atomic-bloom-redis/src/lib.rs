@@ -27,6 +27,7 @@
 mod alloc;
 mod args;
 mod commands;
+mod config;
 mod data_type;
 mod dump;
 mod record;
@@ -40,8 +41,9 @@ use data_type::BLOOM_TYPE;
 /// fails the load, with the reason in the server's log.
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     ctx.set_module_options(redis_module::raw::ModuleOptions::HANDLE_IO_ERRORS);
-    match args::load_defaults(args) {
-        Ok(defaults) => {
+    match args::load_defaults(args).and_then(|defaults| config::register(ctx, &defaults)) {
+        Ok(()) => {
+            let defaults = config::defaults();
             ctx.log_notice(&format!(
                 "atomic-bloom: new filters hold {} items at {} (expansion {})",
                 defaults.capacity,

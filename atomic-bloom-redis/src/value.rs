@@ -58,6 +58,9 @@ pub(crate) enum Added {
     Item(bool),
     /// A `NONSCALING` filter that holds its capacity refused a new item.
     Full,
+    /// The item needed a stage that would take the filter past
+    /// `bf-memory-limit-per-filter`.
+    OverLimit,
 }
 
 impl Bloom {
@@ -103,15 +106,26 @@ impl Bloom {
 
     /// Adds `items` in order, prefetching their blocks in batches; stops
     /// after the first item a full `NONSCALING` filter refuses, as
-    /// RedisBloom does.
-    pub(crate) fn add_many(&mut self, items: &[&[u8]]) -> Vec<Added> {
-        let outcomes: Vec<Added> = match &self.filter {
-            Filter::Scaling(filter) => filter
+    /// RedisBloom does, or the first that would need a stage past
+    /// `memory_cap` (a client's command under `bf-memory-limit-per-filter`).
+    pub(crate) fn add_many(&mut self, items: &[&[u8]], memory_cap: Option<usize>) -> Vec<Added> {
+        let outcomes: Vec<Added> = match (&self.filter, memory_cap) {
+            (Filter::Scaling(filter), None) => filter
                 .insert_many(items)
                 .into_iter()
                 .map(Added::Item)
                 .collect(),
-            Filter::Fixed(filter) => {
+            (Filter::Scaling(filter), Some(cap)) => {
+                // The cap counts this value's own bytes beside the stages.
+                let stages_cap = cap.saturating_sub(std::mem::size_of::<Value>());
+                let (done, refused) = filter.insert_many_within(items, stages_cap);
+                let mut outcomes: Vec<Added> = done.into_iter().map(Added::Item).collect();
+                if refused.is_some() {
+                    outcomes.push(Added::OverLimit);
+                }
+                outcomes
+            }
+            (Filter::Fixed(filter), _) => {
                 let present = filter.contains_many(items);
                 let mut room = self.options.capacity.saturating_sub(self.items);
                 let mut outcomes = Vec::with_capacity(items.len());

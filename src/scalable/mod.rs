@@ -258,6 +258,60 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         outcome.new
     }
 
+    /// Inserts the item whose hash is `hash` unless that needs a stage that
+    /// would take the filter past `max_bytes`: the caller's own cap, on top
+    /// of the filter's memory limit (a server's per-filter limit, applied to
+    /// its clients' commands and not to replicated ones).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MemoryLimitReached`] when the newest stage is full and the
+    /// next would pass `max_bytes`; nothing is inserted.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{Error, ScalableBloomFilter};
+    ///
+    /// let f: ScalableBloomFilter<u64> = ScalableBloomFilter::new(1000, 0.01)?;
+    /// let cap = 32 * 1024;
+    /// let refused = (0..1_000_000u64).find_map(|i| f.insert_hash_within(f.hash_item(&i), cap).err());
+    /// assert!(matches!(refused, Some(Error::MemoryLimitReached { .. })));
+    /// assert!(f.memory_bytes() <= cap);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn insert_hash_within(&self, hash: u64, max_bytes: usize) -> Result<bool, Error> {
+        let stages = self.list();
+        if stages
+            .older
+            .iter()
+            .rev()
+            .any(|stage| stage.contains_hash(hash))
+        {
+            return Ok(false);
+        }
+        let after_growth = || -> Result<usize, Error> {
+            let next = self.plan.geometry(stages.len())?;
+            Ok(stages
+                .memory_bytes
+                .saturating_add(Stage::<T>::memory_bytes_for(next.blocks)))
+        };
+        if stages.newest.is_full() {
+            let needed = after_growth()?;
+            if needed > max_bytes {
+                return Err(Error::MemoryLimitReached {
+                    limit: max_bytes,
+                    needed,
+                });
+            }
+        }
+        let outcome = stages.newest.insert_hash(hash);
+        if outcome.full && after_growth().is_ok_and(|needed| needed <= max_bytes) {
+            self.grow(&stages);
+        }
+        Ok(outcome.new)
+    }
+
     /// Whether the item whose hash is `hash` may be in the filter.
     ///
     /// # Example

@@ -168,6 +168,7 @@ impl Server {
             .args(["--dir", &self.dir.to_string_lossy()])
             .args(["--save", "", "--appendonly", "no"])
             .args(["--enable-debug-command", "yes"])
+            .args(["--enable-module-command", "yes"])
             .args(&self.extra);
         if self.with_module {
             command

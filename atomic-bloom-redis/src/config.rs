@@ -1,0 +1,273 @@
+//! The module's settings as server configs: `CONFIG GET` / `CONFIG SET`,
+//! `MODULE LOADEX ... CONFIG name value`, and lines of the config file.
+//!
+//! | config | default | range | what it sets |
+//! |---|---|---|---|
+//! | `bf-error-rate` | 0.01 | (0, 1) | the rate of a filter `BF.ADD` / `BF.MADD` / `BF.INSERT` create without one |
+//! | `bf-initial-size` | 100 | 1 to 2^30 | their capacity |
+//! | `bf-expansion-factor` | 2 | 0 to 32768 (0: `NONSCALING`) | their growth |
+//! | `bf-memory-limit-per-filter` | 0 (none) | bytes (`64mb` and the like) | the most a client's command may make one filter take (this module's; RedisBloom has none) |
+//!
+//! The names are RedisBloom's, registered as it registers them (Redis 8's
+//! unprefixed configs): `bf-error-rate` where the server takes unprefixed
+//! names (Redis 8), `bf.bf-error-rate` where it prefixes every module
+//! config with the module's name (Valkey, which ignores the flag, and Redis
+//! 7.0, which refuses it and gets the names without it). Either way a
+//! config is named as RedisBloom's is on the same server.
+//!
+//! The load arguments of earlier releases (`ERROR_RATE 0.001 INITIAL_SIZE
+//! 1000 EXPANSION 4`, or the config names) are still read: they set the
+//! defaults, which the config file and `MODULE LOADEX ... CONFIG` then
+//! override.
+//!
+//! The server calls the callbacks below on its main thread, as it runs
+//! commands: the values are plain atomics read by commands.
+
+use std::ffi::{c_char, c_int, c_longlong, c_void, CString};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use redis_module::{raw, Context};
+
+use crate::args::{Defaults, MAX_CAPACITY, MAX_EXPANSION};
+
+/// `bf-error-rate`, as `f64` bits.
+static ERROR_RATE: AtomicU64 = AtomicU64::new(0x3f84_7ae1_47ae_147b); // 0.01
+/// `bf-initial-size`.
+static INITIAL_SIZE: AtomicI64 = AtomicI64::new(100);
+/// `bf-expansion-factor`; 0 is `NONSCALING`.
+static EXPANSION: AtomicI64 = AtomicI64::new(2);
+/// `bf-memory-limit-per-filter`, in bytes; 0 is none.
+static MEMORY_LIMIT: AtomicI64 = AtomicI64::new(0);
+
+/// The defaults of a filter created without options, as the configs say
+/// now.
+pub(crate) fn defaults() -> Defaults {
+    // Relaxed, here and in every access below: independent values, set and
+    // read on the server's main thread.
+    let expansion = EXPANSION.load(Ordering::Relaxed);
+    Defaults {
+        capacity: INITIAL_SIZE.load(Ordering::Relaxed) as u64,
+        error_rate: f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)),
+        expansion: (expansion != 0).then_some(expansion as u32),
+    }
+}
+
+/// `bf-memory-limit-per-filter`, if one is set.
+pub(crate) fn memory_limit() -> Option<usize> {
+    // Relaxed: see `defaults`.
+    let limit = MEMORY_LIMIT.load(Ordering::Relaxed);
+    (limit > 0).then(|| usize::try_from(limit).unwrap_or(usize::MAX))
+}
+
+/// A numeric config: its name, where it lives, its bounds and flags.
+struct Numeric {
+    name: &'static str,
+    value: &'static AtomicI64,
+    min: i64,
+    max: i64,
+    flags: u32,
+}
+
+const NUMERIC: [Numeric; 3] = [
+    Numeric {
+        name: "bf-initial-size",
+        value: &INITIAL_SIZE,
+        min: 1,
+        max: MAX_CAPACITY,
+        flags: raw::REDISMODULE_CONFIG_DEFAULT,
+    },
+    Numeric {
+        name: "bf-expansion-factor",
+        value: &EXPANSION,
+        min: 0,
+        max: MAX_EXPANSION,
+        flags: raw::REDISMODULE_CONFIG_DEFAULT,
+    },
+    Numeric {
+        name: "bf-memory-limit-per-filter",
+        value: &MEMORY_LIMIT,
+        min: 0,
+        max: i64::MAX,
+        flags: raw::REDISMODULE_CONFIG_MEMORY,
+    },
+];
+
+/// Registers the configs with `start` (from the load arguments) as their
+/// defaults, then has the server apply the config file and `MODULE LOADEX`
+/// to them.
+///
+/// # Errors
+///
+/// A line for the server's log: a config the server would not register,
+/// or a value from the config file or `LOADEX` out of range.
+pub(crate) fn register(ctx: &Context, start: &Defaults) -> Result<(), String> {
+    // Relaxed: the module is loading; nothing else reads them yet.
+    ERROR_RATE.store(start.error_rate.to_bits(), Ordering::Relaxed);
+    INITIAL_SIZE.store(start.capacity as i64, Ordering::Relaxed);
+    EXPANSION.store(start.expansion.map_or(0, i64::from), Ordering::Relaxed);
+    // Unprefixed (as RedisBloom registers them) where the server knows
+    // the flag; a server that refuses it (Redis 7.0) refuses the first
+    // config, and gets them all without it.
+    if register_all(ctx, raw::REDISMODULE_CONFIG_UNPREFIXED).is_err() {
+        register_all(ctx, 0)?;
+    }
+    ctx.log_notice(
+        "atomic-bloom: configs bf-error-rate, bf-initial-size, bf-expansion-factor, \
+         bf-memory-limit-per-filter (CONFIG GET bf.bf-error-rate and so on where the server \
+         prefixes module configs: Valkey, Redis 7)",
+    );
+    // Safety: filled in at load, called during load with the module's
+    // context.
+    let load = unsafe { raw::RedisModule_LoadConfigs }.ok_or("the server has no module configs")?;
+    // Safety: as above.
+    if unsafe { load(ctx.ctx) } != raw::REDISMODULE_OK as c_int {
+        return Err("a bf config in the config file or MODULE LOADEX is out of range".into());
+    }
+    Ok(())
+}
+
+/// Registers every config, with `extra` flags.
+fn register_all(ctx: &Context, extra: u32) -> Result<(), String> {
+    let failed = |name: &str| format!("the server refused the config {name}");
+    // Safety (each call): the server's registration functions, filled in
+    // at load, called during load; the names are NUL-terminated and the
+    // server copies them; the callbacks match the server's signatures.
+    let register_numeric = unsafe { raw::RedisModule_RegisterNumericConfig }
+        .ok_or("the server has no module configs")?;
+    let register_string = unsafe { raw::RedisModule_RegisterStringConfig }
+        .ok_or("the server has no module configs")?;
+    let name = CString::new("bf-error-rate").map_err(|e| e.to_string())?;
+    let default = CString::new(defaults().error_rate.to_string()).map_err(|e| e.to_string())?;
+    // Safety: see above.
+    let status = unsafe {
+        register_string(
+            ctx.ctx,
+            name.as_ptr(),
+            default.as_ptr(),
+            raw::REDISMODULE_CONFIG_DEFAULT | extra,
+            Some(get_error_rate),
+            Some(set_error_rate),
+            None,
+            std::ptr::null_mut(),
+        )
+    };
+    if status != raw::REDISMODULE_OK as c_int {
+        return Err(failed("bf-error-rate"));
+    }
+    for (index, config) in NUMERIC.iter().enumerate() {
+        let name = CString::new(config.name).map_err(|e| e.to_string())?;
+        // Safety: see above; the private data is the config's index.
+        let status = unsafe {
+            register_numeric(
+                ctx.ctx,
+                name.as_ptr(),
+                // Relaxed: see `register`.
+                config.value.load(Ordering::Relaxed),
+                config.flags | extra,
+                config.min,
+                config.max,
+                Some(get_numeric),
+                Some(set_numeric),
+                None,
+                index as *mut c_void,
+            )
+        };
+        if status != raw::REDISMODULE_OK as c_int {
+            return Err(failed(config.name));
+        }
+    }
+    Ok(())
+}
+
+extern "C" fn get_numeric(_name: *const c_char, index: *mut c_void) -> c_longlong {
+    // Relaxed: see `defaults`.
+    NUMERIC[index as usize].value.load(Ordering::Relaxed)
+}
+
+extern "C" fn set_numeric(
+    _name: *const c_char,
+    value: c_longlong,
+    index: *mut c_void,
+    _error: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    // The server checked the bounds given at registration. Relaxed: see
+    // `defaults`.
+    NUMERIC[index as usize]
+        .value
+        .store(value, Ordering::Relaxed);
+    raw::REDISMODULE_OK as c_int
+}
+
+/// The server takes the string `get` returns and does not free it: the
+/// module keeps the last one it made (see `RedisModule_RegisterStringConfig`).
+static ERROR_RATE_TEXT: std::sync::Mutex<Option<ServerString>> = std::sync::Mutex::new(None);
+
+/// A string the module made with the server's allocator.
+struct ServerString(*mut raw::RedisModuleString);
+
+// Safety: used only on the server's main thread, under the mutex.
+unsafe impl Send for ServerString {}
+
+impl Drop for ServerString {
+    fn drop(&mut self) {
+        // Safety: made by `RedisModule_CreateString` with no context, freed
+        // once.
+        if let Some(free) = unsafe { raw::RedisModule_FreeString } {
+            unsafe { free(std::ptr::null_mut(), self.0) };
+        }
+    }
+}
+
+/// A server string holding `text`.
+fn server_string(text: &str) -> *mut raw::RedisModuleString {
+    // Safety: filled in at load; no context: the module owns the string.
+    match unsafe { raw::RedisModule_CreateString } {
+        Some(create) => unsafe { create(std::ptr::null_mut(), text.as_ptr().cast(), text.len()) },
+        None => std::ptr::null_mut(),
+    }
+}
+
+extern "C" fn get_error_rate(
+    _name: *const c_char,
+    _private: *mut c_void,
+) -> *mut raw::RedisModuleString {
+    let text = defaults().error_rate.to_string();
+    let made = ServerString(server_string(&text));
+    let pointer = made.0;
+    // The previous string is freed here; the server has copied it.
+    *ERROR_RATE_TEXT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(made);
+    pointer
+}
+
+extern "C" fn set_error_rate(
+    _name: *const c_char,
+    value: *mut raw::RedisModuleString,
+    _private: *mut c_void,
+    error: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    let mut length = 0usize;
+    // Safety: the server's string; the pointer it returns lives as long.
+    let text = match unsafe { raw::RedisModule_StringPtrLen } {
+        Some(ptr_len) => unsafe {
+            let start = ptr_len(value, &mut length);
+            std::slice::from_raw_parts(start.cast::<u8>(), length)
+        },
+        None => &[],
+    };
+    match crate::args::parse_f64(text).filter(|rate| *rate > 0.0 && *rate < 1.0) {
+        Some(rate) => {
+            // Relaxed: see `defaults`.
+            ERROR_RATE.store(rate.to_bits(), Ordering::Relaxed);
+            raw::REDISMODULE_OK as c_int
+        }
+        None => {
+            // Safety: the server frees the error string it is handed.
+            unsafe {
+                *error = server_string("bf-error-rate must be a number between 0 and 1 (exclusive)")
+            };
+            raw::REDISMODULE_ERR as c_int
+        }
+    }
+}
