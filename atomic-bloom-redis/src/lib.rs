@@ -26,6 +26,7 @@
 
 mod alloc;
 mod args;
+mod command_info;
 mod commands;
 mod config;
 mod data_type;
@@ -41,7 +42,10 @@ use data_type::BLOOM_TYPE;
 /// fails the load, with the reason in the server's log.
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     ctx.set_module_options(redis_module::raw::ModuleOptions::HANDLE_IO_ERRORS);
-    match args::load_defaults(args).and_then(|defaults| config::register(ctx, &defaults)) {
+    let loaded = args::load_defaults(args)
+        .and_then(|defaults| config::register(ctx, &defaults))
+        .and_then(|()| command_info::register(ctx));
+    match loaded {
         Ok(()) => {
             let defaults = config::defaults();
             ctx.log_notice(&format!(

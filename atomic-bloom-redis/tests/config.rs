@@ -248,12 +248,18 @@ fn the_memory_limit_binds_clients_and_never_a_replica() {
             .arg(primary.port)
             .query(&mut r)
             .unwrap();
+        // Up to 30 s: a full sync waits out the primary's diskless delay.
         let in_sync = |p: &mut redis::Connection, r: &mut redis::Connection| {
-            (0..400).any(|_| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while std::time::Instant::now() < deadline {
                 let acked: i64 = redis::cmd("WAIT").arg(1).arg(100).query(p).unwrap();
                 let link: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
-                acked == 1 && link.contains("master_link_status:up")
-            })
+                if acked == 1 && link.contains("master_link_status:up") {
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            false
         };
         assert!(
             in_sync(&mut p, &mut r),

@@ -1,0 +1,180 @@
+//! ACL categories, key specs and command docs, against real servers: what
+//! an operator's ACL users may run, as with RedisBloom.
+
+mod common;
+
+use common::{error_text, Kind, Server, KINDS};
+
+/// Every command, and whether it only reads its key.
+const COMMANDS: [(&str, bool); 10] = [
+    ("BF.RESERVE", false),
+    ("BF.ADD", false),
+    ("BF.MADD", false),
+    ("BF.INSERT", false),
+    ("BF.EXISTS", true),
+    ("BF.MEXISTS", true),
+    ("BF.INFO", true),
+    ("BF.CARD", true),
+    ("BF.SCANDUMP", true),
+    ("BF.LOADCHUNK", false),
+];
+
+/// A sample invocation of `command` on `key` that a filter holding "a"
+/// accepts.
+fn invocation(command: &str, key: &str) -> Vec<String> {
+    let args: &[&str] = match command {
+        "BF.RESERVE" => &["0.01", "100"],
+        "BF.ADD" | "BF.EXISTS" => &["a"],
+        "BF.MADD" | "BF.MEXISTS" => &["a", "b"],
+        "BF.INSERT" => &["ITEMS", "a"],
+        "BF.SCANDUMP" => &["0"],
+        "BF.LOADCHUNK" => &["1", "x"],
+        _ => &[],
+    };
+    let mut all = vec![command.to_string(), key.to_string()];
+    all.extend(args.iter().map(|arg| arg.to_string()));
+    all
+}
+
+fn run(connection: &mut redis::Connection, args: &[String]) -> Result<redis::Value, String> {
+    let mut command = redis::cmd(&args[0]);
+    command.arg(&args[1..]);
+    command
+        .query(connection)
+        .map_err(|error| error_text(&error))
+}
+
+fn user(server: &Server, name: &str, rules: &[&str]) -> redis::Connection {
+    let mut admin = server.connect();
+    let mut setuser = redis::cmd("ACL");
+    setuser.arg("SETUSER").arg(name).arg("on").arg(">secret");
+    for rule in rules {
+        setuser.arg(*rule);
+    }
+    setuser.query::<()>(&mut admin).unwrap();
+    redis::Client::open(format!("redis://{name}:secret@127.0.0.1:{}/", server.port))
+        .and_then(|client| client.get_connection())
+        .unwrap()
+}
+
+fn is_noperm(outcome: &Result<redis::Value, String>) -> bool {
+    matches!(outcome, Err(text) if text.starts_with("NOPERM"))
+}
+
+#[test]
+fn command_info_has_arity_key_specs_and_docs() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut connection = server.connect();
+        for (command, read_only) in COMMANDS {
+            let info: redis::Value = redis::cmd("COMMAND")
+                .arg("INFO")
+                .arg(command)
+                .query(&mut connection)
+                .unwrap();
+            let text = format!("{info:?}");
+            assert!(
+                text.contains(if read_only { "RO" } else { "RW" }),
+                "{kind:?} {command}: {text}"
+            );
+            if read_only {
+                assert!(!text.contains("\"RW\""), "{kind:?} {command}: {text}");
+            }
+        }
+        let keys: Vec<String> = redis::cmd("COMMAND")
+            .arg("GETKEYS")
+            .arg("BF.MADD")
+            .arg("bf:routed")
+            .arg("a")
+            .query(&mut connection)
+            .unwrap();
+        assert_eq!(keys, ["bf:routed"]);
+        let docs: redis::Value = redis::cmd("COMMAND")
+            .arg("DOCS")
+            .arg("BF.INSERT")
+            .query(&mut connection)
+            .unwrap();
+        let docs = format!("{docs:?}");
+        for expected in [
+            "Adds one or more items",
+            "NONSCALING",
+            "NOCREATE",
+            "capacity",
+        ] {
+            assert!(
+                docs.contains(expected),
+                "{kind:?}: {expected} not in {docs}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bloom_read_and_write_categories_grant_what_redisbloom_grants() {
+    // Redis 7.0 has no module ACL categories (the log says so).
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let mut admin = server.connect();
+    redis::cmd("BF.ADD")
+        .arg("bf:x")
+        .arg("a")
+        .query::<bool>(&mut admin)
+        .unwrap();
+    let mut bloom = user(&server, "bloom", &["~*", "+@bloom"]);
+    let mut reader = user(&server, "reader", &["~*", "+@read"]);
+    let mut writer = user(&server, "writer", &["~*", "+@write"]);
+    for (command, read_only) in COMMANDS {
+        let key = if command == "BF.RESERVE" {
+            "bf:new"
+        } else {
+            "bf:x"
+        };
+        let args = invocation(command, key);
+        assert!(!is_noperm(&run(&mut bloom, &args)), "+@bloom: {command}");
+        assert_eq!(
+            is_noperm(&run(&mut reader, &args)),
+            !read_only,
+            "+@read: {command}"
+        );
+        assert_eq!(
+            is_noperm(&run(&mut writer, &args)),
+            read_only,
+            "+@write: {command}"
+        );
+    }
+    let categories: Vec<String> = redis::cmd("ACL").arg("CAT").query(&mut admin).unwrap();
+    assert!(categories.iter().any(|category| category == "bloom"));
+}
+
+#[test]
+fn a_user_who_may_only_read_bf_keys_reads_them_and_writes_none() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut admin = server.connect();
+        redis::cmd("BF.ADD")
+            .arg("bf:x")
+            .arg("a")
+            .query::<bool>(&mut admin)
+            .unwrap();
+        let mut reader = user(&server, "keyreader", &["+@all", "%R~bf:*"]);
+        for command in [
+            "BF.EXISTS",
+            "BF.MEXISTS",
+            "BF.CARD",
+            "BF.INFO",
+            "BF.SCANDUMP",
+        ] {
+            let outcome = run(&mut reader, &invocation(command, "bf:x"));
+            assert!(outcome.is_ok(), "{kind:?} {command}: {outcome:?}");
+        }
+        for command in [
+            "BF.ADD",
+            "BF.MADD",
+            "BF.INSERT",
+            "BF.RESERVE",
+            "BF.LOADCHUNK",
+        ] {
+            let outcome = run(&mut reader, &invocation(command, "bf:x"));
+            assert!(is_noperm(&outcome), "{kind:?} {command}: {outcome:?}");
+        }
+    }
+}
