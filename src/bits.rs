@@ -346,6 +346,11 @@ impl BitArray {
         }
     }
 
+    /// Appends block `block_index`'s 64 bytes as the saved format has them.
+    pub(crate) fn encode_block(&self, block_index: usize, out: &mut Vec<u8>) {
+        self.blocks.get(block_index).encode(out);
+    }
+
     /// Writes every word, block by block, little-endian (`FORMAT.md`);
     /// returns the number of set bits written.
     pub(crate) fn write_words<W: Write>(&self, out: &mut Encoder<W>) -> Result<u64, Error> {

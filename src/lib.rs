@@ -141,7 +141,7 @@ pub use error::Error;
 pub use frontier::Frontier;
 pub use hash::DefaultHasher;
 pub use layout::{Layout, Sizing};
-pub use persist::FrontierItem;
+pub use persist::{FrontierItem, SaveCursor};
 pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder, StageStats};
 
 /// The README's examples run as doctests.

@@ -720,3 +720,79 @@ fn version_1_scalable_files_still_load() {
     let probes = (1u64 << 40..(1 << 40) + 10_000).collect::<Vec<_>>();
     assert_eq!(loaded.contains_many(&probes), filter.contains_many(&probes));
 }
+
+/// Saving in pieces (what a server's `BF.SCANDUMP` hands out) makes the
+/// bytes `write_to` makes, whatever the piece size, in one pass.
+#[test]
+fn pieces_of_a_save_are_the_save() {
+    for (layout, sizing) in [
+        (Layout::CacheLine, Sizing::PowerOfTwo),
+        (Layout::Word, Sizing::Exact),
+        (Layout::Compact, Sizing::Exact),
+    ] {
+        let filter: BloomFilter<u64> = BloomFilter::builder(20_000, 0.001)
+            .layout(layout)
+            .sizing(sizing)
+            .seed(5)
+            .build()
+            .unwrap();
+        (0..20_000u64).for_each(|item| {
+            filter.insert(&item);
+        });
+        let whole = bytes_of(|out| filter.write_to(out));
+        assert_eq!(whole.len() as u64, filter.saved_len());
+        for piece_size in [1, 7, 64, 1000, 1 << 20] {
+            let mut cursor = atomic_bloom::SaveCursor::default();
+            let mut joined = Vec::new();
+            loop {
+                let piece = filter.write_chunk(&mut cursor, piece_size);
+                assert!(piece.len() <= piece_size);
+                if piece.is_empty() {
+                    break;
+                }
+                joined.extend(piece);
+            }
+            assert_eq!(
+                joined, whole,
+                "{layout:?} {sizing:?} pieces of {piece_size}"
+            );
+        }
+    }
+    let scalable: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(500, 0.01)
+        .layout(Layout::Compact)
+        .seed(6)
+        .build()
+        .unwrap();
+    (0..20_000u64).for_each(|item| {
+        scalable.insert(&item);
+    });
+    let whole = bytes_of(|out| scalable.write_to(out));
+    let mut cursor = atomic_bloom::SaveCursor::default();
+    let mut joined = Vec::new();
+    while let piece @ [_, ..] = &scalable.write_chunk(&mut cursor, 999)[..] {
+        joined.extend_from_slice(piece);
+    }
+    assert_eq!(joined, whole);
+}
+
+/// Inserts between the pieces: the pieces still load, with every item
+/// inserted before the first piece and a set-bit count that matches.
+#[test]
+fn pieces_load_while_the_filter_changes_between_them() {
+    let filter: BloomFilter<u64> = BloomFilter::builder(100_000, 0.01).seed(8).build().unwrap();
+    (0..50_000u64).for_each(|item| {
+        filter.insert(&item);
+    });
+    let mut cursor = atomic_bloom::SaveCursor::default();
+    let mut joined = Vec::new();
+    let mut next = 50_000u64;
+    while let piece @ [_, ..] = &filter.write_chunk(&mut cursor, 4096)[..] {
+        joined.extend_from_slice(piece);
+        for item in next..next + 500 {
+            filter.insert(&item);
+        }
+        next += 500;
+    }
+    let loaded = BloomFilter::<u64>::read_from(joined.as_slice()).unwrap();
+    assert!((0..50_000u64).all(|item| loaded.contains(&item)));
+}

@@ -16,7 +16,7 @@ use redis_module::{
 use crate::args::{self, error};
 use crate::config;
 use crate::data_type::BLOOM_TYPE;
-use crate::dump::{self, ChunkError};
+use crate::dump::{self, ChunkError, SentChunk};
 use crate::value::{Added, Bloom, Options, Value};
 
 const NOT_FOUND: &str = "ERR not found";
@@ -393,6 +393,10 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             Ok(Err(bloom)) => key.set_value(&BLOOM_TYPE, Value::Ready(bloom)).map(drop),
             Err(refused) => return Err(error(refused.message())),
         },
+        Some(Value::Ready(bloom)) if bloom.last_chunk == Some(SentChunk::of(next, chunk)) => {
+            // The chunk that completed this filter, sent again.
+            Ok(())
+        }
         Some(Value::Ready(_)) => {
             // RedisBloom's loop deletes the key first: a first chunk for a
             // live filter is bad data, any other chunk has no place in it.

@@ -14,6 +14,8 @@
 //! a filter. Until then the key holds the bytes received; a record that
 //! does not parse is dropped with an error, so a flipped bit never loads.
 
+use atomic_bloom::SaveCursor;
+
 use crate::record::{Envelope, RecordError, ENVELOPE_BYTES};
 use crate::value::Bloom;
 
@@ -25,6 +27,25 @@ pub(crate) struct Pending {
     /// Bytes of the whole record, as its envelope says.
     total: u64,
     received: Vec<u8>,
+    /// The last chunk taken: a client that lost the reply sends it again.
+    last: Option<SentChunk>,
+}
+
+/// A chunk as `BF.LOADCHUNK` took it: its iterator and checksum. The same
+/// chunk sent again (a retry after a lost reply) is taken as done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SentChunk {
+    next: i64,
+    crc: u32,
+}
+
+impl SentChunk {
+    pub(crate) fn of(next: i64, chunk: &[u8]) -> Self {
+        SentChunk {
+            next,
+            crc: crc32c::crc32c(chunk),
+        }
+    }
 }
 
 /// Why a chunk was refused: RedisBloom's three error replies.
@@ -60,16 +81,44 @@ fn chunk_offset(next: i64, chunk: &[u8]) -> Result<u64, ChunkError> {
 
 /// The reply to `BF.SCANDUMP key iter`: the next iterator and a chunk, or
 /// `(0, [])` past the end (and for any iterator that is not a position).
+///
+/// Each call makes only its chunk: the key keeps the cursor where the last
+/// chunk ended (the filter's running checksum and count), so a dump that
+/// goes chunk after chunk costs one pass over the filter. A call at any
+/// other position starts a cursor there, which costs the bytes before it.
 pub(crate) fn scan_dump(bloom: &Bloom, iter: i64) -> (i64, Vec<u8>) {
     let offset = match iter {
         0 => 0,
         iter if iter > 0 => iter as u64 - 1,
         _ => return (0, Vec::new()),
     };
-    let chunk = crate::record::record_window(bloom, offset, CHUNK_BYTES);
+    let mut chunk = Vec::new();
+    let envelope = ENVELOPE_BYTES as u64;
+    if offset < envelope {
+        chunk.extend_from_slice(&bloom.envelope().encode()[offset as usize..]);
+    }
+    let filter_offset = offset.saturating_sub(envelope);
+    let mut cursor = bloom
+        .dump_cursor
+        .take()
+        .filter(|cursor| cursor.offset() == filter_offset);
+    let mut cursor = cursor.take().unwrap_or_else(|| {
+        // Not where the last chunk ended: walk to `filter_offset`.
+        let mut cursor = SaveCursor::default();
+        while cursor.offset() < filter_offset {
+            let step = (filter_offset - cursor.offset()).min(CHUNK_BYTES as u64) as usize;
+            if bloom.filter_chunk(&mut cursor, step).is_empty() {
+                break;
+            }
+        }
+        cursor
+    });
+    let room = CHUNK_BYTES - chunk.len();
+    chunk.extend(bloom.filter_chunk(&mut cursor, room));
     if chunk.is_empty() {
         return (0, Vec::new());
     }
+    bloom.dump_cursor.set(Some(cursor));
     let next = 1 + offset + chunk.len() as u64;
     match i64::try_from(next) {
         Ok(next) => (next, chunk),
@@ -87,6 +136,7 @@ pub(crate) fn start(next: i64, chunk: &[u8]) -> Result<Result<Pending, Bloom>, C
     let mut pending = Pending {
         total: envelope.record_bytes(),
         received: Vec::new(),
+        last: None,
     };
     match pending.resume(next, chunk)? {
         Some(bloom) => Ok(Err(bloom)),
@@ -98,8 +148,12 @@ impl Pending {
     /// Appends the chunk sent with iterator `next`; the record, parsed,
     /// once it is complete. On [`ChunkError::BadData`] for a complete
     /// record the key should go: its bytes will never parse.
+    /// The last chunk sent again is taken as done (`Ok(None)`).
     pub(crate) fn resume(&mut self, next: i64, chunk: &[u8]) -> Result<Option<Bloom>, ChunkError> {
         let offset = chunk_offset(next, chunk)?;
+        if self.last == Some(SentChunk::of(next, chunk)) {
+            return Ok(None);
+        }
         if offset != self.received.len() as u64 {
             return Err(ChunkError::InvalidOffset);
         }
@@ -110,11 +164,15 @@ impl Pending {
             return Err(ChunkError::TooBig);
         }
         self.received.extend_from_slice(chunk);
+        self.last = Some(SentChunk::of(next, chunk));
         if (self.received.len() as u64) < self.total {
             return Ok(None);
         }
         match Bloom::read_record(self.received.as_slice()) {
-            Ok(bloom) => Ok(Some(bloom)),
+            Ok(mut bloom) => {
+                bloom.last_chunk = self.last;
+                Ok(Some(bloom))
+            }
             Err(error) => {
                 log_refused(&error);
                 Err(ChunkError::BadData)
@@ -142,7 +200,11 @@ impl Pending {
     pub(crate) fn from_parts(received: Vec<u8>, total: u64) -> Option<Pending> {
         let envelope = Envelope::decode(&received).ok()?;
         let agrees = envelope.record_bytes() == total && (received.len() as u64) < total;
-        agrees.then_some(Pending { total, received })
+        agrees.then_some(Pending {
+            total,
+            received,
+            last: None,
+        })
     }
 }
 

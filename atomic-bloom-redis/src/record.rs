@@ -20,7 +20,7 @@
 
 use std::io::{self, Read, Write};
 
-use atomic_bloom::{BloomFilter, ScalableBloomFilter};
+use atomic_bloom::{BloomFilter, SaveCursor, ScalableBloomFilter};
 
 use crate::value::{Bloom, Filter, Options};
 
@@ -134,19 +134,6 @@ impl Envelope {
     }
 }
 
-/// A sink that only counts.
-struct Counter(u64);
-
-impl Write for Counter {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0 += bytes.len() as u64;
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 impl Bloom {
     fn write_filter<W: Write>(&self, out: W) -> Result<(), atomic_bloom::Error> {
         match &self.filter {
@@ -155,16 +142,24 @@ impl Bloom {
         }
     }
 
-    /// The envelope of this filter (a counting pass over its bytes gives
-    /// their length).
+    /// The envelope of this filter.
     pub(crate) fn envelope(&self) -> Envelope {
-        let mut counter = Counter(0);
-        // A counter never fails.
-        let _ = self.write_filter(&mut counter);
+        let filter_bytes = match &self.filter {
+            Filter::Scaling(filter) => filter.saved_len(),
+            Filter::Fixed(filter) => filter.saved_len(),
+        };
         Envelope {
             options: self.options,
             items: self.items,
-            filter_bytes: counter.0,
+            filter_bytes,
+        }
+    }
+
+    /// The filter's next saved bytes, up to `max`, from `cursor` on.
+    pub(crate) fn filter_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
+        match &self.filter {
+            Filter::Scaling(filter) => filter.write_chunk(cursor, max),
+            Filter::Fixed(filter) => filter.write_chunk(cursor, max),
         }
     }
 
@@ -217,6 +212,8 @@ impl Bloom {
             filter,
             options,
             items: envelope.items,
+            dump_cursor: Default::default(),
+            last_chunk: None,
         })
     }
 }
@@ -241,40 +238,4 @@ fn check_options(options: &Options, filter: &Filter) -> Result<(), RecordError> 
         _ => return Err(RecordError::Mismatch("scaling flag differs")),
     }
     Ok(())
-}
-
-/// Bytes `offset .. offset + max` of a record (fewer at its end, none past
-/// it): a sink that skips up to `offset` and stops the writer once the
-/// window is full (the writer's error then only means "enough"). The cost
-/// is the bytes up to the window's end, not the whole record.
-pub(crate) fn record_window(bloom: &Bloom, offset: u64, max: usize) -> Vec<u8> {
-    struct Window {
-        skip: u64,
-        max: usize,
-        bytes: Vec<u8>,
-    }
-    impl Write for Window {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            let skipped = self.skip.min(bytes.len() as u64) as usize;
-            self.skip -= skipped as u64;
-            let take = (bytes.len() - skipped).min(self.max - self.bytes.len());
-            self.bytes
-                .extend_from_slice(&bytes[skipped..skipped + take]);
-            if self.bytes.len() == self.max {
-                return Err(io::Error::other("window full"));
-            }
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut window = Window {
-        skip: offset,
-        max,
-        bytes: Vec::new(),
-    };
-    // Either the record ended or the window filled: both end the write.
-    let _ = bloom.write_record(&mut window);
-    window.bytes
 }

@@ -2,9 +2,9 @@
 //! with what RedisBloom's commands report about it (the capacity and rate
 //! asked for, the expansion, the items added), or a dump still being loaded.
 
-use atomic_bloom::{BloomFilter, Error, Layout, ScalableBloomFilter, Sizing};
+use atomic_bloom::{BloomFilter, Error, Layout, SaveCursor, ScalableBloomFilter, Sizing};
 
-use crate::dump::Pending;
+use crate::dump::{Pending, SentChunk};
 
 /// The share of a scaling filter's rate its first stage gets: a new key is
 /// built at 80% of the rate asked for (RedisBloom builds its first
@@ -15,6 +15,10 @@ use crate::dump::Pending;
 const FIRST_STAGE_SHARE: f64 = 0.8;
 
 /// A key's value.
+// The server keeps each key's value boxed, and a key is `Loading` only
+// while a dump streams in: a box for `Ready` would add a second indirection
+// to every command for nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Value {
     Ready(Bloom),
     /// A `BF.LOADCHUNK` stream that has not delivered every chunk yet.
@@ -49,6 +53,12 @@ pub(crate) struct Bloom {
     /// Items added and not found there before (`BF.CARD`, "Number of items
     /// inserted"): a false positive is not counted, as in RedisBloom.
     pub(crate) items: u64,
+    /// Where the last `BF.SCANDUMP` chunk ended (`dump.rs`); commands run
+    /// one at a time on the server's main thread.
+    pub(crate) dump_cursor: std::cell::Cell<Option<SaveCursor>>,
+    /// The chunk whose `BF.LOADCHUNK` completed this filter, if one did: a
+    /// retry of it (its reply lost) is answered `OK` again.
+    pub(crate) last_chunk: Option<SentChunk>,
 }
 
 /// What adding one item did.
@@ -101,6 +111,8 @@ impl Bloom {
             filter,
             options,
             items: 0,
+            dump_cursor: Default::default(),
+            last_chunk: None,
         })
     }
 

@@ -161,6 +161,59 @@ fn a_large_filter_dumps_in_several_chunks() {
     assert_eq!(answers(&mut c, "huge"), before);
 }
 
+/// A chunk sent again after a lost reply (the same iterator and bytes) is
+/// taken as done, the last one too; anything else at that place is still
+/// RedisBloom's error. A SCANDUMP that jumps back starts over there and
+/// gives the same bytes.
+#[test]
+fn a_chunk_sent_again_is_taken_once_and_a_dump_can_start_anywhere() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["big", "0.001", "20000000", "NONSCALING"])
+            .query(&mut c)
+            .unwrap();
+        madd(&mut c, "big", &items(0..5_000));
+        let before = answers(&mut c, "big");
+        let chunks = scan_dump(&mut c, "big");
+        assert!(chunks.len() >= 3, "{kind:?}: {} chunks", chunks.len());
+        // Chunk 2 asked for again, out of order: the same bytes.
+        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg("big")
+            .arg(chunks[0].0)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!((next, data), chunks[1].clone(), "{kind:?}");
+        let _: i64 = redis::cmd("DEL").arg("big").query(&mut c).unwrap();
+        for (index, (iter, data)) in chunks.iter().enumerate() {
+            for _ in 0..2 {
+                let ok: String = redis::cmd("BF.LOADCHUNK")
+                    .arg("big")
+                    .arg(*iter)
+                    .arg(data.as_slice())
+                    .query(&mut c)
+                    .unwrap_or_else(|e| panic!("{kind:?} chunk {index}: {e}"));
+                assert_eq!(ok, "OK");
+            }
+            if index + 1 < chunks.len() {
+                // Other bytes where the chunk was: refused.
+                let mut other = data.clone();
+                other[0] ^= 1;
+                let mut command = redis::cmd("BF.LOADCHUNK");
+                command.arg("big").arg(*iter).arg(other.as_slice());
+                let refused = command.query::<String>(&mut c).unwrap_err();
+                assert_eq!(
+                    error_text(&refused),
+                    "ERR invalid offset - no link found",
+                    "{kind:?} chunk {index}"
+                );
+            }
+        }
+        assert_eq!(answers(&mut c, "big"), before, "{kind:?}");
+    }
+}
+
 #[test]
 fn keys_behave_as_keys_of_any_type() {
     for kind in KINDS {

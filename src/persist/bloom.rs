@@ -2,8 +2,10 @@
 
 use std::io::{Read, Write};
 
+use super::chunks::{self, SaveCursor, Segment};
 use super::{
-    read_sizing, sizing_byte, to_usize, Decoder, Encoder, Kind, Saved, Stored, BIT_LAYOUTS,
+    read_sizing, sizing_byte, to_usize, write_header, Decoder, Encoder, Kind, Saved, Stored,
+    BIT_LAYOUTS,
 };
 use crate::bits::BitArray;
 use crate::sizing::{Geometry, Scheme};
@@ -204,5 +206,73 @@ saving_methods! {
         /// assert_eq!(err, Error::NotAFilter);
         /// ```
         fn read_from;
+    }
+}
+
+/// The bytes an encoder writes into a `Vec` (fields, or a header with its
+/// checksum).
+pub(crate) fn encoded(write: impl FnOnce(&mut Encoder<Vec<u8>>) -> Result<(), Error>) -> Vec<u8> {
+    let mut out = Encoder::new(Vec::new());
+    // Writing into a Vec cannot fail.
+    let _ = write(&mut out);
+    out.finish().unwrap_or_default()
+}
+
+/// The header segment of a `kind` filter seeded with `seed`.
+pub(crate) fn header_segment(kind: Kind, seed: u64) -> Segment<'static> {
+    Segment::Header(encoded(|out| write_header(out, kind, seed)))
+}
+
+/// The segments of a bit-array section: its fields, its bits, its count.
+pub(crate) fn bits_segments<'a, T: ?Sized, S>(filter: &'a BloomFilter<T, S>) -> [Segment<'a>; 3] {
+    [
+        Segment::Fields(encoded(|out| {
+            write_geometry(out, filter.geometry(), filter.target_fpr())
+        })),
+        Segment::Bits(filter.bits()),
+        Segment::SetBits,
+    ]
+}
+
+impl<T: ?Sized> BloomFilter<T, DefaultHasher> {
+    fn segments(&self) -> Vec<Segment<'_>> {
+        let mut segments = vec![header_segment(Kind::Bloom, self.hasher().seed())];
+        segments.extend(bits_segments(self));
+        segments.push(Segment::BodyChecksum);
+        segments
+    }
+
+    /// Bytes [`write_to`](Self::write_to) writes.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// let mut bytes = Vec::new();
+    /// f.write_to(&mut bytes)?;
+    /// assert_eq!(bytes.len() as u64, f.saved_len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn saved_len(&self) -> u64 {
+        chunks::total_len(&self.segments())
+    }
+
+    /// The next piece, up to `max` bytes, of what
+    /// [`write_to`](Self::write_to) writes, from where `cursor` stands (a
+    /// new cursor: the start); empty at the end. Each call costs its piece
+    /// (and the header's few fields): a server hands a large filter out a
+    /// chunk at a time in one pass over it.
+    ///
+    /// # Consistency
+    ///
+    /// Each block is read once, when its piece is made: inserts between
+    /// calls may or may not be in the pieces, and the counts and checksums
+    /// written match the bytes written, so the pieces always load.
+    ///
+    /// # Example
+    ///
+    /// See [`SaveCursor`].
+    pub fn write_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
+        chunks::write_chunk(&self.segments(), cursor, max)
     }
 }

@@ -87,6 +87,7 @@ macro_rules! saving_methods {
 }
 
 mod bloom;
+mod chunks;
 mod counting;
 mod file;
 mod frontier;
@@ -94,6 +95,7 @@ mod scalable;
 #[cfg(feature = "serde")]
 mod serde;
 
+pub use chunks::SaveCursor;
 pub use frontier::FrontierItem;
 
 pub(crate) use file::{load, save};

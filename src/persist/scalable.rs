@@ -2,7 +2,8 @@
 
 use std::io::{Read, Write};
 
-use super::bloom::{read_bits, write_bits};
+use super::bloom::{bits_segments, encoded, header_segment, read_bits, write_bits};
+use super::chunks::{self, SaveCursor, Segment};
 use super::{
     read_sizing, reserve_as_read, sizing_byte, to_usize, Decoder, Encoder, Kind, Saved, Stored,
     BIT_LAYOUTS,
@@ -19,6 +20,22 @@ pub(crate) fn write_stages<T: ?Sized, S, W: Write>(
     out: &mut Encoder<W>,
     filter: &ScalableBloomFilter<T, S>,
 ) -> Result<(), Error> {
+    // One snapshot: a stage appended meanwhile is not half written.
+    let stages = filter.stage_snapshot();
+    write_growth_options(out, filter, stages.len())?;
+    for stage in &stages {
+        write_bits(out, stage.filter())?;
+    }
+    Ok(())
+}
+
+/// Writes the growth options and the stage count: what comes before the
+/// stages.
+pub(crate) fn write_growth_options<T: ?Sized, S, W: Write>(
+    out: &mut Encoder<W>,
+    filter: &ScalableBloomFilter<T, S>,
+    stages: usize,
+) -> Result<(), Error> {
     let plan = filter.plan();
     out.u8(Stored::Bits(plan.layout).byte())?;
     out.u8(sizing_byte(plan.sizing))?;
@@ -28,13 +45,7 @@ pub(crate) fn write_stages<T: ?Sized, S, W: Write>(
     out.f64(plan.rate)?;
     out.usize(plan.initial_capacity)?;
     out.u64(plan.memory_limit.map_or(NONE, |limit| limit as u64))?;
-    // One snapshot: a stage appended meanwhile is not half written.
-    let stages = filter.stage_snapshot();
-    out.usize(stages.len())?;
-    for stage in &stages {
-        write_bits(out, stage.filter())?;
-    }
-    Ok(())
+    out.usize(stages)
 }
 
 /// Reads what [`write_stages`] wrote.
@@ -186,5 +197,73 @@ saving_methods! {
         /// [`Error::ZeroStages`], [`Error::InvalidGrowthFactor`],
         /// [`Error::InvalidTighteningRatio`], [`Error::InvalidFirstStageShare`].
         fn read_from;
+    }
+}
+
+impl<T: ?Sized> ScalableBloomFilter<T, DefaultHasher> {
+    /// Bytes [`write_to`](Self::write_to) writes now (a stage appended
+    /// later adds its own).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::new(100, 0.01)?;
+    /// let mut bytes = Vec::new();
+    /// f.write_to(&mut bytes)?;
+    /// assert_eq!(bytes.len() as u64, f.saved_len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn saved_len(&self) -> u64 {
+        let stages = self.stage_snapshot();
+        chunks::total_len(&self.segments(&stages))
+    }
+
+    /// The next piece, up to `max` bytes, of what
+    /// [`write_to`](Self::write_to) writes, from where `cursor` stands; empty
+    /// at the end. As [`BloomFilter::write_chunk`](crate::BloomFilter::write_chunk).
+    ///
+    /// # Consistency
+    ///
+    /// As for `BloomFilter`, with one more case: a stage appended between
+    /// two calls changes what the rest of the pieces are, and the pieces
+    /// then do not load (a checksum or length mismatch, never a wrong
+    /// filter). Hand out a growing filter's pieces without writes between
+    /// them, or from a copy.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{SaveCursor, ScalableBloomFilter};
+    ///
+    /// let f: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(100, 0.01).seed(1).build()?;
+    /// (0..1000u64).for_each(|i| { f.insert(&i); });
+    /// let mut cursor = SaveCursor::default();
+    /// let mut bytes = Vec::new();
+    /// while let piece @ [_, ..] = &f.write_chunk(&mut cursor, 100)[..] {
+    ///     bytes.extend_from_slice(piece);
+    /// }
+    /// let g: ScalableBloomFilter<u64> = ScalableBloomFilter::read_from(bytes.as_slice())?;
+    /// assert!((0..1000u64).all(|i| g.contains(&i)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
+        let stages = self.stage_snapshot();
+        chunks::write_chunk(&self.segments(&stages), cursor, max)
+    }
+
+    fn segments<'a>(
+        &self,
+        stages: &'a [crate::sync::Arc<crate::scalable::Stage<T>>],
+    ) -> Vec<Segment<'a>> {
+        let mut segments = vec![
+            header_segment(Kind::Scalable, self.hasher().seed()),
+            Segment::Fields(encoded(|out| write_growth_options(out, self, stages.len()))),
+        ];
+        for stage in stages {
+            segments.extend(bits_segments(stage.filter()));
+        }
+        segments.push(Segment::BodyChecksum);
+        segments
     }
 }

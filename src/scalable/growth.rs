@@ -54,7 +54,7 @@ impl<T: ?Sized> Stage<T> {
 
 /// A stage: a Bloom core without a hasher of its own (one hash serves every
 /// stage), and the mark at which it is full.
-pub(super) type Stage<T> = Tracked<T, ()>;
+pub(crate) type Stage<T> = Tracked<T, ()>;
 
 /// The default memory limit: 1 GiB.
 pub(super) const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;

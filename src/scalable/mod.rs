@@ -11,8 +11,9 @@ use std::ops::Deref;
 
 pub use builder::ScalableBloomFilterBuilder;
 pub(crate) use growth::GrowthPlan;
+pub(crate) use growth::Stage;
+use growth::StageList;
 pub use growth::StageStats;
-use growth::{Stage, StageList};
 
 use crate::sync::{Arc, ArcSwap, AtomicBool, Mutex, Ordering};
 use crate::{BloomFilter, DefaultHasher, Error, Layout, Sizing};
