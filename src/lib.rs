@@ -109,6 +109,7 @@
 //! atomics in `src/sync.rs` for loom's. It is not a cargo feature.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod batch;
