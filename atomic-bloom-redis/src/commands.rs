@@ -9,27 +9,77 @@
 //! then the command itself, so a replica's filter has the primary's bits.
 
 use redis_module::{
-    key::RedisKeyWritable, raw, Context, ContextFlags, RedisError, RedisResult, RedisString,
-    RedisValue,
+    key::{RedisKey, RedisKeyWritable},
+    raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue,
 };
 
 use crate::args::{self, error};
 use crate::config;
 use crate::data_type::BLOOM_TYPE;
 use crate::dump::{self, ChunkError, SentChunk};
+use crate::redisbloom::data_type::REDISBLOOM_TYPE;
+use crate::redisbloom::{Chain, ChainAdd};
 use crate::value::{Added, Bloom, Options, Value};
 
 const NOT_FOUND: &str = "ERR not found";
 const OVER_LIMIT: &str = "ERR the filter would pass bf-memory-limit-per-filter: raise the limit \
                           (CONFIG SET), or ask for a smaller capacity or a larger error rate";
 const FULL: &str = "ERR non scaling filter is full";
+const FAILED: &str = "ERR problem inserting into filter";
 const LOADING: &str =
     "ERR the filter is being restored: send its remaining BF.LOADCHUNK chunks, or DEL it";
 
-/// The key's value for writing; a key of another type is `WRONGTYPE`.
-fn value_mut(key: &RedisKeyWritable) -> Result<Option<&mut Value>, RedisError> {
-    key.get_value::<Value>(&BLOOM_TYPE)
+/// A key's filter: this module's, or one of RedisBloom's (`redisbloom/`).
+enum Found<'a> {
+    Ours(&'a Value),
+    Theirs(&'a Chain),
+}
+
+/// The same, for writing.
+enum FoundMut<'a> {
+    Ours(&'a mut Value),
+    Theirs(&'a mut Chain),
+}
+
+/// The filter under `key` for writing; a key of another type is
+/// `WRONGTYPE`.
+fn found_mut(key: &RedisKeyWritable) -> Result<Option<FoundMut<'_>>, RedisError> {
+    if let Ok(value) = key.get_value::<Value>(&BLOOM_TYPE) {
+        return Ok(value.map(FoundMut::Ours));
+    }
+    key.get_value::<Chain>(&REDISBLOOM_TYPE)
+        .map(|chain| chain.map(FoundMut::Theirs))
         .map_err(|_| RedisError::WrongType)
+}
+
+/// The filter under `key` for reading; a key of another type is
+/// `WRONGTYPE`.
+fn found<'a>(key: &'a RedisKey) -> Result<Option<Found<'a>>, RedisError> {
+    if let Ok(value) = key.get_value::<Value>(&BLOOM_TYPE) {
+        return Ok(value.map(Found::Ours));
+    }
+    key.get_value::<Chain>(&REDISBLOOM_TYPE)
+        .map(|chain| chain.map(Found::Theirs))
+        .map_err(|_| RedisError::WrongType)
+}
+
+/// Adds `items` to a RedisBloom filter as RedisBloom does: each in turn,
+/// stopping at the first refused.
+fn add_to_chain(chain: &mut Chain, items: &[&[u8]], cap: Option<usize>) -> Vec<Added> {
+    let mut outcomes = Vec::with_capacity(items.len());
+    for item in items {
+        let outcome = match chain.add(item, cap) {
+            ChainAdd::Added(new) => Added::Item(new),
+            ChainAdd::Full => Added::Full,
+            ChainAdd::OverLimit => Added::OverLimit,
+            ChainAdd::Failed => Added::Failed,
+        };
+        outcomes.push(outcome);
+        if !matches!(outcome, Added::Item(_)) {
+            break;
+        }
+    }
+    outcomes
 }
 
 /// The items of a command, from argument `from` on.
@@ -65,7 +115,10 @@ fn create(
         return Err(error(OVER_LIMIT));
     }
     key.set_value(&BLOOM_TYPE, Value::Ready(bloom))?;
-    value_mut(key)?.ok_or(error("ERR could not create filter"))
+    match found_mut(key)? {
+        Some(FoundMut::Ours(value)) => Ok(value),
+        _ => Err(error("ERR could not create filter")),
+    }
 }
 
 /// Propagates a new filter as a `BF.RESERVE` with its seed.
@@ -105,6 +158,7 @@ fn reply_added(ctx: &Context, outcomes: &[Added]) -> RedisValue {
             Added::Item(new) => raw::reply_with_bool(ctx.ctx, (*new).into()),
             Added::Full => ctx.reply_error_string(FULL),
             Added::OverLimit => ctx.reply_error_string(OVER_LIMIT),
+            Added::Failed => ctx.reply_error_string(FAILED),
         };
     }
     RedisValue::NoReply
@@ -132,8 +186,13 @@ fn add_items(
 ) -> Result<Vec<Added>, RedisError> {
     let key = ctx.open_key_writable(&args[1]);
     let cap = memory_cap(ctx);
-    let (value, created) = match value_mut(&key)? {
-        Some(value) => (value, None),
+    let (value, created) = match found_mut(&key)? {
+        Some(FoundMut::Theirs(chain)) => {
+            let outcomes = add_to_chain(chain, items, cap);
+            ctx.replicate_verbatim();
+            return Ok(outcomes);
+        }
+        Some(FoundMut::Ours(value)) => (value, None),
         None if create_missing => (create(&key, options, cap)?, Some(options)),
         None => return Err(error(NOT_FOUND)),
     };
@@ -166,6 +225,7 @@ pub(crate) fn bf_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     match outcomes.first() {
         Some(Added::Item(new)) => Ok(RedisValue::Bool(*new)),
         Some(Added::OverLimit) => Err(error(OVER_LIMIT)),
+        Some(Added::Failed) => Err(error(FAILED)),
         _ => Err(error(FULL)),
     }
 }
@@ -205,7 +265,7 @@ pub(crate) fn bf_insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 pub(crate) fn bf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let options = args::reserve_options(&args)?;
     let key = ctx.open_key_writable(&args[1]);
-    if value_mut(&key)?.is_some() {
+    if found_mut(&key)?.is_some() {
         return Err(error("ERR item exists"));
     }
     create(&key, options, memory_cap(ctx))?;
@@ -221,16 +281,16 @@ pub(crate) fn bf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
-/// The filter under `key` for reading: `None` when missing, of another
-/// type, or still loading (lookups then answer 0, as RedisBloom's do).
-fn lookup(
-    ctx: &Context,
-    key: &RedisString,
-    answer: impl FnOnce(&Bloom) -> RedisResult,
-) -> Option<RedisResult> {
+/// Whether each item may be in the filter under `key`: `None` when the key
+/// is missing, of another type, or still loading (lookups then answer 0, as
+/// RedisBloom's do).
+fn lookup(ctx: &Context, key: &RedisString, items: &[&[u8]]) -> Option<Vec<bool>> {
     let key = ctx.open_key(key);
-    match key.get_value::<Value>(&BLOOM_TYPE) {
-        Ok(Some(Value::Ready(bloom))) => Some(answer(bloom)),
+    match found(&key) {
+        Ok(Some(Found::Ours(Value::Ready(bloom)))) => Some(bloom.exists_many(items)),
+        Ok(Some(Found::Theirs(chain))) => {
+            Some(items.iter().map(|item| chain.contains(item)).collect())
+        }
         _ => None,
     }
 }
@@ -240,10 +300,8 @@ pub(crate) fn bf_exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
-    lookup(ctx, &args[1], |bloom| {
-        Ok(RedisValue::Bool(bloom.exists_many(&items(&args, 2))[0]))
-    })
-    .unwrap_or(Ok(RedisValue::Bool(false)))
+    let found = lookup(ctx, &args[1], &items(&args, 2)).is_some_and(|found| found[0]);
+    Ok(RedisValue::Bool(found))
 }
 
 /// `BF.MEXISTS key item [item ...]`.
@@ -252,10 +310,8 @@ pub(crate) fn bf_mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let items = items(&args, 2);
-    lookup(ctx, &args[1], |bloom| {
-        Ok(reply_bools(ctx, &bloom.exists_many(&items)))
-    })
-    .unwrap_or_else(|| Ok(reply_bools(ctx, &vec![false; items.len()])))
+    let found = lookup(ctx, &args[1], &items).unwrap_or_else(|| vec![false; items.len()]);
+    Ok(reply_bools(ctx, &found))
 }
 
 /// The filter under `key` for `BF.INFO`, `BF.CARD` and `BF.SCANDUMP`:
@@ -263,13 +319,10 @@ pub(crate) fn bf_mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 fn read_value<T>(
     ctx: &Context,
     key: &RedisString,
-    answer: impl FnOnce(Option<&Value>) -> Result<T, RedisError>,
+    answer: impl FnOnce(Option<Found<'_>>) -> Result<T, RedisError>,
 ) -> Result<T, RedisError> {
     let key = ctx.open_key(key);
-    let value = key
-        .get_value::<Value>(&BLOOM_TYPE)
-        .map_err(|_| RedisError::WrongType)?;
-    answer(value)
+    answer(found(&key)?)
 }
 
 /// `BF.CARD key`: items added (0 for a missing key).
@@ -279,8 +332,9 @@ pub(crate) fn bf_card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     read_value(ctx, &args[1], |value| match value {
         None => Ok(RedisValue::Integer(0)),
-        Some(Value::Ready(bloom)) => Ok(RedisValue::Integer(to_i64(bloom.items))),
-        Some(Value::Loading(_)) => Err(error(LOADING)),
+        Some(Found::Ours(Value::Ready(bloom))) => Ok(RedisValue::Integer(to_i64(bloom.items))),
+        Some(Found::Ours(Value::Loading(_))) => Err(error(LOADING)),
+        Some(Found::Theirs(chain)) => Ok(RedisValue::Integer(to_i64(chain.size))),
     })
 }
 
@@ -295,28 +349,21 @@ pub(crate) fn bf_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let fields = read_value(ctx, &args[1], |value| match value {
         None => Err(error(NOT_FOUND)),
-        Some(Value::Loading(_)) => Err(error(LOADING)),
-        Some(Value::Ready(bloom)) => Ok([
-            ("Capacity", RedisValue::Integer(to_i64(bloom.capacity()))),
-            (
-                "Size",
-                RedisValue::Integer(to_i64(bloom.memory_bytes() as u64)),
-            ),
-            (
-                "Number of filters",
-                RedisValue::Integer(bloom.stages() as i64),
-            ),
-            (
-                "Number of items inserted",
-                RedisValue::Integer(to_i64(bloom.items)),
-            ),
-            (
-                "Expansion rate",
-                bloom.options.expansion.map_or(RedisValue::Null, |growth| {
-                    RedisValue::Integer(growth.into())
-                }),
-            ),
-        ]),
+        Some(Found::Ours(Value::Loading(_))) => Err(error(LOADING)),
+        Some(Found::Ours(Value::Ready(bloom))) => Ok(info_fields(
+            bloom.capacity(),
+            bloom.memory_bytes(),
+            bloom.stages(),
+            bloom.items,
+            bloom.options.expansion,
+        )),
+        Some(Found::Theirs(chain)) => Ok(info_fields(
+            chain.capacity(),
+            chain.memory_bytes(),
+            chain.links.len(),
+            chain.size,
+            chain.expansion(),
+        )),
     })?;
     let chosen = match args.get(2) {
         None => &fields[..],
@@ -335,6 +382,31 @@ pub(crate) fn bf_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     };
     Ok(reply_fields(ctx, chosen))
+}
+
+/// `BF.INFO`'s fields, in RedisBloom's order.
+fn info_fields(
+    capacity: u64,
+    size: usize,
+    filters: usize,
+    items: u64,
+    expansion: Option<u32>,
+) -> [(&'static str, RedisValue); 5] {
+    [
+        ("Capacity", RedisValue::Integer(to_i64(capacity))),
+        ("Size", RedisValue::Integer(to_i64(size as u64))),
+        ("Number of filters", RedisValue::Integer(filters as i64)),
+        (
+            "Number of items inserted",
+            RedisValue::Integer(to_i64(items)),
+        ),
+        (
+            "Expansion rate",
+            expansion.map_or(RedisValue::Null, |growth| {
+                RedisValue::Integer(growth.into())
+            }),
+        ),
+    ]
 }
 
 /// Name-value pairs: a map in RESP3 (in this order), a flat array in RESP2.
@@ -363,8 +435,13 @@ pub(crate) fn bf_scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
     }
     let (next, chunk) = read_value(ctx, &args[1], |value| match value {
         None => Err(error(NOT_FOUND)),
-        Some(Value::Loading(_)) => Err(error(LOADING)),
-        Some(Value::Ready(bloom)) => {
+        Some(Found::Ours(Value::Loading(_))) => Err(error(LOADING)),
+        Some(Found::Theirs(chain)) => {
+            let iter = args::parse_i64(args[2].as_slice())
+                .ok_or(error("Second argument must be numeric"))?;
+            Ok(chain.scan_dump(iter))
+        }
+        Some(Found::Ours(Value::Ready(bloom))) => {
             let iter = args::parse_i64(args[2].as_slice())
                 .ok_or(error("Second argument must be numeric"))?;
             Ok(dump::scan_dump(bloom, iter))
@@ -385,7 +462,19 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
         args::parse_i64(args[2].as_slice()).ok_or(error("ERR Second argument must be numeric"))?;
     let chunk = args[3].as_slice();
     let key = ctx.open_key_writable(&args[1]);
-    let outcome = match value_mut(&key)? {
+    let outcome = match found_mut(&key)? {
+        // RedisBloom's stream: its header at iterator 1 (this module's
+        // first chunk is at 1 + its length).
+        None if next == 1 => match Chain::from_header(chunk) {
+            Ok(chain) => key.set_value(&REDISBLOOM_TYPE, chain).map(drop),
+            Err(refused) => {
+                redis_module::logging::log_warning(format!(
+                    "atomic-bloom: BF.LOADCHUNK refused a RedisBloom header: {refused}"
+                ));
+                return Err(error(ChunkError::BadData.message()));
+            }
+        },
+        Some(FoundMut::Theirs(chain)) => chain.load_piece(next, chunk).map_err(error),
         None => match dump::start(next, chunk) {
             Ok(Ok(pending)) => key
                 .set_value(&BLOOM_TYPE, Value::Loading(pending))
@@ -393,11 +482,13 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             Ok(Err(bloom)) => key.set_value(&BLOOM_TYPE, Value::Ready(bloom)).map(drop),
             Err(refused) => return Err(error(refused.message())),
         },
-        Some(Value::Ready(bloom)) if bloom.last_chunk == Some(SentChunk::of(next, chunk)) => {
+        Some(FoundMut::Ours(Value::Ready(bloom)))
+            if bloom.last_chunk == Some(SentChunk::of(next, chunk)) =>
+        {
             // The chunk that completed this filter, sent again.
             Ok(())
         }
-        Some(Value::Ready(_)) => {
+        Some(FoundMut::Ours(Value::Ready(_))) => {
             // RedisBloom's loop deletes the key first: a first chunk for a
             // live filter is bad data, any other chunk has no place in it.
             let refused = if next == 1 + chunk.len() as i64 {
@@ -407,7 +498,7 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             };
             return Err(error(refused.message()));
         }
-        Some(value @ Value::Loading(_)) => {
+        Some(FoundMut::Ours(value @ Value::Loading(_))) => {
             let Value::Loading(pending) = value else {
                 unreachable!()
             };

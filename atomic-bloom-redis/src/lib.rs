@@ -20,7 +20,10 @@
 //! `commands.rs` (parsing and replies), `args.rs` (numbers,
 //! options, module arguments), `value.rs` (a key's filter), `record.rs` (its
 //! bytes), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `data_type.rs` (the
-//! server's callbacks).
+//! server's callbacks), `config.rs` (the server configs),
+//! `command_info.rs` (ACL categories, key specs, docs), and
+//! `redisbloom/` (RedisBloom's own filters, its type, hashing and
+//! encodings, served as RedisBloom serves them).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -32,11 +35,13 @@ mod config;
 mod data_type;
 mod dump;
 mod record;
+mod redisbloom;
 mod value;
 
 use redis_module::{redis_module, Context, RedisString, Status};
 
 use data_type::BLOOM_TYPE;
+use redisbloom::data_type::REDISBLOOM_TYPE;
 
 /// Parses the module arguments into the defaults of new filters; a bad one
 /// fails the load, with the reason in the server's log.
@@ -69,7 +74,7 @@ redis_module! {
     name: "bf",
     version: 10000,
     allocator: (alloc::ServerAlloc, alloc::ServerAlloc),
-    data_types: [BLOOM_TYPE],
+    data_types: [BLOOM_TYPE, REDISBLOOM_TYPE],
     init: init,
     commands: [
         ["bf.reserve", commands::bf_reserve, "write deny-oom", 1, 1, 1, ""],

@@ -71,6 +71,8 @@ pub(crate) enum Added {
     /// The item needed a stage that would take the filter past
     /// `bf-memory-limit-per-filter`.
     OverLimit,
+    /// A RedisBloom filter could not make its next link.
+    Failed,
 }
 
 impl Bloom {

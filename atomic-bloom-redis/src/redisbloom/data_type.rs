@@ -1,0 +1,223 @@
+//! RedisBloom's data type, `MBbloom--` at encoding version 4: a server that
+//! loads this module instead of RedisBloom loads RedisBloom's RDB files
+//! (and AOF preambles) into [`Chain`]s, and saves and rewrites them as
+//! RedisBloom does, so that RedisBloom loads them back.
+//!
+//! RDB, as RedisBloom writes it: the item count, the number of links, the
+//! options (encoding 2 on), the growth (encoding 4 on; 2 before), then per
+//! link its entries, error (double), hashes, bits per entry (double), bits
+//! and n2 (encoding 1 on; before: bits = entries · bpe, n2 = 0), its bits
+//! as a string, and its item count. Every count is checked against what
+//! the input holds before anything is allocated for it.
+
+use std::os::raw::{c_int, c_longlong, c_void};
+
+use redis_module::native_types::RedisType;
+use redis_module::{logging, raw};
+
+use super::{Chain, ChainError, Link, MAX_LINKS};
+
+/// RedisBloom's encoding version, which this type writes and reads (and
+/// every older one).
+const ENCODING_VERSION: i32 = 4;
+
+pub(crate) static REDISBLOOM_TYPE: RedisType = RedisType::new(
+    "MBbloom--",
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        free: Some(free),
+        mem_usage: Some(mem_usage),
+        digest: None,
+        aux_load: None,
+        aux_save: None,
+        aux_save2: None,
+        aux_save_triggers: 0,
+        free_effort: None,
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        copy2: None,
+        free_effort2: None,
+        mem_usage2: None,
+        unlink2: None,
+    },
+);
+
+unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // Safety: the server passes a value this type created.
+    let chain = unsafe { &*value.cast::<Chain>() };
+    raw::save_unsigned(io, chain.size);
+    raw::save_unsigned(io, chain.links.len() as u64);
+    raw::save_unsigned(io, u64::from(chain.options));
+    raw::save_unsigned(io, u64::from(chain.growth));
+    for link in &chain.links {
+        raw::save_unsigned(io, link.entries);
+        raw::save_double(io, link.error);
+        raw::save_unsigned(io, u64::from(link.hashes));
+        raw::save_double(io, link.bpe);
+        raw::save_unsigned(io, link.bits);
+        raw::save_unsigned(io, u64::from(link.n2));
+        raw::save_slice(io, &link.data);
+        raw::save_unsigned(io, link.size);
+    }
+}
+
+/// Reads a chain written with encoding `encver`.
+fn load(io: *mut raw::RedisModuleIO, encver: c_int) -> Result<Chain, ChainError> {
+    let truncated = |_| ChainError::Invalid("the RDB ends early");
+    let unsigned = || raw::load_unsigned(io).map_err(truncated);
+    let double = || raw::load_double(io).map_err(truncated);
+    let size = unsigned()?;
+    let count = unsigned()?;
+    if count == 0 || count > MAX_LINKS {
+        return Err(ChainError::Invalid("no links, or more than 4096"));
+    }
+    let options = if encver >= 2 { unsigned()? } else { 0 };
+    let growth = if encver >= 4 { unsigned()? } else { 2 };
+    let options = u32::try_from(options).map_err(|_| ChainError::Invalid("unknown options"))?;
+    let growth = u32::try_from(growth).map_err(|_| ChainError::Invalid("growth past 2^32"))?;
+    let mut links = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let entries = unsigned()?;
+        let error = double()?;
+        let hashes = u32::try_from(unsigned()?).map_err(|_| ChainError::Invalid("hashes"))?;
+        let bpe = double()?;
+        let (bits, n2) = if encver == 0 {
+            ((entries as f64 * bpe) as u64, 0)
+        } else {
+            let bits = unsigned()?;
+            let n2 = u8::try_from(unsigned()?).map_err(|_| ChainError::Invalid("n2"))?;
+            (bits, n2)
+        };
+        // The string's length is what the input holds: the server read it.
+        let buffer = raw::load_string_buffer(io).map_err(truncated)?;
+        let bytes = buffer.as_ref();
+        if (bytes.len() as f64) < (bits as f64 / 8.0).ceil() {
+            return Err(ChainError::Invalid("bits shorter than the link says"));
+        }
+        let shape = Link {
+            entries,
+            error,
+            hashes,
+            bpe,
+            bits,
+            n2,
+            size: 0,
+            data: Box::new([]),
+        };
+        shape.validate_fields(bytes.len() as u64)?;
+        let mut data = super::zeroed(bytes.len() as u64)?;
+        data.copy_from_slice(bytes);
+        let link_size = unsigned()?;
+        links.push(Link {
+            size: link_size,
+            data,
+            ..shape
+        });
+    }
+    let chain = Chain {
+        links,
+        size,
+        options,
+        growth,
+    };
+    chain.validate()?;
+    Ok(chain)
+}
+
+unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    if !(0..=ENCODING_VERSION).contains(&encver) {
+        logging::log_warning(format!(
+            "atomic-bloom: a RedisBloom filter of encoding {encver}, newer than {ENCODING_VERSION}"
+        ));
+        return std::ptr::null_mut();
+    }
+    match load(io, encver) {
+        Ok(chain) => Box::into_raw(Box::new(chain)).cast::<c_void>(),
+        Err(error) => {
+            logging::log_warning(format!("atomic-bloom: RDB load refused: {error}"));
+            std::ptr::null_mut()
+        }
+    }
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // Safety: the server passes a value this type created.
+    let chain = unsafe { &*value.cast::<Chain>() };
+    let mut iterator = 0i64;
+    loop {
+        let (next, piece) = chain.scan_dump(iterator);
+        if next == 0 {
+            break;
+        }
+        // RedisBloom's BF.LOADCHUNK stream: the header at 1, then each piece
+        // at the iterator after it.
+        let at = if iterator == 0 { 1 } else { next };
+        // Safety: EmitAOF exists in every server this module loads into;
+        // "slb" is a module string, a long long and a buffer with its
+        // length, which is what follows.
+        unsafe {
+            raw::RedisModule_EmitAOF.unwrap()(
+                aof,
+                c"BF.LOADCHUNK".as_ptr(),
+                c"slb".as_ptr(),
+                key,
+                at as c_longlong,
+                piece.as_ptr(),
+                piece.len(),
+            );
+        }
+        iterator = next;
+    }
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    // Safety: the server passes a value this type created, once.
+    drop(unsafe { Box::from_raw(value.cast::<Chain>()) });
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    // Safety: the server passes a value this type created.
+    unsafe { &*value.cast::<Chain>() }.memory_bytes()
+}
+
+unsafe extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // Safety: the server passes a value this type created.
+    let chain = unsafe { &*value.cast::<Chain>() };
+    let mut links = Vec::with_capacity(chain.links.len());
+    for link in &chain.links {
+        let Ok(mut data) = super::zeroed(link.data.len() as u64) else {
+            return std::ptr::null_mut();
+        };
+        data.copy_from_slice(&link.data);
+        links.push(Link {
+            entries: link.entries,
+            error: link.error,
+            hashes: link.hashes,
+            bpe: link.bpe,
+            bits: link.bits,
+            n2: link.n2,
+            size: link.size,
+            data,
+        });
+    }
+    let copy = Chain {
+        links,
+        size: chain.size,
+        options: chain.options,
+        growth: chain.growth,
+    };
+    Box::into_raw(Box::new(copy)).cast::<c_void>()
+}

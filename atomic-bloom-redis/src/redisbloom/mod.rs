@@ -1,0 +1,367 @@
+//! RedisBloom's own filters, served as RedisBloom serves them: a chain of
+//! sub-filters ("links") with RedisBloom's hashing, bit layout and growth,
+//! so that a filter that came from RedisBloom (its RDB, its `BF.SCANDUMP`
+//! stream) answers every item exactly as RedisBloom would, keeps growing
+//! as RedisBloom grows it, and saves back in RedisBloom's own encoding.
+//! New filters are still this module's own (`value.rs`).
+//!
+//! The facts, from RedisBloom's sources (read, not copied: its licence is
+//! RSALv2/SSPLv1/AGPLv3; its `deps/bloom` is BSD and MurmurHash2 public
+//! domain):
+//!
+//! * An item hashes to `(a, b)`: MurmurHash2 with seed `0x9747b28c`, then
+//!   with seed `a`; or, with the `FORCE64` option, MurmurHash64A with seed
+//!   `0xc6a4a7935bd1e995`, then with seed `a`.
+//! * Bit `i` of a link's `hashes` is `(a + i·b) mod m` in wrapping 64-bit
+//!   arithmetic, with `m = 2^n2` (links made with power-of-two rounding)
+//!   or the stored bit count (`n2 = 0`); bit `x` is bit `x % 8` of byte
+//!   `x / 8`.
+//! * An item is present if every bit is set in some link; an add checks
+//!   every link first, then adds to the last, which, once it holds
+//!   `entries` items, is followed by a new link of `entries · growth` items
+//!   at half its error rate (unless `NONSCALING`).
+//! * A link is sized as `bloom_init` sizes it: `bpe = -ln(error) / ln²2`,
+//!   `hashes = ceil(ln 2 · bpe)`, bits from `entries · bpe` (kept, with
+//!   `NOROUND`, or rounded up to a power of two), then to whole 64-bit
+//!   words.
+
+pub(crate) mod data_type;
+mod murmur;
+mod stream;
+
+use murmur::{murmur2, murmur64a};
+
+/// Options of a chain (RedisBloom's `BLOOM_OPT_*`).
+pub(crate) const NOROUND: u32 = 1;
+pub(crate) const ENTS_IS_BITS: u32 = 2;
+pub(crate) const FORCE64: u32 = 4;
+pub(crate) const NO_SCALING: u32 = 8;
+const KNOWN_OPTIONS: u32 = NOROUND | ENTS_IS_BITS | FORCE64 | NO_SCALING;
+
+/// `ln 2`, as RedisBloom writes it: to 15 digits, not `std`'s, so that
+/// `hashes` comes out as RedisBloom computes and checks it.
+#[allow(clippy::approx_constant)]
+const LN2: f64 = 0.693147180559945;
+/// `ln² 2`, likewise.
+const LN2_SQUARED: f64 = 0.480453013918201;
+/// A new link's error rate, against the last link's.
+const TIGHTENING: f64 = 0.5;
+
+/// Links a chain may have (RedisBloom sets none; a header that claims more
+/// is refused before anything is allocated).
+pub(crate) const MAX_LINKS: u64 = 4096;
+/// Hashes a link may have: RedisBloom's own links have at most ~1,500 (at
+/// the smallest rate a double holds); a hostile header could claim 2^32
+/// and make every lookup loop that long.
+const MAX_HASHES: u32 = 2048;
+/// Bytes a link may take: what a link of 2^30 items (RedisBloom's largest
+/// capacity) times its growth could need is far below this.
+const MAX_LINK_BYTES: u64 = 1 << 40;
+
+/// Why a chain or a link was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ChainError {
+    /// Fields that RedisBloom would refuse, or that no RedisBloom wrote.
+    Invalid(&'static str),
+    /// The allocator had no memory for the bits.
+    OutOfMemory,
+}
+
+impl std::fmt::Display for ChainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChainError::Invalid(why) => write!(f, "invalid RedisBloom filter: {why}"),
+            ChainError::OutOfMemory => f.write_str("no memory for a RedisBloom filter's bits"),
+        }
+    }
+}
+
+/// An item's two hashes.
+#[derive(Clone, Copy, Debug)]
+struct Hash {
+    a: u64,
+    b: u64,
+}
+
+/// One sub-filter of a chain: RedisBloom's `struct bloom` and its item
+/// count.
+pub(crate) struct Link {
+    pub(crate) entries: u64,
+    pub(crate) error: f64,
+    pub(crate) hashes: u32,
+    pub(crate) bpe: f64,
+    pub(crate) bits: u64,
+    pub(crate) n2: u8,
+    /// Items added to this link.
+    pub(crate) size: u64,
+    /// `bits / 8` bytes.
+    pub(crate) data: Box<[u8]>,
+}
+
+/// `bytes` zero bytes from the allocator's zeroed path (`calloc`: pages are
+/// the kernel's until written).
+fn zeroed(bytes: u64) -> Result<Box<[u8]>, ChainError> {
+    if bytes == 0 {
+        return Ok(Box::new([]));
+    }
+    let bytes = usize::try_from(bytes).map_err(|_| ChainError::OutOfMemory)?;
+    let layout = std::alloc::Layout::array::<u8>(bytes).map_err(|_| ChainError::OutOfMemory)?;
+    // Safety: a non-zero size.
+    let first = unsafe { std::alloc::alloc_zeroed(layout) };
+    if first.is_null() {
+        return Err(ChainError::OutOfMemory);
+    }
+    // Safety: a fresh allocation of `bytes` zero bytes with the layout a
+    // boxed `[u8]` of that length frees it with.
+    Ok(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(first, bytes)) })
+}
+
+/// `floor(log2(x))` for a finite `x >= 1`, as C's `logb` gives it.
+fn logb(x: f64) -> f64 {
+    ((x.to_bits() >> 52) & 0x7ff) as f64 - 1023.0
+}
+
+impl Link {
+    /// A new, empty link as RedisBloom's `bloom_init(entries, error,
+    /// options)` makes it.
+    pub(crate) fn new(entries: u64, error: f64, options: u32) -> Result<Link, ChainError> {
+        if entries < 1 || error <= 0.0 || error >= 1.0 {
+            return Err(ChainError::Invalid("capacity or error rate out of range"));
+        }
+        let bpe = -(error.ln() / LN2_SQUARED);
+        let bpe = if bpe < 0.0 { -bpe } else { bpe };
+        let (entries, bits, n2) = if options & ENTS_IS_BITS != 0 {
+            if entries > 64 {
+                return Err(ChainError::Invalid("a bit count above 2^64"));
+            }
+            let n2 = entries as u8;
+            let bits = 1u64.checked_shl(u32::from(n2)).unwrap_or(0);
+            (((bits as f64) / bpe) as u64, bits, n2)
+        } else if options & NOROUND != 0 {
+            let bits = ((entries as f64) * bpe) as u64;
+            (entries, bits.max(1), 0)
+        } else {
+            let wanted = entries as f64 * bpe;
+            let exponent = logb(wanted);
+            if exponent > 63.0 || wanted.is_infinite() {
+                return Err(ChainError::Invalid("more bits than 2^64"));
+            }
+            let n2 = (exponent + 1.0) as u8;
+            let bits = 1u64.checked_shl(u32::from(n2)).unwrap_or(0);
+            let bit_diff = ((bits as f64) - wanted) as u64;
+            let item_diff = ((bit_diff as f64) / bpe) as u64;
+            (entries.wrapping_add(item_diff), bits, n2)
+        };
+        let bytes = if bits % 64 != 0 {
+            (bits / 64 + 1) * 8
+        } else {
+            bits / 8
+        };
+        let hashes = (LN2 * bpe).ceil() as u32;
+        if bytes > MAX_LINK_BYTES || hashes > MAX_HASHES {
+            return Err(ChainError::Invalid(
+                "a link larger than any RedisBloom makes",
+            ));
+        }
+        Ok(Link {
+            entries,
+            error,
+            hashes,
+            bpe,
+            bits: bytes * 8,
+            n2,
+            size: 0,
+            data: zeroed(bytes)?,
+        })
+    }
+
+    /// Checks a link's fields as RedisBloom's `bloom_validate_integrity`
+    /// does, and this module's bounds on hashes and bytes.
+    fn validate(&self) -> Result<(), ChainError> {
+        self.validate_fields(self.data.len() as u64)
+    }
+
+    /// [`validate`](Self::validate) for bits `data_bytes` long (a header's
+    /// link, checked before its bits are allocated).
+    pub(crate) fn validate_fields(&self, data_bytes: u64) -> Result<(), ChainError> {
+        let n2_fits = self.n2 == 0 || (self.n2 <= 63 && self.bits >= 1u64 << self.n2);
+        let valid = self.error > 0.0
+            && self.error < 1.0
+            && self.n2 <= 63
+            && n2_fits
+            && self.bits != 0
+            && data_bytes.checked_mul(8) == Some(self.bits)
+            && f64::from(self.hashes) == (LN2 * self.bpe).ceil();
+        if !valid {
+            return Err(ChainError::Invalid("link fields RedisBloom would refuse"));
+        }
+        if self.hashes > MAX_HASHES || data_bytes > MAX_LINK_BYTES {
+            return Err(ChainError::Invalid(
+                "a link larger than any RedisBloom makes",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The modulus of bit positions.
+    fn modulus(&self) -> u64 {
+        if self.n2 > 0 {
+            1u64 << self.n2
+        } else {
+            self.bits
+        }
+    }
+
+    /// The bit positions of `hash` in this link.
+    fn positions(&self, hash: Hash) -> impl Iterator<Item = u64> + '_ {
+        let modulus = self.modulus();
+        (0..u64::from(self.hashes))
+            .map(move |i| hash.a.wrapping_add(i.wrapping_mul(hash.b)) % modulus)
+    }
+
+    fn contains(&self, hash: Hash) -> bool {
+        self.positions(hash)
+            .all(|bit| self.data[(bit / 8) as usize] & (1 << (bit % 8)) != 0)
+    }
+
+    /// Sets `hash`'s bits; true if one was clear (the item was new here).
+    fn add(&mut self, hash: Hash) -> bool {
+        let mut was_clear = false;
+        let modulus = self.modulus();
+        for i in 0..u64::from(self.hashes) {
+            let bit = hash.a.wrapping_add(i.wrapping_mul(hash.b)) % modulus;
+            let byte = &mut self.data[(bit / 8) as usize];
+            let mask = 1u8 << (bit % 8);
+            was_clear |= *byte & mask == 0;
+            *byte |= mask;
+        }
+        was_clear
+    }
+}
+
+/// A RedisBloom filter: its `SBChain`.
+pub(crate) struct Chain {
+    pub(crate) links: Vec<Link>,
+    /// Items added (`BF.CARD`).
+    pub(crate) size: u64,
+    pub(crate) options: u32,
+    pub(crate) growth: u32,
+}
+
+/// What adding an item did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ChainAdd {
+    Added(bool),
+    /// A `NONSCALING` filter holds its capacity.
+    Full,
+    /// The next link would pass the caller's byte cap.
+    OverLimit,
+    /// The next link could not be made (RedisBloom: "problem inserting").
+    Failed,
+}
+
+impl Chain {
+    /// Checks a chain's fields and its links' as RedisBloom does when it
+    /// loads one, and this module's bounds.
+    pub(crate) fn validate(&self) -> Result<(), ChainError> {
+        if self.links.is_empty() || self.links.len() as u64 > MAX_LINKS {
+            return Err(ChainError::Invalid("no links, or more than 4096"));
+        }
+        if self.options & !KNOWN_OPTIONS != 0 {
+            return Err(ChainError::Invalid("unknown options"));
+        }
+        let total = self
+            .links
+            .iter()
+            .try_fold(0u64, |sum, link| sum.checked_add(link.size));
+        if total != Some(self.size) {
+            return Err(ChainError::Invalid("item counts that do not add up"));
+        }
+        self.links.iter().try_for_each(Link::validate)
+    }
+
+    fn hash(&self, item: &[u8]) -> Hash {
+        if self.options & FORCE64 != 0 {
+            let a = murmur64a(item, 0xc6a4_a793_5bd1_e995);
+            Hash {
+                a,
+                b: murmur64a(item, a),
+            }
+        } else {
+            let a = murmur2(item, 0x9747_b28c);
+            Hash {
+                a: u64::from(a),
+                b: u64::from(murmur2(item, a)),
+            }
+        }
+    }
+
+    pub(crate) fn contains(&self, item: &[u8]) -> bool {
+        let hash = self.hash(item);
+        self.links.iter().rev().any(|link| link.contains(hash))
+    }
+
+    /// The link RedisBloom would add after the last: `entries · growth`
+    /// items at half the error rate.
+    fn next_link(&self) -> Result<Link, ChainError> {
+        let last = self.links.last().ok_or(ChainError::Invalid("no links"))?;
+        Link::new(
+            last.entries.wrapping_mul(u64::from(self.growth)),
+            last.error * TIGHTENING,
+            self.options,
+        )
+    }
+
+    /// Adds `item` as RedisBloom's `SBChain_Add` does; a new link that would
+    /// take the chain past `cap` bytes is refused.
+    pub(crate) fn add(&mut self, item: &[u8], cap: Option<usize>) -> ChainAdd {
+        let hash = self.hash(item);
+        if self.links.iter().rev().any(|link| link.contains(hash)) {
+            return ChainAdd::Added(false);
+        }
+        let full = self
+            .links
+            .last()
+            .is_some_and(|last| last.size >= last.entries);
+        if full {
+            if self.options & NO_SCALING != 0 {
+                return ChainAdd::Full;
+            }
+            let link = match self.next_link() {
+                Ok(link) => link,
+                Err(_) => return ChainAdd::Failed,
+            };
+            if cap.is_some_and(|cap| self.memory_bytes() + link.data.len() > cap) {
+                return ChainAdd::OverLimit;
+            }
+            self.links.push(link);
+        }
+        let Some(last) = self.links.last_mut() else {
+            return ChainAdd::Failed;
+        };
+        let added = last.add(hash);
+        if added {
+            last.size += 1;
+            self.size += 1;
+        }
+        ChainAdd::Added(added)
+    }
+
+    /// Capacity as `BF.INFO` reports it: every link's entries.
+    pub(crate) fn capacity(&self) -> u64 {
+        self.links
+            .iter()
+            .fold(0u64, |sum, link| sum.saturating_add(link.entries))
+    }
+
+    /// Bytes, as RedisBloom counts them for `BF.INFO` and `MEMORY USAGE`:
+    /// its chain (32 bytes), 64 per link, and the bits.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        32 + 64 * self.links.len() + self.links.iter().map(|link| link.data.len()).sum::<usize>()
+    }
+
+    /// The growth factor, or none for `NONSCALING`.
+    pub(crate) fn expansion(&self) -> Option<u32> {
+        (self.options & NO_SCALING == 0).then_some(self.growth)
+    }
+}
