@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{error_text, Kind, Server, KINDS};
+use common::{crc64, error_text, Kind, Server, KINDS};
 use redis::Value;
 
 type Chunks = Vec<(i64, Vec<u8>)>;
@@ -275,23 +275,6 @@ fn keys_behave_as_keys_of_any_type() {
             .unwrap();
         assert_eq!(answers(&mut c, "r2"), before, "{kind:?}");
     }
-}
-
-/// Redis's DUMP trailer: CRC-64 (Jones, reflected) over the payload.
-fn crc64(bytes: &[u8]) -> u64 {
-    const POLY: u64 = 0x95ac_9329_ac4b_c9b5; // 0xad93d23594c935a9 reflected
-    let mut crc = 0u64;
-    for &byte in bytes {
-        crc ^= u64::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ POLY
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
 }
 
 /// A `RESTORE` payload with a bit flipped inside the filter, resealed so

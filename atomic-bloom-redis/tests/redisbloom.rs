@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use common::{error_text, Kind, Server, KINDS};
+use common::{crc64, error_text, Kind, Server, KINDS};
 use serde_json::Value as Json;
 
 const KEYS: [&str; 6] = [
@@ -356,4 +356,45 @@ fn hostile_redisbloom_headers_and_pieces_are_refused_and_the_server_lives() {
         let pong: String = redis::cmd("PING").query(&mut c).unwrap();
         assert_eq!(pong, "PONG");
     }
+}
+
+/// RedisBloom's `DUMP` payload of a filter with each of its field bytes
+/// flipped and the payload resealed (so the server's checksum passes): the
+/// load refuses what RedisBloom would refuse, and the server lives.
+#[test]
+fn a_mutated_redisbloom_restore_payload_is_refused_or_loads_and_the_server_lives() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let mut c = server.connect();
+    let payload = std::fs::read(fixtures().join("default.dump")).unwrap();
+    let body = payload.len() - 8;
+    let mut refused = 0;
+    // The chain's and the first link's fields, before its bits.
+    for at in 1..80 {
+        let mut bad = payload.clone();
+        bad[at] ^= 0x04;
+        let trailer = crc64(&bad[..body]).to_le_bytes();
+        bad[body..].copy_from_slice(&trailer);
+        let outcome = redis::cmd("RESTORE")
+            .arg("bad")
+            .arg(0)
+            .arg(bad.as_slice())
+            .arg("REPLACE")
+            .query::<String>(&mut c);
+        match outcome {
+            Err(_) => refused += 1,
+            // A field RedisBloom does not check either (an error rate's
+            // low bits, a capacity): a filter that answers.
+            Ok(_) => {
+                let _: Vec<bool> = redis::cmd("BF.MEXISTS")
+                    .arg("bad")
+                    .arg(&["default:item:1", "probe:1"])
+                    .query(&mut c)
+                    .unwrap();
+            }
+        }
+        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        assert_eq!(pong, "PONG", "byte {at}");
+    }
+    // Counts, sizes, hashes, lengths: refused (30 of the 79 bytes here).
+    assert!(refused >= 25, "only {refused} of 79 refused");
 }

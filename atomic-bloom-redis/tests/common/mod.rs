@@ -392,3 +392,20 @@ impl Cluster {
         }
     }
 }
+
+/// Redis's DUMP trailer: CRC-64 (Jones, reflected) over the payload.
+pub fn crc64(bytes: &[u8]) -> u64 {
+    const POLY: u64 = 0x95ac_9329_ac4b_c9b5; // 0xad93d23594c935a9 reflected
+    let mut crc = 0u64;
+    for &byte in bytes {
+        crc ^= u64::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ POLY
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
