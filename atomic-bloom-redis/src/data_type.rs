@@ -17,6 +17,27 @@ use crate::value::{Bloom, Value};
 pub(crate) static BLOOM_TYPE: RedisType = RedisType::new(
     "atombloom",
     ENCODING_VERSION,
+    type_methods(rdb_load, rdb_save, aof_rewrite, free, mem_usage, copy),
+);
+
+/// The server's callbacks of a data type that saves, loads, rewrites,
+/// frees, measures and copies its values (this module's two types).
+pub(crate) const fn type_methods(
+    rdb_load: unsafe extern "C" fn(*mut raw::RedisModuleIO, c_int) -> *mut c_void,
+    rdb_save: unsafe extern "C" fn(*mut raw::RedisModuleIO, *mut c_void),
+    aof_rewrite: unsafe extern "C" fn(
+        *mut raw::RedisModuleIO,
+        *mut raw::RedisModuleString,
+        *mut c_void,
+    ),
+    free: unsafe extern "C" fn(*mut c_void),
+    mem_usage: unsafe extern "C" fn(*const c_void) -> usize,
+    copy: unsafe extern "C" fn(
+        *mut raw::RedisModuleString,
+        *mut raw::RedisModuleString,
+        *const c_void,
+    ) -> *mut c_void,
+) -> raw::RedisModuleTypeMethods {
     raw::RedisModuleTypeMethods {
         version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
         rdb_load: Some(rdb_load),
@@ -37,8 +58,8 @@ pub(crate) static BLOOM_TYPE: RedisType = RedisType::new(
         free_effort2: None,
         mem_usage2: None,
         unlink2: None,
-    },
-);
+    }
+}
 
 const ENCODING_VERSION: i32 = 1;
 

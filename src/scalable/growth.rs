@@ -203,6 +203,16 @@ impl<T: ?Sized> StageList<T> {
         self.older.len() + 1
     }
 
+    /// Whether a stage before the newest holds `hash` (newest of them
+    /// first): an insert then has nothing to do.
+    #[inline]
+    pub(super) fn older_contain(&self, hash: u64) -> bool {
+        self.older
+            .iter()
+            .rev()
+            .any(|stage| stage.contains_hash(hash))
+    }
+
     /// This list with `stage` appended.
     fn with(&self, stage: Stage<T>, bytes: usize) -> Self {
         let mut older = self.older.clone();

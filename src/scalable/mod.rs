@@ -244,12 +244,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     #[inline]
     pub fn insert_hash(&self, hash: u64) -> bool {
         let stages = self.list();
-        if stages
-            .older
-            .iter()
-            .rev()
-            .any(|stage| stage.contains_hash(hash))
-        {
+        if stages.older_contain(hash) {
             return false;
         }
         let outcome = stages.newest.insert_hash(hash);
@@ -283,12 +278,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// ```
     pub fn insert_hash_within(&self, hash: u64, max_bytes: usize) -> Result<bool, Error> {
         let stages = self.list();
-        if stages
-            .older
-            .iter()
-            .rev()
-            .any(|stage| stage.contains_hash(hash))
-        {
+        if stages.older_contain(hash) {
             return Ok(false);
         }
         let after_growth = || -> Result<usize, Error> {

@@ -24,27 +24,7 @@ const ENCODING_VERSION: i32 = 4;
 pub(crate) static REDISBLOOM_TYPE: RedisType = RedisType::new(
     "MBbloom--",
     ENCODING_VERSION,
-    raw::RedisModuleTypeMethods {
-        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
-        rdb_load: Some(rdb_load),
-        rdb_save: Some(rdb_save),
-        aof_rewrite: Some(aof_rewrite),
-        free: Some(free),
-        mem_usage: Some(mem_usage),
-        digest: None,
-        aux_load: None,
-        aux_save: None,
-        aux_save2: None,
-        aux_save_triggers: 0,
-        free_effort: None,
-        unlink: None,
-        copy: Some(copy),
-        defrag: None,
-        copy2: None,
-        free_effort2: None,
-        mem_usage2: None,
-        unlink2: None,
-    },
+    crate::data_type::type_methods(rdb_load, rdb_save, aof_rewrite, free, mem_usage, copy),
 );
 
 unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
@@ -196,23 +176,14 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     // Safety: the server passes a value this type created.
     let chain = unsafe { &*value.cast::<Chain>() };
-    let mut links = Vec::with_capacity(chain.links.len());
-    for link in &chain.links {
-        let Ok(mut data) = super::zeroed(link.data.len() as u64) else {
-            return std::ptr::null_mut();
-        };
-        data.copy_from_slice(&link.data);
-        links.push(Link {
-            entries: link.entries,
-            error: link.error,
-            hashes: link.hashes,
-            bpe: link.bpe,
-            bits: link.bits,
-            n2: link.n2,
-            size: link.size,
-            data,
-        });
-    }
+    let Ok(links) = chain
+        .links
+        .iter()
+        .map(Link::try_clone)
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        return std::ptr::null_mut();
+    };
     let copy = Chain {
         links,
         size: chain.size,

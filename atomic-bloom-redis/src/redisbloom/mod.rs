@@ -203,6 +203,22 @@ impl Link {
         Ok(())
     }
 
+    /// A copy (its bits from the allocator's zeroed path, then copied).
+    pub(crate) fn try_clone(&self) -> Result<Link, ChainError> {
+        let mut data = zeroed(self.data.len() as u64)?;
+        data.copy_from_slice(&self.data);
+        Ok(Link {
+            entries: self.entries,
+            error: self.error,
+            hashes: self.hashes,
+            bpe: self.bpe,
+            bits: self.bits,
+            n2: self.n2,
+            size: self.size,
+            data,
+        })
+    }
+
     /// The modulus of bit positions.
     fn modulus(&self) -> u64 {
         if self.n2 > 0 {
