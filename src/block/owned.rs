@@ -11,10 +11,12 @@
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
+#[cfg(not(atomic_bloom_loom))]
 use super::BLOCK_BYTES;
 
 /// The alignment every allocator gives without being asked (`malloc`'s):
 /// what makes `alloc_zeroed` a plain `calloc`.
+#[cfg(not(atomic_bloom_loom))]
 const NATURAL_ALIGN: usize = 16;
 
 /// An owned array of `len` blocks at a 64-byte boundary.
