@@ -15,12 +15,13 @@ use crate::{BloomFilter, Error, Layout, Sizing};
 ///
 /// ```
 /// let f: atomic_bloom::ScalableBloomFilter<u64> =
-///     atomic_bloom::ScalableBloomFilter::new(1_000, 0.01)?;
+///     atomic_bloom::ScalableBloomFilter::builder(1_000, 0.01).seed(1).build()?;
 /// for i in 0..10_000u64 { f.insert(&i); }
 /// let stages = f.stage_stats();
 /// assert_eq!(stages.len(), f.stages());
-/// // Every stage but the newest grew once it reached its fill.
-/// assert!(stages[0].set_bits as f64 >= 0.99 * stages[0].set_bits_when_full as f64);
+/// // Every stage but the newest grew once it reached its fill (a small
+/// // one, by the rate of its bits: within a few percent of the mark).
+/// assert!(stages[0].set_bits as f64 >= 0.9 * stages[0].set_bits_when_full as f64);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -33,7 +34,10 @@ pub struct StageStats {
     pub target_fpr: f64,
     /// Bits set now: a popcount of the stage, O(its size).
     pub set_bits: usize,
-    /// Set bits at which the stage counts as full, and the filter grows.
+    /// Set bits at which the stage counts as full, and the filter grows. A
+    /// stage of 64 cache lines or fewer counts as full when the rate of its
+    /// bits would pass its target with one more item instead, which
+    /// unevenly loaded blocks reach a few percent before or after this.
     pub set_bits_when_full: usize,
     /// Bytes the stage takes.
     pub memory_bytes: usize,
