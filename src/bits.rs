@@ -263,17 +263,20 @@ impl BitArray {
 
     /// The false-positive rate of the bits as they are: the chance that an
     /// item never inserted (its block and positions uniform) finds all its
-    /// bits set, under `scheme` with `bits_per_word`. A popcount of every
-    /// word, O(size).
-    pub(crate) fn rate_of_bits(&self, scheme: Scheme, bits_per_word: u32) -> f64 {
+    /// bits set, under `scheme` with `bits_per_word`; and the number of set
+    /// bits. One popcount of every word, O(size).
+    pub(crate) fn rate_of_bits(&self, scheme: Scheme, bits_per_word: u32) -> (f64, usize) {
         let hit =
             |set: u32, slots: u32| (f64::from(set) / f64::from(slots)).powi(bits_per_word as i32);
+        let set_bits = std::cell::Cell::new(0usize);
         let loads = |block: &BitBlock| {
             // Relaxed: a snapshot of bits that only go 0 -> 1.
-            block
+            let set = block
                 .0
                 .each_ref()
-                .map(|word| word.load(Ordering::Relaxed).count_ones())
+                .map(|word| word.load(Ordering::Relaxed).count_ones());
+            set_bits.set(set_bits.get() + set.iter().sum::<u32>() as usize);
+            set
         };
         let total: f64 = match scheme {
             Scheme::Word | Scheme::Counters => self
@@ -310,7 +313,7 @@ impl BitArray {
             Scheme::Word | Scheme::Counters => self.blocks.len() * WORDS_PER_BLOCK,
             Scheme::CacheLine | Scheme::Compact { .. } => self.blocks.len(),
         };
-        total / units as f64
+        (total / units as f64, set_bits.get())
     }
 
     /// Whether any bit is set: a scan that stops at the first set word.

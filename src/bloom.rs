@@ -205,7 +205,7 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     #[inline(always)]
     pub(crate) fn insert_hash_turned_on(&self, hash: u64, count: bool) -> TurnedOn {
         let (index, bits_per_word) = (self.index, self.geometry.bits_per_word);
-        match self.probe_kind() {
+        match self.probe {
             ProbeKind::Line => self
                 .bits
                 .insert_line(&LineProbe::new(hash, index, bits_per_word), count),
@@ -219,11 +219,6 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
                 .bits
                 .insert_compact(&CompactProbe::<16>::new(hash, index, bits_per_word), count),
         }
-    }
-
-    #[inline(always)]
-    fn probe_kind(&self) -> ProbeKind {
-        self.probe
     }
 
     /// Whether the item whose hash is `hash` may be in the filter.
@@ -241,7 +236,7 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let (index, bits_per_word) = (self.index, self.geometry.bits_per_word);
-        match self.probe_kind() {
+        match self.probe {
             ProbeKind::Line => self
                 .bits
                 .contains_line(&LineProbe::new(hash, index, bits_per_word)),
@@ -265,7 +260,7 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     pub(crate) fn prefetch_hash(&self, hash: u64) {
         let line = self.index.line(hash);
         self.bits.prefetch(line);
-        if self.probe_kind() == ProbeKind::CompactTwo {
+        if self.probe == ProbeKind::CompactTwo {
             self.bits.prefetch(line + 1);
         }
     }
@@ -431,10 +426,10 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// `rate k² (1 - f) / (f · slots · groups)`.
     pub(crate) fn rate_of_bits_after_one_more(&self) -> f64 {
         let geometry = &self.geometry;
-        let rate = self
+        let (rate, set_bits) = self
             .bits
             .rate_of_bits(geometry.scheme, geometry.bits_per_word);
-        let fill = self.bits.set_bits() as f64 / self.num_bits() as f64;
+        let fill = set_bits as f64 / self.num_bits() as f64;
         if fill <= 0.0 {
             return rate;
         }
@@ -536,7 +531,8 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     where
         S: PartialEq,
     {
-        if self.layout() != other.layout() || self.geometry.scheme != other.geometry.scheme {
+        // The scheme says the layout and, for `Compact`, the block width.
+        if self.geometry.scheme != other.geometry.scheme {
             return Err(Error::LayoutMismatch {
                 ours: self.layout(),
                 theirs: other.layout(),
@@ -581,7 +577,7 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// The (block, word) an item hash touches first; for loom models that
     /// need two items sharing a word.
     pub fn __first_word_of_hash(&self, hash: u64) -> (usize, usize) {
-        match self.probe_kind() {
+        match self.probe {
             ProbeKind::Line => {
                 let probe = LineProbe::new(hash, self.index, 1);
                 (probe.block_index, probe.low_word)

@@ -42,12 +42,16 @@ static MEMORY_LIMIT: AtomicI64 = AtomicI64::new(0);
 /// The defaults of a filter created without options, as the configs say
 /// now.
 pub(crate) fn defaults() -> Defaults {
-    // Relaxed, here and in every access below: independent values, set and
-    // read on the server's main thread.
+    // Relaxed: independent values, set and read on the server's main
+    // thread; they publish nothing else.
     let expansion = EXPANSION.load(Ordering::Relaxed);
+    // Relaxed: as above.
+    let capacity = INITIAL_SIZE.load(Ordering::Relaxed) as u64;
+    // Relaxed: as above.
+    let error_rate = f64::from_bits(ERROR_RATE.load(Ordering::Relaxed));
     Defaults {
-        capacity: INITIAL_SIZE.load(Ordering::Relaxed) as u64,
-        error_rate: f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)),
+        capacity,
+        error_rate,
         expansion: (expansion != 0).then_some(expansion as u32),
     }
 }
@@ -103,7 +107,9 @@ const NUMERIC: [Numeric; 3] = [
 pub(crate) fn register(ctx: &Context, start: &Defaults) -> Result<(), String> {
     // Relaxed: the module is loading; nothing else reads them yet.
     ERROR_RATE.store(start.error_rate.to_bits(), Ordering::Relaxed);
+    // Relaxed: as above.
     INITIAL_SIZE.store(start.capacity as i64, Ordering::Relaxed);
+    // Relaxed: as above.
     EXPANSION.store(start.expansion.map_or(0, i64::from), Ordering::Relaxed);
     // Unprefixed (as RedisBloom registers them) where the server knows
     // the flag; a server that refuses it (Redis 7.0) refuses the first

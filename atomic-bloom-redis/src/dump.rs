@@ -98,21 +98,20 @@ pub(crate) fn scan_dump(bloom: &Bloom, iter: i64) -> (i64, Vec<u8>) {
         chunk.extend_from_slice(&bloom.envelope().encode()[offset as usize..]);
     }
     let filter_offset = offset.saturating_sub(envelope);
-    let mut cursor = bloom
-        .dump_cursor
-        .take()
-        .filter(|cursor| cursor.offset() == filter_offset);
-    let mut cursor = cursor.take().unwrap_or_else(|| {
-        // Not where the last chunk ended: walk to `filter_offset`.
-        let mut cursor = SaveCursor::default();
-        while cursor.offset() < filter_offset {
-            let step = (filter_offset - cursor.offset()).min(CHUNK_BYTES as u64) as usize;
-            if bloom.filter_chunk(&mut cursor, step).is_empty() {
-                break;
+    let cached = bloom.dump_cursor.take();
+    let mut cursor = cached
+        .filter(|cursor| cursor.offset() == filter_offset)
+        .unwrap_or_else(|| {
+            // Not where the last chunk ended: walk to `filter_offset`.
+            let mut cursor = SaveCursor::default();
+            while cursor.offset() < filter_offset {
+                let step = (filter_offset - cursor.offset()).min(CHUNK_BYTES as u64) as usize;
+                if bloom.filter_chunk(&mut cursor, step).is_empty() {
+                    break;
+                }
             }
-        }
-        cursor
-    });
+            cursor
+        });
     let room = CHUNK_BYTES - chunk.len();
     chunk.extend(bloom.filter_chunk(&mut cursor, room));
     if chunk.is_empty() {

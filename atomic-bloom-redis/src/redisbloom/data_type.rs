@@ -79,7 +79,7 @@ fn load(io: *mut raw::RedisModuleIO, encver: c_int) -> Result<Chain, ChainError>
         if (bytes.len() as f64) < (bits as f64 / 8.0).ceil() {
             return Err(ChainError::Invalid("bits shorter than the link says"));
         }
-        let shape = Link {
+        let mut link = Link {
             entries,
             error,
             hashes,
@@ -88,16 +88,11 @@ fn load(io: *mut raw::RedisModuleIO, encver: c_int) -> Result<Chain, ChainError>
             n2,
             size: 0,
             data: Box::new([]),
-        };
-        shape.validate_fields(bytes.len() as u64)?;
-        let mut data = super::zeroed(bytes.len() as u64)?;
-        data.copy_from_slice(bytes);
-        let link_size = unsigned()?;
-        links.push(Link {
-            size: link_size,
-            data,
-            ..shape
-        });
+        }
+        .with_zeroed_bits(bytes.len() as u64)?;
+        link.data.copy_from_slice(bytes);
+        link.size = unsigned()?;
+        links.push(link);
     }
     let chain = Chain {
         links,

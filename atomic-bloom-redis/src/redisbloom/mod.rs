@@ -203,20 +203,26 @@ impl Link {
         Ok(())
     }
 
+    /// This link's fields (its `data` ignored), checked for bits
+    /// `data_bytes` long, then given that many zero bytes: a link read from
+    /// a header or an RDB, allocated only once its fields pass.
+    pub(crate) fn with_zeroed_bits(self, data_bytes: u64) -> Result<Link, ChainError> {
+        self.validate_fields(data_bytes)?;
+        Ok(Link {
+            data: zeroed(data_bytes)?,
+            ..self
+        })
+    }
+
     /// A copy (its bits from the allocator's zeroed path, then copied).
     pub(crate) fn try_clone(&self) -> Result<Link, ChainError> {
-        let mut data = zeroed(self.data.len() as u64)?;
-        data.copy_from_slice(&self.data);
-        Ok(Link {
-            entries: self.entries,
-            error: self.error,
-            hashes: self.hashes,
-            bpe: self.bpe,
-            bits: self.bits,
-            n2: self.n2,
-            size: self.size,
-            data,
-        })
+        let mut copy = Link {
+            data: Box::new([]),
+            ..*self
+        }
+        .with_zeroed_bits(self.data.len() as u64)?;
+        copy.data.copy_from_slice(&self.data);
+        Ok(copy)
     }
 
     /// The modulus of bit positions.

@@ -9,7 +9,7 @@
 //! error (f64), bits per entry (f64), hashes (u32), entries (u64) and n2
 //! (u8).
 
-use super::{zeroed, Chain, ChainError, Link, MAX_LINKS};
+use super::{Chain, ChainError, Link, MAX_LINKS};
 
 /// Bytes of the header before the links.
 const HEADER_FIXED_BYTES: usize = 8 + 4 + 4 + 4;
@@ -93,11 +93,7 @@ impl Chain {
                 size: link_size,
                 data: Box::new([]),
             };
-            shape.validate_fields(data_bytes)?;
-            links.push(Link {
-                data: zeroed(data_bytes)?,
-                ..shape
-            });
+            links.push(shape.with_zeroed_bits(data_bytes)?);
         }
         let chain = Chain {
             links,
