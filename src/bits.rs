@@ -17,6 +17,17 @@ use crate::Error;
 /// Bits in one line.
 const BLOCK_BITS: usize = BLOCK_BYTES * 8;
 
+/// What [`BitArray::rate_of_bits`] found.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RateOfBits {
+    /// The false-positive rate of the bits as they are.
+    pub(crate) rate: f64,
+    /// Set bits in all.
+    pub(crate) set_bits: usize,
+    /// Set bits of the fullest slot group (a word, or a compact block).
+    pub(crate) fullest_group: u32,
+}
+
 /// One cache line of bits: eight words.
 #[repr(C, align(64))]
 pub(crate) struct BitBlock([AtomicU64; WORDS_PER_BLOCK]);
@@ -263,33 +274,35 @@ impl BitArray {
 
     /// The false-positive rate of the bits as they are: the chance that an
     /// item never inserted (its block and positions uniform) finds all its
-    /// bits set, under `scheme` with `bits_per_word`; and the number of set
-    /// bits. One popcount of every word, O(size).
-    pub(crate) fn rate_of_bits(&self, scheme: Scheme, bits_per_word: u32) -> (f64, usize) {
+    /// bits set, under `scheme` with `bits_per_word`; with the set bits, and
+    /// those of the fullest slot group. One popcount of every word, O(size).
+    pub(crate) fn rate_of_bits(&self, scheme: Scheme, bits_per_word: u32) -> RateOfBits {
         let hit =
             |set: u32, slots: u32| (f64::from(set) / f64::from(slots)).powi(bits_per_word as i32);
-        let set_bits = std::cell::Cell::new(0usize);
-        let loads = |block: &BitBlock| {
-            // Relaxed: a snapshot of bits that only go 0 -> 1.
-            let set = block
-                .0
-                .each_ref()
-                .map(|word| word.load(Ordering::Relaxed).count_ones());
-            set_bits.set(set_bits.get() + set.iter().sum::<u32>() as usize);
+        let (mut set_bits, mut fullest_group) = (0usize, 0u32);
+        let mut group = |set: u32| {
+            set_bits += set as usize;
+            fullest_group = fullest_group.max(set);
             set
         };
+        let count = |block: &BitBlock| {
+            // Relaxed: a snapshot of bits that only go 0 -> 1.
+            block
+                .0
+                .each_ref()
+                .map(|word| word.load(Ordering::Relaxed).count_ones())
+        };
+        let blocks = self.blocks.iter().as_slice();
         let total: f64 = match scheme {
-            Scheme::Word | Scheme::Counters => self
-                .blocks
+            Scheme::Word | Scheme::Counters => blocks
                 .iter()
-                .flat_map(loads)
-                .map(|set| hit(set, 64))
+                .flat_map(count)
+                .map(|set| hit(group(set), 64))
                 .sum(),
-            Scheme::CacheLine => self
-                .blocks
+            Scheme::CacheLine => blocks
                 .iter()
                 .map(|block| {
-                    let set = loads(block);
+                    let set = count(block).map(&mut group);
                     let low: f64 = set[..4].iter().map(|&set| hit(set, 64)).sum();
                     let high: f64 = set[4..].iter().map(|&set| hit(set, 64)).sum();
                     low / 4.0 * high / 4.0
@@ -297,23 +310,25 @@ impl BitArray {
                 .sum(),
             Scheme::Compact { lines } => {
                 let lines = lines as usize;
-                let per_block: Vec<u32> = self
-                    .blocks
-                    .iter()
-                    .map(|block| loads(block).iter().sum())
-                    .collect();
-                per_block
+                blocks
                     .chunks(lines)
-                    .map(|block| hit(block.iter().sum(), (lines * BLOCK_BITS) as u32))
+                    .map(|block| {
+                        let set = block.iter().map(|line| count(line).iter().sum::<u32>());
+                        hit(group(set.sum()), (lines * BLOCK_BITS) as u32)
+                    })
                     .sum::<f64>()
                     * lines as f64
             }
         };
         let units = match scheme {
-            Scheme::Word | Scheme::Counters => self.blocks.len() * WORDS_PER_BLOCK,
-            Scheme::CacheLine | Scheme::Compact { .. } => self.blocks.len(),
+            Scheme::Word | Scheme::Counters => blocks.len() * WORDS_PER_BLOCK,
+            Scheme::CacheLine | Scheme::Compact { .. } => blocks.len(),
         };
-        (total / units as f64, set_bits.get())
+        RateOfBits {
+            rate: total / units as f64,
+            set_bits,
+            fullest_group,
+        }
     }
 
     /// Whether any bit is set: a scan that stops at the first set word.

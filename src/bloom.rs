@@ -416,28 +416,6 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         self.bits.set_bits()
     }
 
-    /// The false-positive rate of the bits as they are (not as the item
-    /// count predicts), and about where one more item takes it: what a
-    /// small stage's fill is judged by. O(size).
-    ///
-    /// One more item sets about `k (1 - f)` new bits of one group of
-    /// `slots` (at fill `f`), so each of the `k` terms of its group's
-    /// `f^k` grows by about `(1 - f) / (slots f)`: the rate grows by about
-    /// `rate k² (1 - f) / (f · slots · groups)`.
-    pub(crate) fn rate_of_bits_after_one_more(&self) -> f64 {
-        let geometry = &self.geometry;
-        let (rate, set_bits) = self
-            .bits
-            .rate_of_bits(geometry.scheme, geometry.bits_per_word);
-        let fill = set_bits as f64 / self.num_bits() as f64;
-        if fill <= 0.0 {
-            return rate;
-        }
-        let k = f64::from(geometry.num_hashes());
-        let (slots, groups) = sizing::group_shape(geometry);
-        rate * (1.0 + k * k * (1.0 - fill) / (fill * slots * groups))
-    }
-
     /// Items inserted, estimated from the number of set bits.
     ///
     /// One item sets a given bit with a probability fixed by the layout, so

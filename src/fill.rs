@@ -17,13 +17,17 @@
 //! ways. Its rate at a given fill varies from filter to filter (a few
 //! blocks, unevenly loaded): it counts as full when the rate of its bits as
 //! they are, computed from every block's fill, would pass its target with
-//! one more item, so that no small stage ends past its rate. And its tally
+//! one more item, so that no small stage ends past its rate. That rate is
+//! a pass over the filter, so each check also works out how many more set
+//! bits cannot take the rate to the target, wherever they land, and the
+//! next check waits for the tally to pass them. And its tally
 //! has one slot, not one per thread: the slots would outweigh the filter.
 //!
 //! Used by the scalable filter (a full stage grows the filter) and the
 //! frontier (a full filter is reported once).
 
 use crate::sizing;
+use crate::sync::{AtomicUsize, Ordering};
 use crate::tally::{ThreadTally, SLOTS};
 use crate::BloomFilter;
 
@@ -50,6 +54,9 @@ pub(crate) struct FillMark {
     /// Full when the rate of the bits reaches the target (a small filter),
     /// not at `full_at_bits`.
     by_rate: bool,
+    /// Set bits (as the tally counts them) below which a small filter's
+    /// rate cannot have reached its target: the last check proved it.
+    next_rate_check: AtomicUsize,
     tally: ThreadTally,
 }
 
@@ -88,6 +95,7 @@ impl FillMark {
             sample_shift,
             step: (full_at_bits / STEPS_PER_FILL).max(1),
             by_rate: small && full_at_bits_given.is_none(),
+            next_rate_check: AtomicUsize::new(0),
             tally: ThreadTally::new(already_set, Self::slots(geometry.blocks)),
         }
     }
@@ -148,10 +156,25 @@ impl FillMark {
     /// Whether `filter` (the filter this mark was made for) reached its
     /// fill: by the rate of its bits if it is small, else by the tally.
     pub(crate) fn is_full<T: ?Sized, S>(&self, filter: &BloomFilter<T, S>) -> bool {
-        if self.by_rate {
-            filter.rate_of_bits_after_one_more() >= filter.target_fpr()
-        } else {
-            self.estimated_set_bits() >= self.full_at_bits
+        let set_bits = self.estimated_set_bits();
+        if !self.by_rate {
+            return set_bits >= self.full_at_bits;
+        }
+        // Relaxed: a bound an earlier check proved from the bits it read;
+        // it only spares a pass, and orders nothing.
+        if set_bits < self.next_rate_check.load(Ordering::Relaxed) {
+            return false;
+        }
+        match bits_short_of_target(filter) {
+            None => true,
+            Some(short) => {
+                // Relaxed: as above.
+                self.next_rate_check.store(
+                    set_bits.saturating_add(short).saturating_add(1),
+                    Ordering::Relaxed,
+                );
+                false
+            }
         }
     }
 
@@ -163,6 +186,65 @@ impl FillMark {
     pub(crate) fn full_at_bits(&self) -> usize {
         self.full_at_bits
     }
+}
+
+/// How many more set bits, wherever they land, leave the rate of
+/// `filter`'s bits with one more item under its target; `None` once that
+/// rate reached it. What a small filter's fill is judged by: O(size).
+///
+/// One more item sets about `k (1 - f)` new bits of one group of `slots`
+/// (at fill `f`), so each of the `k` terms of its group's `f^k` grows by
+/// about `(1 - f) / (slots f)`: one more item multiplies the rate by about
+/// `1 + k² (1 - f) / (f · slots · groups)`, a factor that only falls as
+/// bits are set.
+///
+/// A group of `s` set bits is hit with chance `q(s) = (s / slots)^h` (`h`
+/// bits per word), convex in `s`; the rate is the mean of `q` over the
+/// groups (for a cache line, of the product of its two halves' means,
+/// which grows by at most the sum of their growths). So `Δ` more bits raise
+/// it by at most `Δ · touched / groups · q'(fullest + Δ)`, with `touched`
+/// the groups an item touches and `fullest` the set bits of the fullest
+/// group: the answer is the largest `Δ` that bound keeps under the target.
+fn bits_short_of_target<T: ?Sized, S>(filter: &BloomFilter<T, S>) -> Option<usize> {
+    let geometry = filter.geometry();
+    let found = filter
+        .bits()
+        .rate_of_bits(geometry.scheme, geometry.bits_per_word);
+    let num_bits = filter.num_bits();
+    let fill = found.set_bits as f64 / num_bits as f64;
+    let k = f64::from(geometry.num_hashes());
+    let (slots, groups) = sizing::group_shape(geometry);
+    let one_more = if fill > 0.0 {
+        1.0 + k * k * (1.0 - fill) / (fill * slots * groups)
+    } else {
+        1.0
+    };
+    let target = filter.target_fpr();
+    let h = geometry.bits_per_word as i32;
+    let touched = f64::from(geometry.num_hashes() / geometry.bits_per_word);
+    let stays_under = |more: usize| {
+        let top = (f64::from(found.fullest_group) + more as f64).min(slots);
+        let slope = f64::from(h) * (top / slots).powi(h - 1) / slots;
+        (found.rate + more as f64 * touched / groups * slope) * one_more < target
+    };
+    if !stays_under(0) {
+        return None;
+    }
+    // The bound grows with `Δ`: the largest `Δ` under the target, by
+    // bisection between one that stays under and one that does not.
+    let (mut under, mut over) = (0usize, num_bits);
+    if stays_under(over) {
+        return Some(over);
+    }
+    while over - under > 1 {
+        let middle = under + (over - under) / 2;
+        if stays_under(middle) {
+            under = middle;
+        } else {
+            over = middle;
+        }
+    }
+    Some(under)
 }
 
 /// A Bloom filter with the mark at which it is full: a stage of the
@@ -230,5 +312,43 @@ impl<T: ?Sized, S> Tracked<T, S> {
 
     pub(crate) fn filter(&self) -> &BloomFilter<T, S> {
         &self.filter
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Layout, Sizing};
+
+    /// The bound a check leaves behind never hides a full small filter:
+    /// asked after every insert, the mark says full exactly when the rate
+    /// of the bits, computed afresh, does.
+    #[test]
+    fn a_small_filter_is_full_exactly_when_its_rate_says_so() {
+        let layouts = [
+            (Layout::CacheLine, Sizing::PowerOfTwo),
+            (Layout::Word, Sizing::PowerOfTwo),
+            (Layout::Compact, Sizing::Exact),
+        ];
+        for (layout, sizing) in layouts {
+            for seed in 0..10 {
+                let filter: BloomFilter<u64> = BloomFilter::builder(500, 0.01)
+                    .layout(layout)
+                    .sizing(sizing)
+                    .seed(seed)
+                    .build()
+                    .unwrap();
+                assert!(FillMark::is_small(filter.geometry().blocks));
+                let tracked = Tracked::new_empty(filter, None);
+                let full_after = (0..10_000u64).find(|item| {
+                    tracked.insert_hash(tracked.filter().hash_item(item));
+                    let full = tracked.is_full();
+                    let by_rate = bits_short_of_target(tracked.filter()).is_none();
+                    assert_eq!(full, by_rate, "{layout:?} seed {seed}, item {item}");
+                    full
+                });
+                assert!(full_after.is_some(), "{layout:?} seed {seed}: never full");
+            }
+        }
     }
 }

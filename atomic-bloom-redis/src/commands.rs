@@ -433,19 +433,13 @@ pub(crate) fn bf_scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
+    let iter =
+        || args::parse_i64(args[2].as_slice()).ok_or(error("Second argument must be numeric"));
     let (next, chunk) = read_value(ctx, &args[1], |value| match value {
         None => Err(error(NOT_FOUND)),
         Some(Found::Ours(Value::Loading(_))) => Err(error(LOADING)),
-        Some(Found::Theirs(chain)) => {
-            let iter = args::parse_i64(args[2].as_slice())
-                .ok_or(error("Second argument must be numeric"))?;
-            Ok(chain.scan_dump(iter))
-        }
-        Some(Found::Ours(Value::Ready(bloom))) => {
-            let iter = args::parse_i64(args[2].as_slice())
-                .ok_or(error("Second argument must be numeric"))?;
-            Ok(dump::scan_dump(bloom, iter))
-        }
+        Some(Found::Theirs(chain)) => Ok(chain.scan_dump(iter()?)),
+        Some(Found::Ours(Value::Ready(bloom))) => Ok(dump::scan_dump(bloom, iter()?)),
     })?;
     Ok(RedisValue::Array(vec![
         RedisValue::Integer(next),

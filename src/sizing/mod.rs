@@ -129,14 +129,17 @@ impl Scheme {
         }
     }
 
+    /// Bits in one sizing unit.
+    fn bits_per_unit(self) -> usize {
+        match self {
+            Scheme::CacheLine => LINE_BITS,
+            _ => self.group().1,
+        }
+    }
+
     /// The highest load sized for, in items per unit.
     fn max_load(self) -> f64 {
-        let (_, slots) = self.group();
-        let per_unit = match self {
-            Scheme::CacheLine => LINE_BITS,
-            _ => slots,
-        };
-        MAX_ITEMS_PER_WORD * (per_unit / WORD_BITS) as f64
+        MAX_ITEMS_PER_WORD * (self.bits_per_unit() / WORD_BITS) as f64
     }
 }
 
@@ -348,11 +351,8 @@ const BRACKET_STEP: f64 = 1.25;
 fn max_load_at_rate(scheme: Scheme, bits_per_word: u32, rate: f64) -> f64 {
     let mut table = ProbeHitTable::new(bits_per_word, scheme.group().1);
     let cap = scheme.max_load();
-    let bits_per_unit = match scheme {
-        Scheme::CacheLine => LINE_BITS,
-        _ => scheme.group().1,
-    } as f64;
-    let textbook_load = bits_per_unit * std::f64::consts::LN_2.powi(2) / (1.0 / rate).ln();
+    let textbook_load =
+        scheme.bits_per_unit() as f64 * std::f64::consts::LN_2.powi(2) / (1.0 / rate).ln();
     let mut high = (0.5 * textbook_load).clamp(1e-3, cap);
     let mut low = 0.0f64;
     while rate_at_load(scheme, high, &mut table) <= rate {

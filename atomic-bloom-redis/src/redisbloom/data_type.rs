@@ -94,14 +94,7 @@ fn load(io: *mut raw::RedisModuleIO, encver: c_int) -> Result<Chain, ChainError>
         link.size = unsigned()?;
         links.push(link);
     }
-    let chain = Chain {
-        links,
-        size,
-        options,
-        growth,
-    };
-    chain.validate()?;
-    Ok(chain)
+    Chain::checked(links, size, options, growth)
 }
 
 unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {

@@ -175,15 +175,10 @@ impl Link {
         })
     }
 
-    /// Checks a link's fields as RedisBloom's `bloom_validate_integrity`
-    /// does, and this module's bounds on hashes and bytes.
-    fn validate(&self) -> Result<(), ChainError> {
-        self.validate_fields(self.data.len() as u64)
-    }
-
-    /// [`validate`](Self::validate) for bits `data_bytes` long (a header's
-    /// link, checked before its bits are allocated).
-    pub(crate) fn validate_fields(&self, data_bytes: u64) -> Result<(), ChainError> {
+    /// Checks a link's fields, for bits `data_bytes` long, as RedisBloom's
+    /// `bloom_validate_integrity` does, and this module's bounds on hashes
+    /// and bytes.
+    fn validate_fields(&self, data_bytes: u64) -> Result<(), ChainError> {
         let n2_fits = self.n2 == 0 || (self.n2 <= 63 && self.bits >= 1u64 << self.n2);
         let valid = self.error > 0.0
             && self.error < 1.0
@@ -235,7 +230,7 @@ impl Link {
     }
 
     /// The bit positions of `hash` in this link.
-    fn positions(&self, hash: Hash) -> impl Iterator<Item = u64> + '_ {
+    fn positions(&self, hash: Hash) -> impl Iterator<Item = u64> {
         let modulus = self.modulus();
         (0..u64::from(self.hashes))
             .map(move |i| hash.a.wrapping_add(i.wrapping_mul(hash.b)) % modulus)
@@ -249,9 +244,7 @@ impl Link {
     /// Sets `hash`'s bits; true if one was clear (the item was new here).
     fn add(&mut self, hash: Hash) -> bool {
         let mut was_clear = false;
-        let modulus = self.modulus();
-        for i in 0..u64::from(self.hashes) {
-            let bit = hash.a.wrapping_add(i.wrapping_mul(hash.b)) % modulus;
+        for bit in self.positions(hash) {
             let byte = &mut self.data[(bit / 8) as usize];
             let mask = 1u8 << (bit % 8);
             was_clear |= *byte & mask == 0;
@@ -283,23 +276,34 @@ pub(crate) enum ChainAdd {
 }
 
 impl Chain {
-    /// Checks a chain's fields and its links' as RedisBloom does when it
-    /// loads one, and this module's bounds.
-    pub(crate) fn validate(&self) -> Result<(), ChainError> {
-        if self.links.is_empty() || self.links.len() as u64 > MAX_LINKS {
+    /// A chain read from a header or an RDB, its fields checked as
+    /// RedisBloom checks a chain it loads, and against this module's
+    /// bounds; its `links` come from [`Link::with_zeroed_bits`], which
+    /// checked theirs.
+    pub(crate) fn checked(
+        links: Vec<Link>,
+        size: u64,
+        options: u32,
+        growth: u32,
+    ) -> Result<Chain, ChainError> {
+        if links.is_empty() || links.len() as u64 > MAX_LINKS {
             return Err(ChainError::Invalid("no links, or more than 4096"));
         }
-        if self.options & !KNOWN_OPTIONS != 0 {
+        if options & !KNOWN_OPTIONS != 0 {
             return Err(ChainError::Invalid("unknown options"));
         }
-        let total = self
-            .links
+        let total = links
             .iter()
             .try_fold(0u64, |sum, link| sum.checked_add(link.size));
-        if total != Some(self.size) {
+        if total != Some(size) {
             return Err(ChainError::Invalid("item counts that do not add up"));
         }
-        self.links.iter().try_for_each(Link::validate)
+        Ok(Chain {
+            links,
+            size,
+            options,
+            growth,
+        })
     }
 
     fn hash(&self, item: &[u8]) -> Hash {

@@ -95,14 +95,7 @@ impl Chain {
             };
             links.push(shape.with_zeroed_bits(data_bytes)?);
         }
-        let chain = Chain {
-            links,
-            size,
-            options,
-            growth,
-        };
-        chain.validate()?;
-        Ok(chain)
+        Chain::checked(links, size, options, growth)
     }
 
     /// The reply to `BF.SCANDUMP key iterator`, as RedisBloom's.
