@@ -230,6 +230,19 @@ pub enum Error {
         /// The server's error text.
         message: String,
     },
+    /// A fleet client's settings differ from those the fleet's first
+    /// client stored on the server: the processes would split the fleet.
+    #[cfg(feature = "redis")]
+    FleetSettingsDiffer {
+        /// The key holding the fleet's settings.
+        key: String,
+        /// The setting that differs.
+        setting: String,
+        /// The fleet's value.
+        fleet: String,
+        /// This client's value.
+        this: String,
+    },
     /// A fleet configuration value is out of range.
     #[cfg(feature = "redis")]
     InvalidFleetConfig {
@@ -419,6 +432,18 @@ impl fmt::Display for Error {
             Error::ServerRefused { node, message } => {
                 write!(f, "the server at {node} refused a fleet command: {message}")
             }
+            #[cfg(feature = "redis")]
+            Error::FleetSettingsDiffer {
+                key,
+                setting,
+                fleet,
+                this,
+            } => write!(
+                f,
+                "this client's {setting} is {this} but the fleet's is {fleet} (stored in \
+                 {key}): start every process with the same shards, capacity, error rate and \
+                 expansion, or give this fleet another prefix"
+            ),
             #[cfg(feature = "redis")]
             Error::InvalidFleetConfig { setting, expected } => {
                 write!(f, "fleet setting `{setting}` must be {expected}")

@@ -83,8 +83,16 @@ fn crawl_with_three(
         let handles: Vec<_> = (frontiers.iter())
             .map(|frontier| {
                 let start = web.start_urls();
-                scope
-                    .spawn(move || fleet::crawl(frontier, 1, start, fetch, Duration::from_secs(60)))
+                scope.spawn(move || {
+                    fleet::crawl(
+                        frontier,
+                        1,
+                        start,
+                        fetch,
+                        &|_| Ok(()),
+                        Duration::from_secs(60),
+                    )
+                })
             })
             .collect();
         meanwhile();

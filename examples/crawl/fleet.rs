@@ -39,9 +39,16 @@ const IDLE_PAUSE: Duration = Duration::from_millis(5);
 /// How long a worker waits after an error before trying again.
 const ERROR_PAUSE: Duration = Duration::from_millis(100);
 
+/// What the crawl calls with each page it completes, before the page's
+/// lease ends (`--crawled-out` writes it to a file).
+pub type OnComplete<'a> = &'a (dyn Fn(&str) -> Result<(), String> + Sync);
+
 /// Pushes `start`, then crawls with `threads` workers until the whole
-/// fleet is out of work, fetching pages with `fetch`. Errors are counted,
-/// printed once, and tried again, for up to `give_up_after` in a row.
+/// fleet is out of work, fetching pages with `fetch` and passing each
+/// completed page to `on_complete`. Errors are counted, printed once, and
+/// tried again, for up to `give_up_after` in a row: a process that gives
+/// up loses nothing, as the URLs it held go back to the fleet when their
+/// leases end.
 ///
 /// # Errors
 ///
@@ -51,6 +58,7 @@ pub fn crawl(
     threads: usize,
     start: Vec<String>,
     fetch: &(dyn Fn(&Url) -> Option<String> + Sync),
+    on_complete: OnComplete<'_>,
     give_up_after: Duration,
 ) -> Result<FleetTally, String> {
     let total = Mutex::new(FleetTally::default());
@@ -58,6 +66,7 @@ pub fn crawl(
     let worker = Worker {
         frontier,
         fetch,
+        on_complete,
         give_up_after,
         total: &total,
     };
@@ -86,6 +95,7 @@ pub fn crawl(
 struct Worker<'a> {
     frontier: &'a FleetFrontier,
     fetch: &'a (dyn Fn(&Url) -> Option<String> + Sync),
+    on_complete: OnComplete<'a>,
     give_up_after: Duration,
     total: &'a Mutex<FleetTally>,
 }
@@ -125,18 +135,18 @@ impl Worker<'_> {
         let mut crawled = Vec::new();
         let mut found = Vec::new();
         loop {
-            let Some(url) = self.retry(|| self.frontier.pop())? else {
+            let Some(page) = self.retry(|| self.frontier.pop())? else {
                 if self.retry(|| self.frontier.is_finished())? {
                     break;
                 }
                 thread::sleep(IDLE_PAUSE);
                 continue;
             };
-            if let Some(page) = Url::parse(&url)
+            let url = page.url().to_string();
+            if let Some((base, html)) = Url::parse(&url)
                 .ok()
                 .and_then(|base| (self.fetch)(&base).map(|html| (base, html)))
             {
-                let (base, html) = page;
                 pages += 1;
                 found.extend(
                     extract_links(&html)
@@ -147,9 +157,10 @@ impl Worker<'_> {
                 for link in found.drain(..) {
                     self.retry(|| self.frontier.push(link.clone()))?;
                 }
+                (self.on_complete)(&url)?;
                 crawled.push(url);
             }
-            self.frontier.complete();
+            self.frontier.complete(page);
         }
         let mut total = self.total.lock().unwrap_or_else(|e| e.into_inner());
         total.pages += pages;

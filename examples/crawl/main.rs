@@ -102,11 +102,23 @@ struct Args {
     prefix: String,
     /// Fleet mode: no local filter and batches of one, every link a round
     /// trip (the way scrapy-redis dedupes), to compare with.
-    #[arg(long)]
+    #[arg(long, requires = "redis")]
     naive: bool,
-    /// Fleet mode: write every URL this process crawled here, one a line.
-    #[arg(long, value_name = "FILE")]
+    /// Fleet mode: write every URL this process crawled here, one a line,
+    /// each as it completes (before its lease ends), so that a process
+    /// killed mid-crawl leaves what it finished.
+    #[arg(long, value_name = "FILE", requires = "redis")]
     crawled_out: Option<PathBuf>,
+    /// Fleet mode: seconds a popped URL stays leased to this process
+    /// without a word from it; the URLs of a process that dies go back to
+    /// the fleet after this.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        requires = "redis",
+        default_value_t = 60.0
+    )]
+    lease: f64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -300,12 +312,14 @@ fn run_fleet(
 ) -> Result<(), String> {
     use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
     use std::io::Write;
+    use std::sync::Mutex;
 
     let mut config = FleetConfig::new(url)
         .prefix(args.prefix.as_str())
         .shards(args.shards)
         .capacity(capacity, args.rate)
-        .local_filter(capacity, args.rate / 10.0);
+        .local_filter(capacity, args.rate / 10.0)
+        .lease(Duration::try_from_secs_f64(args.lease).map_err(|e| format!("--lease: {e}"))?);
     if args.naive {
         config = config.without_local_filter().batch_size(1);
     }
@@ -321,23 +335,31 @@ fn run_fleet(
         }
     );
     let fetch = |page: &Url| site.fetch(page);
+    // Each page is written (unbuffered, one write a line) before its lease
+    // ends, so a killed process's file holds every page it finished.
+    let out = match &args.crawled_out {
+        Some(path) => Some((
+            path,
+            Mutex::new(
+                std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?,
+            ),
+        )),
+        None => None,
+    };
+    let on_complete = |page: &str| match &out {
+        Some((path, file)) => (file.lock().unwrap_or_else(|e| e.into_inner()))
+            .write_all(format!("{page}\n").as_bytes())
+            .map_err(|e| format!("{}: {e}", path.display())),
+        None => Ok(()),
+    };
     let tally = fleet::crawl(
         &frontier,
         args.threads,
         site.start_urls(),
         &fetch,
+        &on_complete,
         Duration::from_secs(120),
     )?;
-    if let Some(path) = &args.crawled_out {
-        let mut file = std::io::BufWriter::new(
-            std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?,
-        );
-        for page in &tally.crawled {
-            writeln!(file, "{page}").map_err(|e| format!("{}: {e}", path.display()))?;
-        }
-        file.flush()
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
     let seconds = tally.elapsed.as_secs_f64();
     let stats = &tally.stats;
     println!(

@@ -3,6 +3,7 @@
 //! send batches, take from the queues and keep the fleet's state, each
 //! retried until `retry_for` runs out.
 
+use std::collections::HashMap;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -14,10 +15,12 @@ use super::{lock, scripts, FleetConfig, FleetStats};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::{Error, ScalableBloomFilter};
 
-/// Results acknowledged (deleted on the server) with each pipeline, at most.
-const ACKS_PER_PIPELINE: usize = 512;
+/// Commands carried in front of a pipeline, at most.
+const PIGGYBACK_PER_PIPELINE: usize = 512;
 
-/// The first pause between two tries; it doubles up to `MAX_PAUSE`.
+/// The first pause between two tries; it doubles up to `MAX_PAUSE`, and
+/// each sleep is a random part of it between a half and all, so that a
+/// fleet that lost its server does not come back in lockstep.
 const FIRST_PAUSE: Duration = Duration::from_millis(20);
 const MAX_PAUSE: Duration = Duration::from_secs(1);
 
@@ -28,33 +31,88 @@ pub(crate) struct Batch {
     pub(crate) shard: usize,
     pub(crate) id: u64,
     pub(crate) items: Vec<String>,
+    /// The push sequence number of the first item (0 where unused).
+    pub(crate) first_seq: u64,
 }
 
 /// A command for one shard, with the key its errors name.
 type ShardCommand = (usize, String, Cmd);
 
-/// What one thread at a time uses: the connections, results to
-/// acknowledge, the next id, and a take whose answer has not come back.
+/// A URL taken from the fleet: the shard and lease token it came under.
+#[derive(Debug)]
+pub(crate) struct TakenUrl {
+    pub(crate) shard: usize,
+    pub(crate) token: String,
+    pub(crate) url: String,
+}
+
+/// Something the server must hear that needs no answer, carried in front
+/// of the next pipeline and kept until one succeeds.
+#[derive(Debug)]
+enum Piggyback {
+    /// A batch's answer is in: delete its result key.
+    Acknowledge { shard: usize, key: String },
+    /// These URLs of a lease are done; `last` ends the lease too.
+    Complete {
+        shard: usize,
+        token: String,
+        urls: Vec<String>,
+        last: bool,
+    },
+}
+
+/// What one thread at a time uses: the connections, what rides on the
+/// next pipeline, the next id, the leases held, and a take whose answer
+/// has not come back.
 #[derive(Debug)]
 pub(crate) struct Wire {
     link: Link,
-    acks: Vec<(usize, String)>,
+    piggyback: Vec<Piggyback>,
     next_id: u64,
-    /// The take commands and their result keys.
+    /// The take commands and their lease tokens.
     unfinished_take: Option<Vec<(ShardCommand, String)>>,
+    /// Leases this client holds, by shard and token: the URLs whose
+    /// completion is not yet queued. A lease is renewed until the
+    /// completion of its last URL has reached the server.
+    leases: HashMap<(usize, String), usize>,
 }
 
 impl Wire {
     /// Whether a take's answer was lost: its URLs wait on the server under
-    /// its result keys until the next take collects them.
+    /// their leases until the next take collects them (or the leases end).
     pub(crate) fn has_unfinished_take(&self) -> bool {
         self.unfinished_take.is_some()
+    }
+
+    /// Whether any lease is held or any completion waits to be sent.
+    pub(crate) fn holds_leases(&self) -> bool {
+        !self.leases.is_empty()
+            || (self.piggyback.iter()).any(|entry| matches!(entry, Piggyback::Complete { .. }))
     }
 
     /// A fresh id for a batch or a take.
     pub(crate) fn next_id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id
+    }
+
+    /// Queues the completion of `urls` under `shard`'s `token`, to ride on
+    /// the next pipeline.
+    pub(crate) fn complete(&mut self, shard: usize, token: String, urls: Vec<String>) {
+        let last = match self.leases.get_mut(&(shard, token.clone())) {
+            Some(unqueued) => {
+                *unqueued = unqueued.saturating_sub(urls.len());
+                *unqueued == 0
+            }
+            // Not a lease of this client (any more): complete what is ours.
+            None => false,
+        };
+        self.piggyback.push(Piggyback::Complete {
+            shard,
+            token,
+            urls,
+            last,
+        });
     }
 }
 
@@ -76,9 +134,11 @@ struct Counters {
 pub(crate) struct Client {
     pub(crate) config: FleetConfig,
     pub(crate) keys: Vec<ShardKeys>,
-    /// The control hash: busy and idle clients and the epoch.
+    /// The control hash: the epoch of busy transitions.
     control: String,
-    /// This client's name in result keys and in the control hash.
+    /// The busy clients, each with the deadline of its heartbeat.
+    clients: String,
+    /// This client's name in result keys, lease tokens and the census.
     id: String,
     pub(crate) local: Option<ScalableBloomFilter<str>>,
     wire: Mutex<Wire>,
@@ -95,13 +155,32 @@ fn read(counter: &AtomicU64) -> u64 {
     counter.load(Ordering::Relaxed)
 }
 
+/// A sleep between `pause / 2` and `pause`.
+fn jittered(pause: Duration) -> Duration {
+    let fraction = (crate::hash::unlikely_to_repeat() >> 11) as f64 / (1u64 << 53) as f64;
+    pause.mul_f64(0.5 + fraction / 2.0)
+}
+
+fn millis(duration: Duration) -> u64 {
+    duration.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
+fn server_error(node: &str, message: String) -> Error {
+    Error::ServerRefused {
+        node: node.to_string(),
+        message,
+    }
+}
+
 impl Client {
-    /// Checks `config`, connects, and builds the local filter.
+    /// Checks `config`, connects, checks the fleet's stored settings, and
+    /// builds the local filter.
     pub(crate) fn connect(config: &FleetConfig) -> Result<Client, Error> {
         config.validate()?;
         let keys = keys::shard_keys(&config.prefix, config.shards);
         let control = format!("{}:control:{{{}}}", config.prefix, keys[0].tag);
-        let link = Link::connect(&config.url, config.timeout, &keys)?;
+        let clients = format!("{}:clients:{{{}}}", config.prefix, keys[0].tag);
+        let link = Link::connect(&config.url, config.timeout, config.wait, &keys)?;
         let local = if config.local_filter {
             Some(
                 ScalableBloomFilter::builder(config.local_capacity, config.local_error_rate)
@@ -111,20 +190,65 @@ impl Client {
             None
         };
         let id = format!("{:016x}", crate::hash::unlikely_to_repeat());
-        Ok(Client {
+        let client = Client {
             config: config.clone(),
             keys,
             control,
+            clients,
             id,
             local,
             wire: Mutex::new(Wire {
                 link,
-                acks: Vec::new(),
+                piggyback: Vec::new(),
                 next_id: 0,
                 unfinished_take: None,
+                leases: HashMap::new(),
             }),
             counters: Counters::default(),
-        })
+        };
+        client.check_settings()?;
+        Ok(client)
+    }
+
+    /// Stores the fleet's shared settings the first time, and refuses a
+    /// client whose settings differ from them.
+    fn check_settings(&self) -> Result<(), Error> {
+        let config = &self.config;
+        let key = format!("{}:config:{{{}}}", config.prefix, self.keys[0].tag);
+        let fields = [
+            ("shards", config.shards.to_string()),
+            ("capacity", config.capacity.to_string()),
+            ("error_rate", config.error_rate.to_string()),
+            ("expansion", config.expansion.to_string()),
+        ];
+        let command = scripts::settings(&key, &fields);
+        let mut wire = self.wire();
+        let replies = self.run(&mut wire, &[(0, key.clone(), command)])?;
+        match replies.first() {
+            Some(Value::Array(pair)) if pair.is_empty() => Ok(()),
+            Some(Value::Array(pair)) => {
+                let text = |value: &Value| match value {
+                    Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                    other => format!("{other:?}"),
+                };
+                let setting = text(&pair[0]);
+                let ours = fields
+                    .iter()
+                    .find(|(field, _)| *field == setting)
+                    .map(|(_, value)| value.clone())
+                    .unwrap_or_default();
+                Err(Error::FleetSettingsDiffer {
+                    key,
+                    setting,
+                    fleet: pair.get(1).map(text).unwrap_or_default(),
+                    this: ours,
+                })
+            }
+            other => Err(server_error(
+                wire.link.node_of(0),
+                format!("the fleet's settings check answered {other:?}"),
+            )),
+        }
     }
 
     /// The connections, for one thread.
@@ -159,27 +283,54 @@ impl Client {
         }
     }
 
-    /// Runs `commands` (with results to acknowledge in front), trying
-    /// again while the server cannot be reached, up to `retry_for`.
+    /// The command that carries a piggyback entry.
+    fn piggyback_command(&self, entry: &Piggyback) -> ShardCommand {
+        match entry {
+            Piggyback::Acknowledge { shard, key } => {
+                let mut unlink = redis::cmd("UNLINK");
+                unlink.arg(key);
+                (*shard, key.clone(), unlink)
+            }
+            Piggyback::Complete {
+                shard,
+                token,
+                urls,
+                last,
+            } => {
+                let keys = &self.keys[*shard];
+                let command = scripts::complete(keys, token, *last, urls);
+                (*shard, keys.inflight.clone(), command)
+            }
+        }
+    }
+
+    /// Runs `commands` (with what rides on the next pipeline in front),
+    /// trying again while the server cannot be reached, up to `retry_for`.
     fn run(&self, wire: &mut Wire, commands: &[ShardCommand]) -> Result<Vec<Value>, Error> {
         let deadline = Instant::now() + self.config.retry_for;
         let mut pause = FIRST_PAUSE;
         loop {
-            let acks = wire.acks.len().min(ACKS_PER_PIPELINE);
-            let mut pipeline: Vec<ShardCommand> = wire.acks[..acks]
+            let carried = wire.piggyback.len().min(PIGGYBACK_PER_PIPELINE);
+            let mut pipeline: Vec<ShardCommand> = wire.piggyback[..carried]
                 .iter()
-                .map(|(shard, key)| {
-                    let mut unlink = redis::cmd("UNLINK");
-                    unlink.arg(key);
-                    (*shard, key.clone(), unlink)
-                })
+                .map(|entry| self.piggyback_command(entry))
                 .collect();
             pipeline.extend(commands.iter().cloned());
             add(&self.counters.round_trips, 1);
             match wire.link.run(&pipeline) {
                 Ok(mut replies) => {
-                    wire.acks.drain(..acks);
-                    return Ok(replies.split_off(acks));
+                    for entry in wire.piggyback.drain(..carried) {
+                        if let Piggyback::Complete {
+                            shard,
+                            token,
+                            last: true,
+                            ..
+                        } = entry
+                        {
+                            wire.leases.remove(&(shard, token));
+                        }
+                    }
+                    return Ok(replies.split_off(carried));
                 }
                 Err(Failure::Refused(error)) => return Err(error),
                 Err(failure) => {
@@ -190,7 +341,7 @@ impl Client {
                         return Err(error);
                     }
                     log::warn!("atomic-bloom fleet: {error}; trying again in {pause:?}");
-                    thread::sleep(pause);
+                    thread::sleep(jittered(pause));
                     pause = (pause * 2).min(MAX_PAUSE);
                 }
             }
@@ -207,23 +358,19 @@ impl Client {
         queue: bool,
     ) -> Result<Vec<Vec<bool>>, Error> {
         let config = &self.config;
-        let capacity = (config.capacity / config.shards).max(1);
-        let ttl = config.result_ttl.as_secs();
+        let settings = scripts::OfferSettings {
+            capacity: (config.capacity / config.shards).max(1),
+            error_rate: config.error_rate,
+            ttl_seconds: config.result_ttl.as_secs(),
+            expansion: config.expansion,
+        };
         let mut results = Vec::with_capacity(batches.len());
         let commands: Vec<ShardCommand> = batches
             .iter()
             .map(|batch| {
                 let shard = &self.keys[batch.shard];
                 let result = format!("{}:{}:{}", shard.results, self.id, batch.id);
-                let command = scripts::offer(
-                    shard,
-                    &result,
-                    queue,
-                    capacity,
-                    config.error_rate,
-                    ttl,
-                    &batch.items,
-                );
+                let command = scripts::offer(shard, &result, queue, settings, &batch.items);
                 results.push(result);
                 (batch.shard, shard.seen.clone(), command)
             })
@@ -235,14 +382,15 @@ impl Client {
                 Value::BulkString(flags) => flags,
                 Value::SimpleString(flags) => flags.into_bytes(),
                 other => {
-                    return Err(Error::ServerRefused {
-                        node: wire.link.node_of(shard).to_string(),
-                        message: format!("a batch's answer was {other:?}, not a string of flags"),
-                    })
+                    return Err(server_error(
+                        wire.link.node_of(shard),
+                        format!("a batch's answer was {other:?}, not a string of flags"),
+                    ))
                 }
             };
             answers.push(flags.iter().map(|&flag| flag == b'1').collect::<Vec<_>>());
-            wire.acks.push((shard, result));
+            wire.piggyback
+                .push(Piggyback::Acknowledge { shard, key: result });
         }
         let sent: usize = batches.iter().map(|batch| batch.items.len()).sum();
         let fresh: usize = answers.iter().flatten().filter(|&&new| new).count();
@@ -251,20 +399,21 @@ impl Client {
         Ok(answers)
     }
 
-    /// Takes up to `count` items from the fleet's queues, spread over the
-    /// shards. A take whose answer was lost is finished first.
-    pub(crate) fn take(&self, wire: &mut Wire, count: usize) -> Result<Vec<String>, Error> {
+    /// Takes up to `count` URLs from the fleet's queues, spread over the
+    /// shards, each under a lease. A take whose answer was lost is
+    /// finished first.
+    pub(crate) fn take(&self, wire: &mut Wire, count: usize) -> Result<Vec<TakenUrl>, Error> {
         let commands = match wire.unfinished_take.take() {
             Some(commands) => commands,
             None => {
                 let each = count.div_ceil(self.keys.len()).max(1);
-                let ttl = self.config.result_ttl.as_secs();
+                let lease_ms = millis(self.config.lease);
                 (0..self.keys.len())
                     .map(|shard| {
                         let keys = &self.keys[shard];
-                        let result = format!("{}:{}:take{}", keys.results, self.id, wire.next_id());
-                        let command = scripts::take(keys, &result, each, ttl);
-                        ((shard, keys.queue.clone(), command), result)
+                        let token = format!("{}:{}", self.id, wire.next_id());
+                        let command = scripts::take(keys, &token, each, lease_ms);
+                        ((shard, keys.queue.clone(), command), token)
                     })
                     .collect()
             }
@@ -281,19 +430,58 @@ impl Client {
             }
         };
         let mut taken = Vec::new();
-        for (((shard, _, _), result), reply) in commands.into_iter().zip(replies) {
-            if let Value::Array(items) = reply {
-                if !items.is_empty() {
-                    wire.acks.push((shard, result));
-                }
-                taken.extend(items.into_iter().filter_map(|item| match item {
-                    Value::BulkString(bytes) => String::from_utf8(bytes).ok(),
-                    _ => None,
-                }));
+        for (((shard, _, _), token), reply) in commands.into_iter().zip(replies) {
+            let Value::Array(items) = reply else { continue };
+            let before = taken.len();
+            taken.extend(items.into_iter().filter_map(|item| match item {
+                Value::BulkString(bytes) => Some(TakenUrl {
+                    shard,
+                    token: token.clone(),
+                    url: String::from_utf8(bytes).ok()?,
+                }),
+                _ => None,
+            }));
+            if taken.len() > before {
+                wire.leases.insert((shard, token), taken.len() - before);
             }
         }
         add(&self.counters.taken, taken.len() as u64);
         Ok(taken)
+    }
+
+    /// Extends every lease this client holds, and its busy mark if `busy`.
+    /// Answers how many leases had already ended (their URLs went back on
+    /// the queue, for another client to crawl).
+    pub(crate) fn renew(&self, wire: &mut Wire, busy: bool) -> Result<usize, Error> {
+        let lease_ms = millis(self.config.lease);
+        let mut by_shard: HashMap<usize, Vec<String>> = HashMap::new();
+        for (shard, token) in wire.leases.keys() {
+            by_shard.entry(*shard).or_default().push(token.clone());
+        }
+        let mut commands: Vec<ShardCommand> = by_shard
+            .iter()
+            .map(|(&shard, tokens)| {
+                let keys = &self.keys[shard];
+                (
+                    shard,
+                    keys.leases.clone(),
+                    scripts::renew(keys, tokens, lease_ms),
+                )
+            })
+            .collect();
+        if busy {
+            let command = scripts::state(&self.control, &self.clients, &self.id, true, lease_ms);
+            commands.push((0, self.clients.clone(), command));
+        }
+        let replies = self.run(wire, &commands)?;
+        let renewed: i64 = (replies.iter().take(by_shard.len()))
+            .map(|reply| match reply {
+                Value::Int(count) => *count,
+                _ => 0,
+            })
+            .sum();
+        let held: usize = by_shard.values().map(Vec::len).sum();
+        Ok(held.saturating_sub(renewed.max(0) as usize))
     }
 
     /// Items in the fleet's queues, over every shard.
@@ -305,27 +493,42 @@ impl Client {
                 (shard, keys.queue.clone(), length)
             })
             .collect();
-        let replies = self.run(wire, &commands)?;
+        self.sum(wire, &commands)
+    }
+
+    /// URLs queued or on lease over every shard, after expired leases went
+    /// back on their queues.
+    pub(crate) fn pending(&self, wire: &mut Wire) -> Result<u64, Error> {
+        let commands: Vec<ShardCommand> = (self.keys.iter().enumerate())
+            .map(|(shard, keys)| (shard, keys.queue.clone(), scripts::pending(keys)))
+            .collect();
+        self.sum(wire, &commands)
+    }
+
+    fn sum(&self, wire: &mut Wire, commands: &[ShardCommand]) -> Result<u64, Error> {
+        let replies = self.run(wire, commands)?;
         Ok(replies
             .iter()
             .map(|reply| match reply {
-                Value::Int(length) => *length as u64,
+                Value::Int(length) => (*length).max(0) as u64,
                 _ => 0,
             })
             .sum())
     }
 
-    /// Marks this client busy or idle in the control hash.
+    /// Marks this client busy (until its lease runs out, unless renewed)
+    /// or idle.
     pub(crate) fn set_busy(&self, wire: &mut Wire, busy: bool) -> Result<(), Error> {
-        let command = scripts::state(&self.control, &self.id, busy);
-        self.run(wire, &[(0, self.control.clone(), command)])?;
+        let lease_ms = millis(self.config.lease);
+        let command = scripts::state(&self.control, &self.clients, &self.id, busy, lease_ms);
+        self.run(wire, &[(0, self.clients.clone(), command)])?;
         Ok(())
     }
 
-    /// The control hash's epoch and how many clients are busy.
+    /// The control hash's epoch and how many live clients are busy.
     pub(crate) fn census(&self, wire: &mut Wire) -> Result<(i64, i64), Error> {
-        let command = scripts::census(&self.control);
-        let replies = self.run(wire, &[(0, self.control.clone(), command)])?;
+        let command = scripts::census(&self.control, &self.clients);
+        let replies = self.run(wire, &[(0, self.clients.clone(), command)])?;
         if let Some(Value::Array(pair)) = replies.first() {
             if let [Value::BulkString(epoch), Value::Int(busy)] = pair.as_slice() {
                 if let Ok(epoch) = String::from_utf8_lossy(epoch).parse() {
@@ -333,9 +536,9 @@ impl Client {
                 }
             }
         }
-        Err(Error::ServerRefused {
-            node: wire.link.node_of(0).to_string(),
-            message: format!("the fleet's census answered {replies:?}"),
-        })
+        Err(server_error(
+            wire.link.node_of(0),
+            format!("the fleet's census answered {replies:?}"),
+        ))
     }
 }

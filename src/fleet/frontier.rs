@@ -1,14 +1,16 @@
 //! A crawler's to-visit queue shared by every process of a fleet.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::mem;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::PoisonError;
+use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
-use super::client::{Batch, Client};
+use super::client::{Batch, Client, TakenUrl, Wire};
 use super::{lock, FleetConfig, FleetStats};
-use crate::sync::{Mutex, RwLock, RwLockReadGuard};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering, RwLock, RwLockReadGuard};
 use crate::Error;
 
 /// What waits to go to one shard.
@@ -16,6 +18,8 @@ use crate::Error;
 struct Outbox {
     /// Items not yet in a batch.
     items: Vec<String>,
+    /// The push sequence number of the first of `items`.
+    first_seq: u64,
     /// When the oldest of `items` arrived.
     since: Option<Instant>,
     /// Batches sent without an answer: sent again, with their ids, first.
@@ -31,15 +35,83 @@ impl Outbox {
                 .map(|batch| batch.items.len())
                 .sum::<usize>()
     }
+
+    /// The sequence number of the oldest item held, if any.
+    fn oldest(&self) -> Option<u64> {
+        match self.unsent.first() {
+            Some(batch) => Some(batch.first_seq),
+            None => (!self.items.is_empty()).then_some(self.first_seq),
+        }
+    }
 }
 
 /// What this process took from the fleet.
 #[derive(Debug, Default)]
 struct Taken {
     /// Taken from the server, not yet popped.
-    buffer: VecDeque<String>,
+    buffer: VecDeque<TakenUrl>,
     /// Popped and not yet completed.
     in_hand: usize,
+}
+
+/// A completed URL whose lease ends once every push numbered below
+/// `after` has been answered.
+#[derive(Debug)]
+struct Done {
+    page: TakenUrl,
+    after: u64,
+}
+
+/// Whether this client is marked busy on the server, and whether the last
+/// write of that mark failed (so the server may think otherwise).
+#[derive(Debug, Default)]
+struct State {
+    busy: bool,
+    unsure: bool,
+}
+
+/// A URL popped from the fleet, leased to this process until it is passed
+/// to [`FleetFrontier::complete`].
+///
+/// # Example
+///
+/// ```no_run
+/// use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
+///
+/// # fn main() -> Result<(), atomic_bloom::Error> {
+/// let frontier = FleetFrontier::connect(&FleetConfig::new("redis://127.0.0.1:6379/"))?;
+/// if let Some(page) = frontier.pop()? {
+///     println!("crawling {}", page.url());
+///     frontier.complete(page);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Leased(TakenUrl);
+
+impl Leased {
+    /// The URL.
+    pub fn url(&self) -> &str {
+        &self.0.url
+    }
+}
+
+/// The state the frontier's calls and its heartbeat thread share.
+#[derive(Debug)]
+struct Shared {
+    client: Client,
+    /// This client's busy mark. Pushes and takes hold it shared; going
+    /// idle holds it alone.
+    state: RwLock<State>,
+    outboxes: Vec<Mutex<Outbox>>,
+    taken: Mutex<Taken>,
+    /// Completed URLs whose leases have yet to end on the server.
+    done: Mutex<Vec<Done>>,
+    /// The number the next pushed item gets.
+    next_seq: AtomicU64,
+    /// Items one shard may hold before pushes send or refuse.
+    held_per_shard: usize,
 }
 
 /// A crawler's to-visit queue shared by every process of a fleet, on a
@@ -52,20 +124,27 @@ struct Taken {
 /// its shard when full or old, and a script on the server adds it to the
 /// shard's filter and queues the URLs the filter did not hold.
 /// [`pop`](Self::pop) takes URLs from every shard's queue, a batch at a
-/// time; [`complete`](Self::complete) says a popped URL is done (its links
-/// pushed); [`is_finished`](Self::is_finished) says when the whole fleet is
-/// out of work. See [the module docs](super) for why the queues live on
-/// the server, and for failures.
+/// time, each under a lease; [`complete`](Self::complete) says a popped
+/// URL is done (its links pushed), and ends its lease once the server has
+/// answered those pushes; [`is_finished`](Self::is_finished) says when the
+/// whole fleet is out of work. A thread of the frontier renews its leases
+/// while it lives; the URLs of a process that dies go back on the queue
+/// when their leases end. See [the module docs](super) for why the queues
+/// live on the server, and for failures.
 ///
 /// Share it between threads as `Arc<FleetFrontier>`.
 ///
 /// # Consistency
 ///
-/// A URL pushed by any process is popped by one process at most (by none,
-/// with the false-positive rates' probability); a URL is poppable once the
-/// batch that carried it has been answered. `is_finished` is true only
-/// when no process holds, buffers, or has queued a URL, read in a way that
-/// a change during the check makes it false.
+/// Every URL pushed by any process is crawled (popped and completed) at
+/// least once, up to the false-positive rates: a URL leaves the server
+/// only when the process that popped it completes it after its links
+/// reached the server. It is popped twice only when a process died or was
+/// cut off from the server for longer than the
+/// [`lease`](FleetConfig::lease) while it held the URL. A URL is poppable
+/// once the batch that carried it has been answered. `is_finished` is true
+/// only when no live process holds, buffers, leases or has queued a URL,
+/// read in a way that a change during the check makes it false.
 ///
 /// # Example
 ///
@@ -76,59 +155,64 @@ struct Taken {
 /// let frontier = FleetFrontier::connect(&FleetConfig::new("redis://127.0.0.1:6379/"))?;
 /// frontier.push("https://example.com/".to_string())?;
 /// frontier.flush()?;
-/// if let Some(url) = frontier.pop()? {
-///     assert_eq!(url, "https://example.com/");
-///     frontier.complete();
+/// if let Some(page) = frontier.pop()? {
+///     assert_eq!(page.url(), "https://example.com/");
+///     // fetch it, push its links ...
+///     frontier.complete(page);
 /// }
 /// # Ok(())
 /// # }
 /// ```
 pub struct FleetFrontier {
-    client: Client,
-    /// Whether this client is marked busy on the server. Pushes and takes
-    /// hold it shared; going idle holds it alone.
-    busy: RwLock<bool>,
-    outboxes: Vec<Mutex<Outbox>>,
-    taken: Mutex<Taken>,
-    /// Items one shard may hold before pushes send or refuse.
-    held_per_shard: usize,
+    shared: Arc<Shared>,
+    /// Stops the heartbeat thread when dropped.
+    stop: Option<Sender<()>>,
+    heartbeat: Option<JoinHandle<()>>,
 }
 
 impl FleetFrontier {
-    /// Connects to the fleet's server (or cluster) and checks it has the
-    /// module.
+    /// Connects to the fleet's server (or cluster), checks it has the
+    /// module and that the fleet's stored settings match these, and starts
+    /// the thread that renews this client's leases.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidFleetConfig`] for a setting out of range,
     /// [`Error::ServerUnavailable`] when the server cannot be reached,
-    /// [`Error::ModuleMissing`] when it has no `BF.*` commands.
+    /// [`Error::ModuleMissing`] when it has no `BF.*` commands,
+    /// [`Error::FleetSettingsDiffer`] when the fleet's first client used
+    /// other shards, capacity, rate or expansion.
     pub fn connect(config: &FleetConfig) -> Result<FleetFrontier, Error> {
         let client = Client::connect(config)?;
         let shards = client.keys.len();
-        Ok(FleetFrontier {
+        let shared = Arc::new(Shared {
             held_per_shard: (config.max_buffered / shards).max(config.batch_size),
             outboxes: (0..shards).map(|_| Mutex::new(Outbox::default())).collect(),
             taken: Mutex::new(Taken::default()),
-            busy: RwLock::new(false),
+            done: Mutex::new(Vec::new()),
+            next_seq: AtomicU64::new(1),
+            state: RwLock::new(State::default()),
             client,
+        });
+        let (stop, stopped) = mpsc::channel::<()>();
+        let beat = Arc::clone(&shared);
+        let every = config.lease / 3;
+        let heartbeat = thread::Builder::new()
+            .name("atomic-bloom-fleet-heartbeat".into())
+            .spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                    beat.heartbeat();
+                }
+            })
+            .map_err(|error| Error::ServerUnavailable {
+                node: "this process".into(),
+                reason: format!("cannot start the lease heartbeat thread: {error}"),
+            })?;
+        Ok(FleetFrontier {
+            shared,
+            stop: Some(stop),
+            heartbeat: Some(heartbeat),
         })
-    }
-
-    /// This client marked busy, held shared.
-    fn busy(&self) -> Result<RwLockReadGuard<'_, bool>, Error> {
-        loop {
-            let shared = self.busy.read().unwrap_or_else(PoisonError::into_inner);
-            if *shared {
-                return Ok(shared);
-            }
-            drop(shared);
-            let mut alone = self.busy.write().unwrap_or_else(PoisonError::into_inner);
-            if !*alone {
-                self.client.set_busy(&mut self.client.wire(), true)?;
-                *alone = true;
-            }
-        }
     }
 
     /// Offers `url` to the fleet: `Ok(false)` if this process pushed it
@@ -143,6 +227,103 @@ impl FleetFrontier {
     /// could not be sent: the URL is buffered, and pushing it again answers
     /// `Ok(false)`.
     pub fn push(&self, url: String) -> Result<bool, Error> {
+        self.shared.push(url)
+    }
+
+    /// Sends every buffered batch now, and the completions they held back.
+    ///
+    /// # Errors
+    ///
+    /// As for [`push`](Self::push); the batches stay buffered.
+    pub fn flush(&self) -> Result<(), Error> {
+        self.shared.flush()
+    }
+
+    /// A URL to visit, leased to this process: taken from the fleet's
+    /// queues (a batch at a time, after sending what this process
+    /// buffered), or `None` when they are empty for now. Pass it to
+    /// [`complete`](Self::complete) once its links are pushed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ServerUnavailable`] (or another server error); a take whose
+    /// answer was lost is finished by the next call, so no URL is lost.
+    pub fn pop(&self) -> Result<Option<Leased>, Error> {
+        self.shared.pop()
+    }
+
+    /// Says a popped URL is done: its links are pushed (the pushes have
+    /// returned). Its lease ends on the server with a later call of this
+    /// client, once the server has answered every push made before this
+    /// one; until then the lease is renewed, and if this process dies
+    /// first, the URL is crawled again by another.
+    pub fn complete(&self, page: Leased) {
+        self.shared.complete(page.0);
+    }
+
+    /// Whether the whole fleet is out of work: no live process holds,
+    /// buffers, leases or has queued a URL. Sends what this process
+    /// buffered and its completions, and marks it idle on the server when
+    /// it holds nothing. Leases of processes that died are put back on the
+    /// queues here.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ServerUnavailable`] (or another server error).
+    pub fn is_finished(&self) -> Result<bool, Error> {
+        self.shared.is_finished()
+    }
+
+    /// URLs taken from the server and not yet popped, and popped and not
+    /// yet completed, by this process.
+    pub fn held(&self) -> (usize, usize) {
+        let taken = lock(&self.shared.taken);
+        (taken.buffer.len(), taken.in_hand)
+    }
+
+    /// What this client did so far.
+    pub fn stats(&self) -> FleetStats {
+        self.shared.client.stats()
+    }
+
+    /// The configuration it connected with.
+    pub fn config(&self) -> &FleetConfig {
+        &self.shared.client.config
+    }
+}
+
+impl Drop for FleetFrontier {
+    /// Stops the heartbeat. What this client held and did not complete
+    /// goes back to the fleet when its leases end.
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(heartbeat) = self.heartbeat.take() {
+            let _ = heartbeat.join();
+        }
+    }
+}
+
+impl Shared {
+    /// This client marked busy, held shared. A failed mark is sent again
+    /// by the next call.
+    fn busy(&self) -> Result<RwLockReadGuard<'_, State>, Error> {
+        loop {
+            let shared = self.state.read().unwrap_or_else(PoisonError::into_inner);
+            if shared.busy && !shared.unsure {
+                return Ok(shared);
+            }
+            drop(shared);
+            let mut alone = self.state.write().unwrap_or_else(PoisonError::into_inner);
+            if !alone.busy || alone.unsure {
+                let marked = self.client.set_busy(&mut self.client.wire(), true);
+                alone.unsure = marked.is_err();
+                marked?;
+                alone.busy = true;
+            }
+        }
+    }
+
+    fn push(&self, url: String) -> Result<bool, Error> {
         let client = &self.client;
         client.count_offered(1);
         // A URL this process pushed before is dropped before any lock.
@@ -168,6 +349,12 @@ impl FleetFrontier {
                 return Ok(false);
             }
         }
+        // Relaxed: numbered under the outbox's lock, so each outbox's items
+        // are in order; `complete` orders its read with the outbox locks.
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        if outbox.items.is_empty() {
+            outbox.first_seq = seq;
+        }
         outbox.items.push(url);
         let since = *outbox.since.get_or_insert_with(Instant::now);
         let due = outbox.items.len() >= client.config.batch_size
@@ -179,7 +366,8 @@ impl FleetFrontier {
         Ok(true)
     }
 
-    /// Sends what waits for `shards`, batches whose answer was lost first.
+    /// Sends what waits for `shards`, batches whose answer was lost first,
+    /// and queues the completions that no longer wait for an answer.
     fn send(&self, shards: &[usize]) -> Result<(), Error> {
         let client = &self.client;
         let mut wire = client.wire();
@@ -187,6 +375,7 @@ impl FleetFrontier {
         for &shard in shards {
             let mut outbox = lock(&self.outboxes[shard]);
             let items = mem::take(&mut outbox.items);
+            let first_seq = outbox.first_seq;
             outbox.since = None;
             batches.append(&mut outbox.unsent);
             let mut items = items.into_iter().peekable();
@@ -195,47 +384,68 @@ impl FleetFrontier {
                     shard,
                     id: wire.next_id(),
                     items: items.by_ref().take(client.config.batch_size).collect(),
+                    // Every batch of the outbox counts from its first item:
+                    // a completion may wait a little longer, never less.
+                    first_seq,
                 });
             }
         }
-        if batches.is_empty() {
-            return Ok(());
-        }
-        if let Err(error) = client.offer(&mut wire, &batches, true) {
-            for batch in batches {
-                lock(&self.outboxes[batch.shard]).unsent.push(batch);
+        if !batches.is_empty() {
+            if let Err(error) = client.offer(&mut wire, &batches, true) {
+                for batch in batches {
+                    lock(&self.outboxes[batch.shard]).unsent.push(batch);
+                }
+                return Err(error);
             }
-            return Err(error);
         }
+        self.queue_completions(&mut wire);
         Ok(())
     }
 
-    /// Sends every buffered batch now.
-    ///
-    /// # Errors
-    ///
-    /// As for [`push`](Self::push); the batches stay buffered.
-    pub fn flush(&self) -> Result<(), Error> {
+    fn flush(&self) -> Result<(), Error> {
         let shards: Vec<usize> = (0..self.outboxes.len()).collect();
         self.send(&shards)
     }
 
-    /// A URL to visit, taken from the fleet's queues (a batch at a time,
-    /// after sending what this process buffered), or `None` when they are
-    /// empty for now. Call [`complete`](Self::complete) once its links are
-    /// pushed.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ServerUnavailable`] (or another server error); a take whose
-    /// answer was lost is finished by the next call, so no URL is lost.
-    pub fn pop(&self) -> Result<Option<String>, Error> {
-        if let Some(url) = self.pop_taken(Vec::new()) {
-            return Ok(Some(url));
+    /// Moves the completions whose pushes have all been answered onto the
+    /// next pipeline.
+    fn queue_completions(&self, wire: &mut Wire) {
+        let answered_below = (self.outboxes.iter())
+            .filter_map(|outbox| lock(outbox).oldest())
+            .min()
+            .unwrap_or(u64::MAX);
+        let mut done = lock(&self.done);
+        if done.is_empty() {
+            return;
+        }
+        let mut ready: HashMap<(usize, String), Vec<String>> = HashMap::new();
+        done.retain_mut(|entry| {
+            if entry.after > answered_below {
+                return true;
+            }
+            let page = &mut entry.page;
+            (ready
+                .entry((page.shard, mem::take(&mut page.token)))
+                .or_default())
+            .push(mem::take(&mut page.url));
+            false
+        });
+        for ((shard, token), urls) in ready {
+            wire.complete(shard, token, urls);
+        }
+    }
+
+    fn pop(&self) -> Result<Option<Leased>, Error> {
+        if let Some(page) = self.pop_taken(Vec::new()) {
+            return Ok(Some(page));
         }
         self.flush()?;
         let client = &self.client;
-        let idle = !*self.busy.read().unwrap_or_else(PoisonError::into_inner);
+        let idle = !self
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .busy;
         // An idle client goes busy only for a queue that has something: an
         // idle fleet polling its empty queues changes nothing a check of
         // the fleet reads.
@@ -248,75 +458,98 @@ impl FleetFrontier {
     }
 
     /// Adds `urls` to what this process took, and pops one.
-    fn pop_taken(&self, urls: Vec<String>) -> Option<String> {
+    fn pop_taken(&self, urls: Vec<TakenUrl>) -> Option<Leased> {
         let mut taken = lock(&self.taken);
         taken.buffer.extend(urls);
-        let url = taken.buffer.pop_front();
-        taken.in_hand += usize::from(url.is_some());
-        url
+        let page = taken.buffer.pop_front();
+        taken.in_hand += usize::from(page.is_some());
+        page.map(Leased)
     }
 
-    /// Says one popped URL is done: its links are pushed.
-    pub fn complete(&self) {
+    fn complete(&self, page: TakenUrl) {
+        // Every push that answered `false` because another thread had just
+        // buffered the URL did so inside that outbox's lock; passing
+        // through each lock makes those pushes' numbers visible below.
+        for outbox in &self.outboxes {
+            drop(lock(outbox));
+        }
+        // Relaxed: the pushes this page made were numbered before this in
+        // the caller's thread, or inside a lock passed through above.
+        let after = self.next_seq.load(Ordering::Relaxed);
+        lock(&self.done).push(Done { page, after });
         let mut taken = lock(&self.taken);
         taken.in_hand = taken.in_hand.saturating_sub(1);
     }
 
-    /// Whether the whole fleet is out of work: no process holds, buffers
-    /// or has queued a URL. Sends what this process buffered, and marks it
-    /// idle on the server when it holds nothing.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ServerUnavailable`] (or another server error).
-    pub fn is_finished(&self) -> Result<bool, Error> {
+    fn is_finished(&self) -> Result<bool, Error> {
         self.flush()?;
         let client = &self.client;
         {
-            let mut busy = self.busy.write().unwrap_or_else(PoisonError::into_inner);
-            if *busy {
+            let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+            if state.busy || state.unsure {
                 let mut wire = client.wire();
-                let taken = lock(&self.taken);
-                if taken.in_hand > 0 || !taken.buffer.is_empty() || wire.has_unfinished_take() {
+                {
+                    let taken = lock(&self.taken);
+                    if taken.in_hand > 0 || !taken.buffer.is_empty() {
+                        return Ok(false);
+                    }
+                }
+                if wire.has_unfinished_take()
+                    || !lock(&self.done).is_empty()
+                    || self.outboxes.iter().any(|outbox| lock(outbox).held() > 0)
+                {
                     return Ok(false);
                 }
-                if self.outboxes.iter().any(|outbox| lock(outbox).held() > 0) {
-                    return Ok(false);
+                if wire.holds_leases() {
+                    // Completions still to send: the census's pipeline
+                    // carries them, and the next check goes idle.
+                    client.census(&mut wire)?;
+                    if wire.holds_leases() {
+                        return Ok(false);
+                    }
                 }
-                client.set_busy(&mut wire, false)?;
-                *busy = false;
+                let marked = client.set_busy(&mut wire, false);
+                state.unsure = marked.is_err();
+                marked?;
+                state.busy = false;
             }
         }
         let mut wire = client.wire();
         let (epoch, busy) = client.census(&mut wire)?;
-        if busy > 0 || client.queued(&mut wire)? > 0 {
+        if busy > 0 || client.pending(&mut wire)? > 0 {
             return Ok(false);
         }
         Ok(client.census(&mut wire)?.0 == epoch)
     }
 
-    /// URLs taken from the server and not yet popped, and popped and not
-    /// yet completed, by this process.
-    pub fn held(&self) -> (usize, usize) {
-        let taken = lock(&self.taken);
-        (taken.buffer.len(), taken.in_hand)
-    }
-
-    /// What this client did so far.
-    pub fn stats(&self) -> FleetStats {
-        self.client.stats()
-    }
-
-    /// The configuration it connected with.
-    pub fn config(&self) -> &FleetConfig {
-        &self.client.config
+    /// Renews this client's leases and busy mark, and sends completions
+    /// that wait; a failure is logged, and the next beat tries again.
+    fn heartbeat(&self) {
+        let busy = self
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .busy;
+        let mut wire = self.client.wire();
+        self.queue_completions(&mut wire);
+        if !busy && !wire.holds_leases() {
+            return;
+        }
+        match self.client.renew(&mut wire, busy) {
+            Ok(0) => {}
+            Ok(lost) => log::warn!(
+                "atomic-bloom fleet: {lost} of this client's leases had ended before it \
+                 renewed them; their URLs went back on the queue and may be crawled twice"
+            ),
+            Err(error) => log::warn!("atomic-bloom fleet: renewing leases: {error}"),
+        }
     }
 }
 
 impl fmt::Debug for FleetFrontier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FleetFrontier")
-            .field("client", &self.client)
+            .field("client", &self.shared.client)
             .field("held", &self.held())
             .finish_non_exhaustive()
     }

@@ -44,9 +44,13 @@ pub(crate) struct ShardKeys {
     pub(crate) seen: String,
     /// The shard's queue of items the fleet has yet to hand out.
     pub(crate) queue: String,
-    /// The prefix of the shard's batch and pop results (a suffix makes one
-    /// key per batch).
+    /// The prefix of the shard's batch results (a suffix makes one key per
+    /// batch).
     pub(crate) results: String,
+    /// The shard's URLs out on lease: URL -> lease token.
+    pub(crate) inflight: String,
+    /// The shard's lease tokens: token -> deadline (server milliseconds).
+    pub(crate) leases: String,
 }
 
 /// The keys of `shards` shards under `prefix`: shard `i`'s tag hashes to a
@@ -66,6 +70,8 @@ pub(crate) fn shard_keys(prefix: &str, shards: usize) -> Vec<ShardKeys> {
                 seen: format!("{prefix}:seen:{{{tag}}}"),
                 queue: format!("{prefix}:queue:{{{tag}}}"),
                 results: format!("{prefix}:result:{{{tag}}}"),
+                inflight: format!("{prefix}:inflight:{{{tag}}}"),
+                leases: format!("{prefix}:leases:{{{tag}}}"),
                 tag,
             }
         })

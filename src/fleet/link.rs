@@ -59,6 +59,8 @@ pub(crate) struct Link {
     /// The configured address: where a lost map is found again.
     seed: ConnectionInfo,
     timeout: Duration,
+    /// Replicas each node's pipeline waits for, and for how long.
+    wait: Option<(usize, Duration)>,
     nodes: Vec<Node>,
     /// The node (index into `nodes`) of each shard.
     shard_node: Vec<usize>,
@@ -110,6 +112,7 @@ fn refusal(node: &str, key: &str, error: &redis::RedisError) -> Error {
 fn classify(node: &str, key: &str, error: &redis::RedisError) -> Failure {
     let code = error.code().unwrap_or_default();
     if code == "MOVED" || code == "ASK" || code == "CLUSTERDOWN" || code == "TRYAGAIN" {
+        // An `ASK` that gets here is one the asked node bounced again.
         Failure::Moved
     } else if error.is_io_error()
         || error.is_connection_dropped()
@@ -156,7 +159,12 @@ impl Link {
     /// `InvalidFleetConfig` for a URL the client cannot parse,
     /// `ServerUnavailable` when no node answers, `ModuleMissing` when a node
     /// has no `BF.INSERT`.
-    pub(crate) fn connect(url: &str, timeout: Duration, keys: &[ShardKeys]) -> Result<Link, Error> {
+    pub(crate) fn connect(
+        url: &str,
+        timeout: Duration,
+        wait: Option<(usize, Duration)>,
+        keys: &[ShardKeys],
+    ) -> Result<Link, Error> {
         let client = Client::open(url).map_err(|_| Error::InvalidFleetConfig {
             setting: "url",
             expected: "a redis:// URL such as redis://127.0.0.1:6379/",
@@ -165,6 +173,7 @@ impl Link {
         let mut link = Link {
             seed,
             timeout,
+            wait,
             nodes: Vec::new(),
             shard_node: Vec::new(),
             shard_slot: keys.iter().map(|shard| keys::slot(&shard.tag)).collect(),
@@ -296,6 +305,7 @@ impl Link {
             if missing {
                 return Err(Failure::Refused(Error::ModuleMissing { node: address }));
             }
+            warn_if_evicting(&address, connection);
         }
         self.nodes = nodes;
         self.shard_node = shard_node;
@@ -321,6 +331,7 @@ impl Link {
 
     fn run_mapped(&mut self, commands: &[(usize, String, Cmd)]) -> Result<Vec<Value>, Failure> {
         let mut replies = vec![Value::Nil; commands.len()];
+        let mut asked = Vec::new();
         for node_index in 0..self.nodes.len() {
             let mine: Vec<usize> = (0..commands.len())
                 .filter(|&at| self.shard_node[commands[at].0] == node_index)
@@ -335,11 +346,17 @@ impl Link {
             for &at in &mine {
                 pipeline.add_command(commands[at].2.clone());
             }
+            if let Some((replicas, timeout)) = self.wait {
+                pipeline
+                    .cmd("WAIT")
+                    .arg(replicas)
+                    .arg(timeout.as_millis() as u64);
+            }
             let timeout = self.timeout;
             let node = &mut self.nodes[node_index];
             let address = node.address.clone();
             let connection = open(node, timeout)?;
-            let answer = match pipeline.query::<Vec<Value>>(connection) {
+            let mut answer = match pipeline.query::<Vec<Value>>(connection) {
                 Ok(answer) => answer,
                 Err(error) => {
                     // What the connection held is unknown: open a new one.
@@ -347,14 +364,82 @@ impl Link {
                     return Err(classify(&address, &commands[mine[0]].1, &error));
                 }
             };
+            if let Some((replicas, _)) = self.wait {
+                let acknowledged = match answer.pop() {
+                    Some(Value::Int(count)) => count,
+                    _ => 0,
+                };
+                if acknowledged < replicas as i64 {
+                    return Err(Failure::Unreachable {
+                        node: address,
+                        reason: format!(
+                            "{acknowledged} of the {replicas} replicas asked for acknowledged \
+                             the writes in time"
+                        ),
+                    });
+                }
+            }
             for (&at, reply) in mine.iter().zip(answer) {
                 if let Value::ServerError(error) = &reply {
+                    if let ("ASK", Some(target)) = (error.code(), error.details()) {
+                        asked.push((at, target.to_string()));
+                        continue;
+                    }
                     let error = redis::RedisError::from(error.clone());
                     return Err(classify(&address, &commands[at].1, &error));
                 }
                 replies[at] = reply;
             }
         }
+        for (at, target) in asked {
+            replies[at] = self.ask(&target, &commands[at])?;
+        }
         Ok(replies)
+    }
+
+    /// Runs `command` on the node a slot is migrating to (`ASK slot
+    /// host:port`), after `ASKING`, as a cluster asks a client to.
+    fn ask(&self, target: &str, command: &(usize, String, Cmd)) -> Result<Value, Failure> {
+        let (key, cmd) = (&command.1, &command.2);
+        let address = target
+            .split_whitespace()
+            .last()
+            .unwrap_or(target)
+            .to_string();
+        let (host, port) = address
+            .rsplit_once(':')
+            .and_then(|(host, port)| Some((host, port.parse::<u16>().ok()?)))
+            .ok_or(Failure::Moved)?;
+        let mut node = Node {
+            address: address.clone(),
+            client: self.node_client(&address, host, port)?,
+            connection: None,
+        };
+        let connection = open(&mut node, self.timeout)?;
+        let mut pipeline = redis::pipe();
+        pipeline.cmd("ASKING").ignore().add_command(cmd.clone());
+        let (reply,): (Value,) = pipeline
+            .query(connection)
+            .map_err(|error| classify(&address, key, &error))?;
+        Ok(reply)
+    }
+}
+
+/// Logs a warning when `connection`'s node may evict the fleet's keys: a
+/// filter or queue evicted loses items, a batch's answer evicted makes a
+/// batch sent again run twice. Nodes whose ACL refuses `CONFIG` are
+/// passed over.
+fn warn_if_evicting(address: &str, connection: &mut redis::Connection) {
+    let policy: Result<Vec<String>, _> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-policy")
+        .query(connection);
+    if let Ok([_, policy]) = policy.as_deref() {
+        if policy != "noeviction" {
+            log::warn!(
+                "atomic-bloom fleet: {address} has maxmemory-policy {policy}, which may evict \
+                 the fleet's keys and lose queued URLs: set it to noeviction"
+            );
+        }
     }
 }

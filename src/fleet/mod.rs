@@ -96,7 +96,7 @@ use std::time::Duration;
 use crate::sync::{Mutex, MutexGuard};
 use crate::Error;
 
-pub use frontier::FleetFrontier;
+pub use frontier::{FleetFrontier, Leased};
 pub use seen::FleetSeen;
 
 /// Locks `mutex`; a thread that panicked holding it left nothing half-done
@@ -143,6 +143,9 @@ pub struct FleetConfig {
     pub(crate) timeout: Duration,
     pub(crate) retry_for: Duration,
     pub(crate) result_ttl: Duration,
+    pub(crate) lease: Duration,
+    pub(crate) expansion: u32,
+    pub(crate) wait: Option<(usize, Duration)>,
 }
 
 impl FleetConfig {
@@ -150,7 +153,8 @@ impl FleetConfig {
     /// `redis://127.0.0.1:6379/`, with the defaults: prefix `atomic-bloom`,
     /// 8 shards, 10 million items at 1%, a local filter, batches of 256
     /// items or 10 ms, 64 batches buffered at most, pops of 64, a 2 s
-    /// timeout, retries for 30 s, results kept an hour.
+    /// timeout, retries for 30 s, results kept an hour, leases of 60 s,
+    /// shard filters that double as they fill, no waiting for replicas.
     pub fn new(url: impl Into<String>) -> Self {
         FleetConfig {
             url: url.into(),
@@ -168,6 +172,9 @@ impl FleetConfig {
             timeout: Duration::from_secs(2),
             retry_for: Duration::from_secs(30),
             result_ttl: Duration::from_secs(3600),
+            lease: Duration::from_secs(60),
+            expansion: 2,
+            wait: None,
         }
     }
 
@@ -267,6 +274,37 @@ impl FleetConfig {
         self
     }
 
+    /// How long a popped URL stays leased to this client without a word
+    /// from it: a live client renews its leases (a thread of
+    /// [`FleetFrontier`] does, every third of this), and the URLs of a
+    /// client that died or was cut off for longer go back on the queue for
+    /// others. A client stalled past its lease may see its URLs crawled a
+    /// second time. Longer than 1.5 × ([`retry_for`](Self::retry_for) +
+    /// 2 × [`timeout`](Self::timeout)): the heartbeat shares the client's
+    /// connections, so it may wait for a call that is retrying.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// The growth factor of the shards' filters once they pass their
+    /// capacity (each new stage `expansion` times the last), 1 to 32768;
+    /// passed to `BF.INSERT` so that a module's own default does not decide.
+    /// Every process of a fleet must use the same.
+    pub fn expansion(mut self, expansion: u32) -> Self {
+        self.expansion = expansion;
+        self
+    }
+
+    /// Waits, after each pipeline to a node, until `replicas` replicas have
+    /// its writes (`WAIT`), for up to `timeout`; fewer is a failure retried
+    /// like an unreachable node. Without it, a failover to a replica that
+    /// had not caught up can undo an acknowledged batch or take.
+    pub fn wait_for_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.wait = Some((replicas, timeout));
+        self
+    }
+
     /// Checks every setting.
     pub(crate) fn validate(&self) -> Result<(), Error> {
         let invalid = |setting, expected| Err(Error::InvalidFleetConfig { setting, expected });
@@ -305,6 +343,26 @@ impl FleetConfig {
         }
         if self.result_ttl < Duration::from_secs(1) {
             return invalid("result_ttl", "at least one second");
+        }
+        // The heartbeat beats every third of a lease, and may wait for a
+        // call retrying for `retry_for` before it sends its own.
+        if self.lease * 2 / 3 <= self.retry_for + self.timeout * 2 {
+            return invalid(
+                "lease",
+                "longer than 1.5 x (retry_for + 2 x timeout), so that a heartbeat waiting for \
+                 a call that retries still renews it in time",
+            );
+        }
+        if !(1..=32768).contains(&self.expansion) {
+            return invalid("expansion", "between 1 and 32768");
+        }
+        if let Some((replicas, timeout)) = self.wait {
+            if replicas == 0 || timeout.is_zero() {
+                return invalid(
+                    "wait_for_replicas",
+                    "at least one replica and a timeout longer than zero",
+                );
+            }
         }
         Ok(())
     }

@@ -1,79 +1,210 @@
-//! The two server-side scripts of a fleet, and the commands that run them.
+//! The server-side scripts of a fleet, and the commands that run them.
 //!
-//! Both are idempotent by an id the client picks: a batch or a pop whose
-//! reply was lost is sent again with the same id, and the second run
-//! answers what the first did instead of doing it twice. The answer waits
-//! under a result key until the client acknowledges it (`UNLINK`), or for
-//! the fleet's result TTL if the client never comes back.
+//! Every script may run twice for one intent (a reply lost, the request
+//! sent again) and does what it did once:
+//!
+//! - an offer is idempotent by its result key, which keeps the answer
+//!   until the client acknowledges it (`UNLINK`) or the result TTL ends;
+//! - a take is idempotent by its lease token: a token still leased answers
+//!   the URLs it holds instead of taking more;
+//! - completing, renewing, and marking a client busy or idle are
+//!   idempotent by nature.
+//!
+//! Times come from the server's clock (`TIME`), so the fleet's machines
+//! need not agree on theirs. Leases are kept per shard, beside its queue:
+//! an `inflight` hash (URL -> token) and a `leases` sorted set (token ->
+//! deadline in milliseconds). Any script that reads a shard's queue first
+//! puts the URLs of expired leases back at its head.
 
 use redis::Cmd;
 
 use super::keys::ShardKeys;
 
+/// The server's clock in milliseconds, and the expired-lease reclaim that
+/// every queue-reading script runs first. KEYS[1] queue, KEYS[2] inflight,
+/// KEYS[3] leases.
+const PRELUDE: &str = r"
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local function in_chunks(command, key, values)
+  for from = 1, #values, 1000 do
+    redis.call(command, key, unpack(values, from, math.min(from + 999, #values)))
+  end
+end
+local function reclaim()
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+  if #expired == 0 then return 0 end
+  local dead = {}
+  for _, token in ipairs(expired) do dead[token] = true end
+  local fields = redis.call('HGETALL', KEYS[2])
+  local back = {}
+  for at = 1, #fields, 2 do
+    if dead[fields[at + 1]] then back[#back + 1] = fields[at] end
+  end
+  if #back > 0 then
+    in_chunks('HDEL', KEYS[2], back)
+    in_chunks('LPUSH', KEYS[1], back)
+  end
+  in_chunks('ZREM', KEYS[3], expired)
+  return #back
+end
+";
+
 /// Offers a batch to a shard: `BF.INSERT` into its filter, `RPUSH` of the
 /// items the filter did not hold onto its queue (when a queue key is
 /// given), and the flags (`1` new, `0` seen) kept under the result key.
+/// An item the filter refused (a full filter that cannot grow) is an
+/// error naming the key, after the new items before it are queued; so is
+/// a `BF.INSERT` refused as a whole (its text kept, `WRONGTYPE` included).
 ///
 /// KEYS: filter, result, [queue]. ARGV: capacity, error rate, TTL seconds,
-/// items.
+/// expansion, items.
 const OFFER: &str = r"
 local done = redis.call('GET', KEYS[2])
 if done then return done end
-local command = {'BF.INSERT', KEYS[1], 'CAPACITY', ARGV[1], 'ERROR', ARGV[2], 'ITEMS'}
-for at = 4, #ARGV do command[#command + 1] = ARGV[at] end
-local added = redis.call(unpack(command))
-local flags, fresh = {}, {}
+local command = {'BF.INSERT', KEYS[1], 'CAPACITY', ARGV[1], 'ERROR', ARGV[2],
+  'EXPANSION', ARGV[4], 'ITEMS'}
+for at = 5, #ARGV do command[#command + 1] = ARGV[at] end
+local added = redis.pcall(unpack(command))
+if added.err then
+  return redis.error_reply('FLEETITEM BF.INSERT on ' .. KEYS[1] .. ' failed: ' .. added.err)
+end
+local flags, fresh, refused = {}, {}, nil
 for at = 1, #added do
-  if added[at] == 1 then
+  local answer = added[at]
+  if answer == 1 then
     flags[at] = '1'
-    fresh[#fresh + 1] = ARGV[at + 3]
-  else
+    fresh[#fresh + 1] = ARGV[at + 4]
+  elseif answer == 0 then
     flags[at] = '0'
+  else
+    refused = (type(answer) == 'table' and answer.err) or tostring(answer)
+    break
   end
 end
-if KEYS[3] and #fresh > 0 then redis.call('RPUSH', KEYS[3], unpack(fresh)) end
+if KEYS[3] and #fresh > 0 then
+  for from = 1, #fresh, 1000 do
+    redis.call('RPUSH', KEYS[3], unpack(fresh, from, math.min(from + 999, #fresh)))
+  end
+end
+if refused then
+  return redis.error_reply('FLEETITEM BF.INSERT on ' .. KEYS[1] .. ' refused an item: ' .. refused)
+end
 local result = table.concat(flags)
 redis.call('SET', KEYS[2], result, 'EX', ARGV[3])
 return result
 ";
 
-/// Takes up to ARGV[1] items from the head of a shard's queue and keeps
-/// them under the result key for ARGV[2] seconds. A result key that does
-/// not exist means no earlier run took anything, so taking now is safe.
+/// Takes up to ARGV[1] URLs from the head of a shard's queue under the
+/// lease token ARGV[3], leased for ARGV[2] milliseconds. A token still
+/// leased is a take sent again: it answers the URLs it holds.
 ///
-/// KEYS: queue, result.
+/// KEYS: queue, inflight, leases.
 const TAKE: &str = r"
-local done = redis.call('LRANGE', KEYS[2], 0, -1)
-if #done > 0 then return done end
+reclaim()
+local token = ARGV[3]
+if redis.call('ZSCORE', KEYS[3], token) then
+  redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), token)
+  local fields, held = redis.call('HGETALL', KEYS[2]), {}
+  for at = 1, #fields, 2 do
+    if fields[at + 1] == token then held[#held + 1] = fields[at] end
+  end
+  return held
+end
 local taken = redis.call('LPOP', KEYS[1], ARGV[1])
 if not taken then return {} end
-redis.call('RPUSH', KEYS[2], unpack(taken))
-redis.call('EXPIRE', KEYS[2], ARGV[2])
+for _, url in ipairs(taken) do redis.call('HSET', KEYS[2], url, token) end
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), token)
 return taken
 ";
 
-/// Marks a client busy (ARGV[2] = 1) or idle (0) in the fleet's control
-/// hash; going busy also advances the hash's epoch, so that a check of
-/// the whole fleet that spans the change sees it.
+/// Ends the lease of URLs ARGV[3..] under token ARGV[1]; with ARGV[2] =
+/// 1, the token holds nothing more and is dropped. A URL whose lease
+/// expired (and went back on the queue, perhaps to another client) is left
+/// alone.
 ///
-/// KEYS: control. ARGV: client, state.
-const STATE: &str = r"
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-if ARGV[2] == '1' then redis.call('HINCRBY', KEYS[1], 'epoch', 1) end
-return redis.call('HGET', KEYS[1], 'epoch')
+/// KEYS: inflight, leases.
+const COMPLETE: &str = r"
+for at = 3, #ARGV do
+  if redis.call('HGET', KEYS[1], ARGV[at]) == ARGV[1] then
+    redis.call('HDEL', KEYS[1], ARGV[at])
+  end
+end
+if ARGV[2] == '1' then redis.call('ZREM', KEYS[2], ARGV[1]) end
+return 1
 ";
 
-/// The control hash's epoch and the number of busy clients, read at once.
+/// Extends the leases ARGV[2..] by ARGV[1] milliseconds from now; a token
+/// that expired stays expired (its URLs are back on the queue). Answers
+/// how many were extended.
 ///
-/// KEYS: control.
-const CENSUS: &str = r"
-local fields = redis.call('HGETALL', KEYS[1])
-local epoch, busy = '0', 0
-for at = 1, #fields, 2 do
-  if fields[at] == 'epoch' then epoch = fields[at + 1]
-  elseif fields[at + 1] ~= '0' then busy = busy + 1 end
+/// KEYS: queue, inflight, leases.
+const RENEW: &str = r"
+local renewed = 0
+for at = 2, #ARGV do
+  if redis.call('ZSCORE', KEYS[3], ARGV[at]) then
+    redis.call('ZADD', KEYS[3], now + tonumber(ARGV[1]), ARGV[at])
+    renewed = renewed + 1
+  end
 end
-return {epoch, busy}
+return renewed
+";
+
+/// The work a shard holds: its queue's length plus its leases, after
+/// expired leases go back on the queue.
+///
+/// KEYS: queue, inflight, leases.
+const PENDING: &str = r"
+reclaim()
+return redis.call('LLEN', KEYS[1]) + redis.call('ZCARD', KEYS[3])
+";
+
+/// Marks client ARGV[1] busy until ARGV[3] milliseconds from now (ARGV[2]
+/// = 1), or idle (0). A client that goes busy from idle or from expired
+/// advances the epoch, so that a check of the whole fleet that spans the
+/// change sees it; a renewal does not.
+///
+/// KEYS: control hash (the epoch), busy clients (client -> deadline).
+const STATE: &str = r"
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+if ARGV[2] == '1' then
+  local until_now = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]) or '0')
+  if until_now <= now then redis.call('HINCRBY', KEYS[1], 'epoch', 1) end
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
+else
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+return 1
+";
+
+/// The control hash's epoch and the number of live busy clients, read at
+/// once; busy clients whose deadline passed (dead or cut off) are dropped.
+///
+/// KEYS: control hash, busy clients.
+const CENSUS: &str = r"
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local epoch = redis.call('HGET', KEYS[1], 'epoch') or '0'
+return {epoch, redis.call('ZCARD', KEYS[2])}
+";
+
+/// Stores the fleet's shared settings (ARGV: field, value, ...) the first
+/// time, and answers the stored value of the first field that differs
+/// (`{field, stored}`), or an empty array.
+///
+/// KEYS: config hash.
+const SETTINGS: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], unpack(ARGV))
+  return {}
+end
+for at = 1, #ARGV, 2 do
+  local stored = redis.call('HGET', KEYS[1], ARGV[at])
+  if stored ~= ARGV[at + 1] then return {ARGV[at], stored or '(none)'} end
+end
+return {}
 ";
 
 fn eval(script: &str, keys: &[&str]) -> Cmd {
@@ -85,14 +216,33 @@ fn eval(script: &str, keys: &[&str]) -> Cmd {
     command
 }
 
+/// A script that reads a shard's queue, with the prelude in front.
+fn eval_on_queue(body: &str, shard: &ShardKeys) -> Cmd {
+    eval(
+        &format!("{PRELUDE}{body}"),
+        &[&shard.queue, &shard.inflight, &shard.leases],
+    )
+}
+
+/// The settings of a batch offer that are the same for every batch.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OfferSettings {
+    /// Each shard's initial capacity.
+    pub(crate) capacity: usize,
+    /// The shards' false-positive rate.
+    pub(crate) error_rate: f64,
+    /// How long an answer waits for its acknowledgement, in seconds.
+    pub(crate) ttl_seconds: u64,
+    /// The growth factor of a shard's filter.
+    pub(crate) expansion: u32,
+}
+
 /// Offers `items` to `shard` under the result key `result`.
 pub(crate) fn offer<I: AsRef<str>>(
     shard: &ShardKeys,
     result: &str,
     queue: bool,
-    capacity: usize,
-    error_rate: f64,
-    ttl_seconds: u64,
+    settings: OfferSettings,
     items: &[I],
 ) -> Cmd {
     let mut command = if queue {
@@ -100,29 +250,67 @@ pub(crate) fn offer<I: AsRef<str>>(
     } else {
         eval(OFFER, &[&shard.seen, result])
     };
-    command.arg(capacity).arg(error_rate).arg(ttl_seconds);
+    command
+        .arg(settings.capacity)
+        .arg(settings.error_rate)
+        .arg(settings.ttl_seconds)
+        .arg(settings.expansion);
     for item in items {
         command.arg(item.as_ref());
     }
     command
 }
 
-/// Takes up to `count` items from `shard`'s queue under the result key
-/// `result`.
-pub(crate) fn take(shard: &ShardKeys, result: &str, count: usize, ttl_seconds: u64) -> Cmd {
-    let mut command = eval(TAKE, &[&shard.queue, result]);
-    command.arg(count).arg(ttl_seconds);
+/// Takes up to `count` URLs from `shard`'s queue under `token`, leased for
+/// `lease_ms`.
+pub(crate) fn take(shard: &ShardKeys, token: &str, count: usize, lease_ms: u64) -> Cmd {
+    let mut command = eval_on_queue(TAKE, shard);
+    command.arg(count).arg(lease_ms).arg(token);
     command
 }
 
-/// Marks `client` busy or idle.
-pub(crate) fn state(control: &str, client: &str, busy: bool) -> Cmd {
-    let mut command = eval(STATE, &[control]);
-    command.arg(client).arg(u8::from(busy));
+/// Ends the lease of `urls` under `token` (and the token, if `last`).
+pub(crate) fn complete(shard: &ShardKeys, token: &str, last: bool, urls: &[String]) -> Cmd {
+    let mut command = eval(COMPLETE, &[&shard.inflight, &shard.leases]);
+    command.arg(token).arg(u8::from(last));
+    for url in urls {
+        command.arg(url);
+    }
     command
 }
 
-/// Reads the epoch and the busy clients.
-pub(crate) fn census(control: &str) -> Cmd {
-    eval(CENSUS, &[control])
+/// Extends `tokens`' leases on `shard` by `lease_ms`.
+pub(crate) fn renew(shard: &ShardKeys, tokens: &[String], lease_ms: u64) -> Cmd {
+    let mut command = eval_on_queue(RENEW, shard);
+    command.arg(lease_ms);
+    for token in tokens {
+        command.arg(token);
+    }
+    command
+}
+
+/// Queued and leased URLs of `shard`.
+pub(crate) fn pending(shard: &ShardKeys) -> Cmd {
+    eval_on_queue(PENDING, shard)
+}
+
+/// Marks `client` busy for `lease_ms`, or idle.
+pub(crate) fn state(control: &str, clients: &str, client: &str, busy: bool, lease_ms: u64) -> Cmd {
+    let mut command = eval(STATE, &[control, clients]);
+    command.arg(client).arg(u8::from(busy)).arg(lease_ms);
+    command
+}
+
+/// Reads the epoch and the live busy clients.
+pub(crate) fn census(control: &str, clients: &str) -> Cmd {
+    eval(CENSUS, &[control, clients])
+}
+
+/// Stores or compares the fleet's shared settings.
+pub(crate) fn settings(config: &str, fields: &[(&str, String)]) -> Cmd {
+    let mut command = eval(SETTINGS, &[config]);
+    for (field, value) in fields {
+        command.arg(*field).arg(value);
+    }
+    command
 }

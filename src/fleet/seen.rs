@@ -125,6 +125,7 @@ impl FleetSeen {
                         .iter()
                         .map(|&at| items[at].as_ref().to_string())
                         .collect(),
+                    first_seq: 0,
                 });
                 positions.push(chunk);
             }

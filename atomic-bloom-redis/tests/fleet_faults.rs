@@ -1,0 +1,410 @@
+//! Faults on purpose, against real servers: crawl processes SIGKILLed
+//! mid-crawl (with and without a replacement), replies delayed past the
+//! client's timeout, a client that leaves holding work, a full filter
+//! that cannot grow, and a process started with other settings. Every
+//! page is crawled, and twice only if a killed process held it.
+
+mod common;
+
+#[path = "../../examples/crawl/fleet.rs"]
+mod fleet;
+#[path = "../../examples/crawl/links.rs"]
+mod links;
+#[path = "../../examples/crawl/web.rs"]
+mod web;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use atomic_bloom::fleet::{FleetConfig, FleetFrontier, FleetSeen};
+use atomic_bloom::Error;
+use common::{Kind, Server};
+use url::Url;
+use web::SyntheticWeb;
+
+/// A web of 30 hosts x 100 articles: 3,570 pages.
+fn small_web() -> SyntheticWeb {
+    SyntheticWeb::new(7, 30, 100)
+}
+
+/// URLs each take leases (and so the most a killed process can hold
+/// beyond the page in hand).
+const POP_BATCH: usize = 16;
+
+/// Every page reachable from the start URLs, by an exact breadth-first
+/// search.
+fn reachable(web: &SyntheticWeb) -> HashSet<String> {
+    let mut seen: HashSet<String> = web.start_urls().into_iter().collect();
+    let mut queue: VecDeque<String> = seen.iter().cloned().collect();
+    let mut pages = HashSet::new();
+    while let Some(url) = queue.pop_front() {
+        let base = Url::parse(&url).expect("a URL");
+        let Some(html) = web.fetch(&base) else {
+            continue;
+        };
+        pages.insert(url);
+        for href in links::extract_links(&html) {
+            if let Some(link) = links::resolve(&base, href) {
+                if seen.insert(String::from(link.clone())) {
+                    queue.push_back(String::from(link));
+                }
+            }
+        }
+    }
+    assert!(pages.len() <= web.page_count());
+    pages
+}
+
+/// Short leases and timeouts, so that a dead process's work comes back
+/// within seconds; rates small enough that the crawl is exact.
+fn config(url: &str, prefix: &str) -> FleetConfig {
+    FleetConfig::new(url)
+        .prefix(prefix)
+        .shards(4)
+        .capacity(10_000, 1e-7)
+        .local_filter(10_000, 1e-8)
+        .pop_batch(POP_BATCH)
+        .timeout(Duration::from_millis(250))
+        .retry_for(Duration::from_millis(400))
+        .lease(Duration::from_millis(1500))
+}
+
+/// Not a test of its own: the crawl process the kill tests start (this
+/// test binary again, with `FLEET_CHILD_URL` set). Crawls the small web,
+/// a millisecond a page, appending each completed page to
+/// `FLEET_CHILD_OUT`.
+#[test]
+fn fleet_child() {
+    let (Ok(url), Ok(out), Ok(prefix)) = (
+        std::env::var("FLEET_CHILD_URL"),
+        std::env::var("FLEET_CHILD_OUT"),
+        std::env::var("FLEET_CHILD_PREFIX"),
+    ) else {
+        return;
+    };
+    let web = small_web();
+    let frontier = FleetFrontier::connect(&config(&url, &prefix)).expect("connects");
+    let file = Mutex::new(
+        OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&out)
+            .unwrap(),
+    );
+    let fetch = |page: &Url| {
+        std::thread::sleep(Duration::from_millis(1));
+        web.fetch(page)
+    };
+    let on_complete = |page: &str| {
+        (file.lock().unwrap())
+            .write_all(format!("{page}\n").as_bytes())
+            .map_err(|error| error.to_string())
+    };
+    let tally = fleet::crawl(
+        &frontier,
+        1,
+        web.start_urls(),
+        &fetch,
+        &on_complete,
+        Duration::from_secs(60),
+    )
+    .expect("the crawl ends on its own");
+    eprintln!("child crawled {} pages: {:?}", tally.pages, tally.stats);
+}
+
+/// A crawl process writing its pages to `out`.
+fn start_child(url: &str, prefix: &str, out: &Path) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "fleet_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("FLEET_CHILD_URL", url)
+        .env("FLEET_CHILD_OUT", out)
+        .env("FLEET_CHILD_PREFIX", prefix)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the test binary starts again")
+}
+
+/// The whole lines of `path` (a killed writer may leave half of one).
+fn lines(path: &Path) -> Vec<String> {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+    whole.lines().map(String::from).collect()
+}
+
+/// Waits for `child` to exit on its own, for up to `within`.
+fn exits(mut child: Child, within: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            child.kill().ok();
+            panic!("a surviving crawl process did not finish within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Three crawl processes; the first is SIGKILLed once it has completed
+/// `kill_after` pages (and a fourth started, if `replace`). Checks that
+/// the survivors finish on their own, that every page was crawled, and
+/// that pages crawled twice are pages the killed process had finished.
+fn kill_one(server: &Server, trial: usize, kill_after: usize, replace: bool) {
+    let web = small_web();
+    let expected = reachable(&web);
+    let directory = tempfile::tempdir().unwrap();
+    let prefix = format!("kill{trial}");
+    let out = |index: usize| -> PathBuf { directory.path().join(format!("pages{index}.txt")) };
+    let url = server.url();
+    let mut victim = start_child(&url, &prefix, &out(0));
+    let others: Vec<Child> = (1..3)
+        .map(|i| start_child(&url, &prefix, &out(i)))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lines(&out(0)).len() < kill_after {
+        assert!(Instant::now() < deadline, "the victim never got going");
+        assert!(
+            victim.try_wait().unwrap().is_none(),
+            "the victim finished first"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    victim.kill().expect("SIGKILL");
+    victim.wait().unwrap();
+    let killed_at = lines(&out(0)).len();
+    let mut survivors = others;
+    if replace {
+        survivors.push(start_child(&url, &prefix, &out(3)));
+    }
+    for child in survivors {
+        let status = exits(child, Duration::from_secs(90));
+        assert!(
+            status.success(),
+            "trial {trial}: a survivor exited {status}"
+        );
+    }
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for index in 0..4 {
+        for page in lines(&out(index)) {
+            *count.entry(page).or_default() += 1;
+        }
+    }
+    let victims: HashSet<String> = lines(&out(0)).into_iter().collect();
+    let missing: Vec<&String> = expected
+        .iter()
+        .filter(|page| !count.contains_key(*page))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "trial {trial}: {} pages lost: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
+    let twice: Vec<(&String, &usize)> = count.iter().filter(|(_, &n)| n > 1).collect();
+    for (page, &times) in &twice {
+        assert!(
+            times == 2 && victims.contains(*page),
+            "trial {trial}: {page} crawled {times} times"
+        );
+    }
+    assert!(
+        twice.len() <= 2 * POP_BATCH + 1,
+        "trial {trial}: {} pages crawled twice",
+        twice.len()
+    );
+    eprintln!(
+        "trial {trial}: killed after {killed_at} pages{}; {} pages, {} crawled twice",
+        if replace { ", replaced" } else { "" },
+        count.len(),
+        twice.len()
+    );
+}
+
+#[test]
+fn a_crawl_process_killed_mid_crawl_loses_no_page() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    // Early (its first take in hand), mid-crawl and late; with and without
+    // a process started in its place.
+    for (trial, (kill_after, replace)) in [(1, false), (300, true), (700, false), (150, true)]
+        .into_iter()
+        .enumerate()
+    {
+        kill_one(&server, trial, kill_after, replace);
+    }
+}
+
+/// Three clients crawl while the server stops answering for longer than
+/// their timeout, again and again: every page once.
+#[test]
+fn replies_delayed_past_the_timeout_lose_and_repeat_nothing() {
+    let web = small_web();
+    let expected = reachable(&web);
+    for kind in common::KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let config = config(&server.url(), "paused")
+            .timeout(Duration::from_millis(100))
+            .retry_for(Duration::from_secs(2))
+            .lease(Duration::from_secs(4));
+        let frontiers: Vec<FleetFrontier> = (0..3)
+            .map(|_| FleetFrontier::connect(&config).expect("connects"))
+            .collect();
+        let fetch = |page: &Url| {
+            std::thread::sleep(Duration::from_micros(300));
+            web.fetch(page)
+        };
+        let tallies: Vec<fleet::FleetTally> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (frontiers.iter())
+                .map(|frontier| {
+                    let start = web.start_urls();
+                    let fetch = &fetch;
+                    scope.spawn(move || {
+                        fleet::crawl(
+                            frontier,
+                            1,
+                            start,
+                            fetch,
+                            &|_| Ok(()),
+                            Duration::from_secs(60),
+                        )
+                    })
+                })
+                .collect();
+            let mut connection = server.connect();
+            for _ in 0..5 {
+                std::thread::sleep(Duration::from_millis(150));
+                redis::cmd("CLIENT")
+                    .arg("PAUSE")
+                    .arg(300)
+                    .arg("ALL")
+                    .query::<()>(&mut connection)
+                    .unwrap();
+            }
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap().expect("the crawl ends"))
+                .collect()
+        });
+        let mut union = HashSet::new();
+        for tally in &tallies {
+            for page in &tally.crawled {
+                assert!(union.insert(page.clone()), "{kind:?}: {page} crawled twice");
+            }
+        }
+        assert_eq!(union, expected, "{kind:?}");
+        let retries: u64 = tallies.iter().map(|tally| tally.stats.retries).sum();
+        assert!(retries > 0, "{kind:?}: no reply was ever late");
+    }
+}
+
+/// A client that takes work and goes away without completing it (its
+/// process ends) holds the fleet up for one lease, then another client
+/// gets its URLs and the fleet finishes.
+#[test]
+fn a_client_that_leaves_holding_work_does_not_block_the_end() {
+    let server = Server::start(Kind::Redis, &[], &[]);
+    let config = config(&server.url(), "leaver");
+    let leaver = FleetFrontier::connect(&config).unwrap();
+    for page in 0..5 {
+        leaver.push(format!("https://example.com/{page}")).unwrap();
+    }
+    leaver.flush().unwrap();
+    let held = leaver.pop().unwrap().expect("a URL");
+    let stayer = FleetFrontier::connect(&config).unwrap();
+    // The leaver's take leased all five (pop batches of 16).
+    assert!(stayer.pop().unwrap().is_none());
+    assert!(
+        !stayer.is_finished().unwrap(),
+        "the leaver's leases are live"
+    );
+    let gone = Instant::now();
+    drop(held);
+    drop(leaver);
+    let mut popped = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !stayer.is_finished().unwrap() {
+        assert!(Instant::now() < deadline, "the fleet never finished");
+        while let Some(page) = stayer.pop().unwrap() {
+            popped.push(page.url().to_string());
+            stayer.complete(page);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    popped.sort();
+    let all: Vec<String> = (0..5)
+        .map(|page| format!("https://example.com/{page}"))
+        .collect();
+    assert_eq!(popped, all);
+    assert!(
+        gone.elapsed() >= Duration::from_millis(1000),
+        "the URLs came back before the lease ended: {:?}",
+        gone.elapsed()
+    );
+}
+
+#[test]
+fn a_full_filter_that_cannot_grow_is_an_error_naming_its_key() {
+    for kind in common::KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let config = FleetConfig::new(server.url()).prefix("full").shards(1);
+        let seen = FleetSeen::connect(&config).unwrap();
+        seen.insert("first").unwrap();
+        let mut connection = server.connect();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("full:seen:*")
+            .query(&mut connection)
+            .unwrap();
+        redis::cmd("DEL")
+            .arg(&keys[0])
+            .query::<()>(&mut connection)
+            .unwrap();
+        redis::cmd("BF.RESERVE")
+            .arg(&keys[0])
+            .arg(0.01)
+            .arg(10)
+            .arg("NONSCALING")
+            .query::<()>(&mut connection)
+            .unwrap();
+        let items: Vec<String> = (0..200).map(|n| format!("item{n}")).collect();
+        match seen.insert_many(&items) {
+            Err(Error::ServerRefused { message, .. }) => {
+                assert!(message.contains(&keys[0]), "{kind:?}: {message}");
+                assert!(message.contains("full"), "{kind:?}: {message}");
+            }
+            other => panic!("{kind:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_process_with_other_settings_is_refused_at_connect() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let first = FleetConfig::new(server.url()).prefix("settled").shards(4);
+    FleetFrontier::connect(&first).expect("the first client settles the fleet");
+    FleetSeen::connect(&first).expect("the same settings");
+    for (other, setting) in [
+        (first.clone().shards(8), "shards"),
+        (first.clone().capacity(1_000, 0.01), "capacity"),
+        (first.clone().capacity(10_000_000, 0.001), "error_rate"),
+        (first.clone().expansion(4), "expansion"),
+    ] {
+        match FleetFrontier::connect(&other) {
+            Err(error @ Error::FleetSettingsDiffer { .. }) => {
+                assert!(error.to_string().contains(setting), "{error}");
+                assert!(error.to_string().contains("same shards"), "{error}");
+            }
+            other => panic!("{setting}: {other:?}"),
+        }
+    }
+}
