@@ -42,23 +42,63 @@
 //! # Failures
 //!
 //! A batch or a pop whose reply is lost (a server that dies, a dropped
-//! connection) is sent again with the same id until
-//! [`retry_for`](FleetConfig::retry_for) runs out; the server answers a
-//! repeat with what the first run did, so nothing is queued twice and
-//! nothing is lost. Past that the call returns
-//! [`Error::ServerUnavailable`], naming
-//! the node, and the batch stays in the client to go out with the next
-//! call. A warning naming the node is logged (the `log` crate) at each
-//! failed try.
+//! connection, a reply later than [`timeout`](FleetConfig::timeout)) is
+//! sent again with the same id until [`retry_for`](FleetConfig::retry_for)
+//! runs out, after a jittered pause that doubles each time; the server
+//! answers a repeat with what the first run did, so nothing is queued
+//! twice and nothing is lost. Past that the call returns
+//! [`Error::ServerUnavailable`], naming the node, and the batch stays in
+//! the client to go out with the next call. A warning naming the node is
+//! logged (the `log` crate) at each failed try. An item the server's
+//! filter refuses (a full filter that cannot grow, an out-of-memory
+//! server) is an [`Error::ServerRefused`] naming the key, never an item
+//! silently answered seen.
+//!
+//! # Leases: every page crawled at least once
+//!
+//! [`FleetFrontier::pop`] hands out a URL under a lease kept on the server
+//! (a per-shard hash of URLs out and the deadline of each take, from the
+//! server's clock); [`FleetFrontier::complete`] ends it, but only once the
+//! server has answered every push the page made, so a page whose links
+//! were lost is crawled again instead. A thread of the frontier renews the
+//! leases every third of [`lease`](FleetConfig::lease). When a process
+//! dies, or is cut off for longer than its lease, any other client's next
+//! look at the queues puts its URLs back at their head.
+//!
+//! The guarantee: every URL pushed by any process is crawled (popped and
+//! completed) at least once, up to the false-positive rates; twice only
+//! when a process died or stalled past its lease while holding it, so at
+//! most what one process held (its last take, and pages completed whose
+//! completion had not reached the server). A fleet operator does nothing
+//! when a machine dies: its work comes back within one lease.
+//!
+//! # Durability
+//!
+//! An acknowledged batch or take is in the primary's memory. With
+//! [`wait_for_replicas`](FleetConfig::wait_for_replicas), each pipeline
+//! also waits for that many replicas (`WAIT`), and a shortfall is retried
+//! like an unreachable node, so a failover to a replica does not undo it.
+//! A cluster's `MOVED` maps the slots again; `ASK` is answered with
+//! `ASKING` on the node the slot is migrating to.
 //!
 //! # Termination
 //!
-//! [`FleetFrontier::is_finished`] is true once no process holds, buffers
-//! or has queued a URL: each client marks itself busy in a control hash on
-//! the server before it takes work and idle once it has none, and the
-//! check reads the hash, every queue's length and the hash again. A
-//! process that dies while busy keeps the fleet from finishing: delete its
-//! field from `<prefix>:control:{...}` (`HDEL`).
+//! [`FleetFrontier::is_finished`] is true once no live process holds,
+//! buffers, leases or has queued a URL: each client marks itself busy on
+//! the server (with a deadline its heartbeat renews) before it takes work
+//! and idle once it has none, and the check reads the busy clients, every
+//! shard's queue and leases, and the busy clients again. A client that
+//! dies while busy stops counting when its deadline passes, and its leased
+//! URLs go back on the queue. A busy or idle mark whose reply was lost is
+//! sent again by the next call.
+//!
+//! # Shared settings
+//!
+//! The first client stores the fleet's shards, capacity, error rate and
+//! expansion on the server; a client started with others is refused at
+//! connect ([`Error::FleetSettingsDiffer`]) instead of splitting the
+//! fleet. A server whose `maxmemory-policy` may evict the fleet's keys is
+//! reported at connect (a logged warning).
 //!
 //! # Example
 //!
@@ -74,9 +114,9 @@
 //! frontier.push("https://example.com/".to_string())?;
 //! frontier.flush()?;
 //! while !frontier.is_finished()? {
-//!     while let Some(url) = frontier.pop()? {
-//!         // fetch `url`, push its links ...
-//!         frontier.complete();
+//!     while let Some(page) = frontier.pop()? {
+//!         // fetch `page.url()`, push its links ...
+//!         frontier.complete(page);
 //!     }
 //! }
 //! # Ok(())
