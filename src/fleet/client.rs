@@ -52,13 +52,8 @@ pub(crate) struct TakenUrl {
 enum Piggyback {
     /// A batch's answer is in: delete its result key.
     Acknowledge { shard: usize, key: String },
-    /// These URLs of a lease are done; `last` ends the lease too.
-    Complete {
-        shard: usize,
-        token: String,
-        urls: Vec<String>,
-        last: bool,
-    },
+    /// Every URL of a lease is done: end it.
+    Complete { shard: usize, token: String },
 }
 
 /// What one thread at a time uses: the connections, what rides on the
@@ -71,9 +66,8 @@ pub(crate) struct Wire {
     next_id: u64,
     /// The take commands and their lease tokens.
     unfinished_take: Option<Vec<(ShardCommand, String)>>,
-    /// Leases this client holds, by shard and token: the URLs whose
-    /// completion is not yet queued. A lease is renewed until the
-    /// completion of its last URL has reached the server.
+    /// Leases this client holds, by shard and token, with the URLs of each
+    /// not yet done. A lease is renewed until its end reaches the server.
     leases: HashMap<(usize, String), usize>,
 }
 
@@ -84,10 +78,9 @@ impl Wire {
         self.unfinished_take.is_some()
     }
 
-    /// Whether any lease is held or any completion waits to be sent.
+    /// Whether any lease is held (its end not yet on the server).
     pub(crate) fn holds_leases(&self) -> bool {
         !self.leases.is_empty()
-            || (self.piggyback.iter()).any(|entry| matches!(entry, Piggyback::Complete { .. }))
     }
 
     /// A fresh id for a batch or a take.
@@ -96,23 +89,15 @@ impl Wire {
         self.next_id
     }
 
-    /// Queues the completion of `urls` under `shard`'s `token`, to ride on
-    /// the next pipeline.
-    pub(crate) fn complete(&mut self, shard: usize, token: String, urls: Vec<String>) {
-        let last = match self.leases.get_mut(&(shard, token.clone())) {
-            Some(unqueued) => {
-                *unqueued = unqueued.saturating_sub(urls.len());
-                *unqueued == 0
+    /// Counts `done` more URLs of `shard`'s lease `token` as done; once
+    /// all are, the lease's end rides on the next pipeline.
+    pub(crate) fn complete(&mut self, shard: usize, token: String, done: usize) {
+        if let Some(left) = self.leases.get_mut(&(shard, token.clone())) {
+            *left = left.saturating_sub(done);
+            if *left == 0 {
+                self.piggyback.push(Piggyback::Complete { shard, token });
             }
-            // Not a lease of this client (any more): complete what is ours.
-            None => false,
-        };
-        self.piggyback.push(Piggyback::Complete {
-            shard,
-            token,
-            urls,
-            last,
-        });
+        }
     }
 }
 
@@ -283,23 +268,19 @@ impl Client {
         }
     }
 
-    /// The command that carries a piggyback entry.
-    fn piggyback_command(&self, entry: &Piggyback) -> ShardCommand {
+    /// The commands that carry a piggyback entry.
+    fn piggyback_commands(&self, entry: &Piggyback) -> Vec<ShardCommand> {
         match entry {
             Piggyback::Acknowledge { shard, key } => {
                 let mut unlink = redis::cmd("UNLINK");
                 unlink.arg(key);
-                (*shard, key.clone(), unlink)
+                vec![(*shard, key.clone(), unlink)]
             }
-            Piggyback::Complete {
-                shard,
-                token,
-                urls,
-                last,
-            } => {
+            Piggyback::Complete { shard, token } => {
                 let keys = &self.keys[*shard];
-                let command = scripts::complete(keys, token, *last, urls);
-                (*shard, keys.inflight.clone(), command)
+                (scripts::complete(keys, token).into_iter())
+                    .map(|command| (*shard, keys.leases.clone(), command))
+                    .collect()
             }
         }
     }
@@ -313,24 +294,19 @@ impl Client {
             let carried = wire.piggyback.len().min(PIGGYBACK_PER_PIPELINE);
             let mut pipeline: Vec<ShardCommand> = wire.piggyback[..carried]
                 .iter()
-                .map(|entry| self.piggyback_command(entry))
+                .flat_map(|entry| self.piggyback_commands(entry))
                 .collect();
+            let in_front = pipeline.len();
             pipeline.extend(commands.iter().cloned());
             add(&self.counters.round_trips, 1);
             match wire.link.run(&pipeline) {
                 Ok(mut replies) => {
                     for entry in wire.piggyback.drain(..carried) {
-                        if let Piggyback::Complete {
-                            shard,
-                            token,
-                            last: true,
-                            ..
-                        } = entry
-                        {
+                        if let Piggyback::Complete { shard, token } = entry {
                             wire.leases.remove(&(shard, token));
                         }
                     }
-                    return Ok(replies.split_off(carried));
+                    return Ok(replies.split_off(in_front));
                 }
                 Err(Failure::Refused(error)) => return Err(error),
                 Err(failure) => {

@@ -418,20 +418,19 @@ impl Shared {
         if done.is_empty() {
             return;
         }
-        let mut ready: HashMap<(usize, String), Vec<String>> = HashMap::new();
+        let mut ready: HashMap<(usize, String), usize> = HashMap::new();
         done.retain_mut(|entry| {
             if entry.after > answered_below {
                 return true;
             }
             let page = &mut entry.page;
-            (ready
+            *ready
                 .entry((page.shard, mem::take(&mut page.token)))
-                .or_default())
-            .push(mem::take(&mut page.url));
+                .or_default() += 1;
             false
         });
-        for ((shard, token), urls) in ready {
-            wire.complete(shard, token, urls);
+        for ((shard, token), count) in ready {
+            wire.complete(shard, token, count);
         }
     }
 

@@ -47,7 +47,7 @@ pub(crate) struct ShardKeys {
     /// The prefix of the shard's batch results (a suffix makes one key per
     /// batch).
     pub(crate) results: String,
-    /// The shard's URLs out on lease: URL -> lease token.
+    /// The shard's URLs out on lease: lease token -> the take's URLs.
     pub(crate) inflight: String,
     /// The shard's lease tokens: token -> deadline (server milliseconds).
     pub(crate) leases: String,

@@ -13,6 +13,7 @@ use std::time::Duration;
 use redis::{Client, Cmd, ConnectionAddr, ConnectionInfo, Value};
 
 use super::keys::{self, ShardKeys};
+use super::scripts;
 use crate::Error;
 
 /// Why a pipeline failed.
@@ -111,8 +112,15 @@ fn refusal(node: &str, key: &str, error: &redis::RedisError) -> Error {
 
 fn classify(node: &str, key: &str, error: &redis::RedisError) -> Failure {
     let code = error.code().unwrap_or_default();
-    if code == "MOVED" || code == "ASK" || code == "CLUSTERDOWN" || code == "TRYAGAIN" {
-        // An `ASK` that gets here is one the asked node bounced again.
+    if code == "MOVED"
+        || code == "ASK"
+        || code == "CLUSTERDOWN"
+        || code == "TRYAGAIN"
+        || code == "NOSCRIPT"
+    {
+        // An `ASK` that gets here is one the asked node bounced again; a
+        // `NOSCRIPT` comes from a node that restarted or was promoted:
+        // mapping the nodes again loads the scripts there.
         Failure::Moved
     } else if error.is_io_error()
         || error.is_connection_dropped()
@@ -306,6 +314,12 @@ impl Link {
                 return Err(Failure::Refused(Error::ModuleMissing { node: address }));
             }
             warn_if_evicting(&address, connection);
+            let mut load = redis::pipe();
+            for script in scripts::Scripts::get().all() {
+                load.add_command(script.load()).ignore();
+            }
+            load.query::<()>(connection)
+                .map_err(|error| classify(&address, "", &error))?;
         }
         self.nodes = nodes;
         self.shard_node = shard_node;

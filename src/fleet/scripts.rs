@@ -11,10 +11,11 @@
 //!   idempotent by nature.
 //!
 //! Times come from the server's clock (`TIME`), so the fleet's machines
-//! need not agree on theirs. Leases are kept per shard, beside its queue:
-//! an `inflight` hash (URL -> token) and a `leases` sorted set (token ->
-//! deadline in milliseconds). Any script that reads a shard's queue first
-//! puts the URLs of expired leases back at its head.
+//! need not agree on theirs. Leases are kept per shard, beside its queue,
+//! one per take: an `inflight` hash (token -> the take's URLs, as JSON)
+//! and a `leases` sorted set (token -> deadline in milliseconds). A lease
+//! ends whole, once every URL of its take is done. Any script that reads
+//! a shard's queue first puts the URLs of expired leases back at its head.
 
 use redis::Cmd;
 
@@ -34,17 +35,15 @@ end
 local function reclaim()
   local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
   if #expired == 0 then return 0 end
-  local dead = {}
-  for _, token in ipairs(expired) do dead[token] = true end
-  local fields = redis.call('HGETALL', KEYS[2])
   local back = {}
-  for at = 1, #fields, 2 do
-    if dead[fields[at + 1]] then back[#back + 1] = fields[at] end
+  for _, token in ipairs(expired) do
+    local urls = redis.call('HGET', KEYS[2], token)
+    if urls then
+      for _, url in ipairs(cjson.decode(urls)) do back[#back + 1] = url end
+    end
   end
-  if #back > 0 then
-    in_chunks('HDEL', KEYS[2], back)
-    in_chunks('LPUSH', KEYS[1], back)
-  end
+  if #back > 0 then in_chunks('LPUSH', KEYS[1], back) end
+  in_chunks('HDEL', KEYS[2], expired)
   in_chunks('ZREM', KEYS[3], expired)
   return #back
 end
@@ -103,35 +102,16 @@ return result
 const TAKE: &str = r"
 reclaim()
 local token = ARGV[3]
-if redis.call('ZSCORE', KEYS[3], token) then
+local held = redis.call('HGET', KEYS[2], token)
+if held then
   redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), token)
-  local fields, held = redis.call('HGETALL', KEYS[2]), {}
-  for at = 1, #fields, 2 do
-    if fields[at + 1] == token then held[#held + 1] = fields[at] end
-  end
-  return held
+  return cjson.decode(held)
 end
 local taken = redis.call('LPOP', KEYS[1], ARGV[1])
 if not taken then return {} end
-for _, url in ipairs(taken) do redis.call('HSET', KEYS[2], url, token) end
+redis.call('HSET', KEYS[2], token, cjson.encode(taken))
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), token)
 return taken
-";
-
-/// Ends the lease of URLs ARGV[3..] under token ARGV[1]; with ARGV[2] =
-/// 1, the token holds nothing more and is dropped. A URL whose lease
-/// expired (and went back on the queue, perhaps to another client) is left
-/// alone.
-///
-/// KEYS: inflight, leases.
-const COMPLETE: &str = r"
-for at = 3, #ARGV do
-  if redis.call('HGET', KEYS[1], ARGV[at]) == ARGV[1] then
-    redis.call('HDEL', KEYS[1], ARGV[at])
-  end
-end
-if ARGV[2] == '1' then redis.call('ZREM', KEYS[2], ARGV[1]) end
-return 1
 ";
 
 /// Extends the leases ARGV[2..] by ARGV[1] milliseconds from now; a token
@@ -207,21 +187,90 @@ end
 return {}
 ";
 
-fn eval(script: &str, keys: &[&str]) -> Cmd {
-    let mut command = redis::cmd("EVAL");
-    command.arg(script).arg(keys.len());
-    for key in keys {
-        command.arg(*key);
-    }
-    command
+/// A script and its SHA-1, by which it runs once loaded.
+#[derive(Debug)]
+pub(crate) struct Script {
+    body: String,
+    hash: String,
 }
 
-/// A script that reads a shard's queue, with the prelude in front.
-fn eval_on_queue(body: &str, shard: &ShardKeys) -> Cmd {
-    eval(
-        &format!("{PRELUDE}{body}"),
-        &[&shard.queue, &shard.inflight, &shard.leases],
-    )
+impl Script {
+    fn new(body: String) -> Script {
+        let hash = redis::Script::new(&body).get_hash().to_string();
+        Script { body, hash }
+    }
+
+    /// `SCRIPT LOAD` of this script.
+    pub(crate) fn load(&self) -> Cmd {
+        let mut command = redis::cmd("SCRIPT");
+        command.arg("LOAD").arg(&self.body);
+        command
+    }
+
+    /// Runs it by its hash (`EVALSHA`): a node answers `NOSCRIPT` until the
+    /// script is loaded there, and the client maps and loads again.
+    fn run(&self, keys: &[&str]) -> Cmd {
+        let mut command = redis::cmd("EVALSHA");
+        command.arg(&self.hash).arg(keys.len());
+        for key in keys {
+            command.arg(*key);
+        }
+        command
+    }
+}
+
+/// Every script of a fleet, each loaded on every node when the client maps
+/// the nodes, so that a call sends a hash instead of the script's text.
+#[derive(Debug)]
+pub(crate) struct Scripts {
+    offer: Script,
+    take: Script,
+    renew: Script,
+    pending: Script,
+    state: Script,
+    census: Script,
+    settings: Script,
+}
+
+impl Scripts {
+    /// The scripts, built once per process.
+    pub(crate) fn get() -> &'static Scripts {
+        static SCRIPTS: std::sync::OnceLock<Scripts> = std::sync::OnceLock::new();
+        SCRIPTS.get_or_init(|| {
+            let on_queue = |body: &str| Script::new(format!("{PRELUDE}{body}"));
+            Scripts {
+                offer: Script::new(OFFER.to_string()),
+                take: on_queue(TAKE),
+                renew: on_queue(RENEW),
+                pending: on_queue(PENDING),
+                state: Script::new(STATE.to_string()),
+                census: Script::new(CENSUS.to_string()),
+                settings: Script::new(SETTINGS.to_string()),
+            }
+        })
+    }
+
+    /// All of them, to load.
+    pub(crate) fn all(&self) -> [&Script; 7] {
+        [
+            &self.offer,
+            &self.take,
+            &self.renew,
+            &self.pending,
+            &self.state,
+            &self.census,
+            &self.settings,
+        ]
+    }
+}
+
+fn scripts() -> &'static Scripts {
+    Scripts::get()
+}
+
+/// The keys of a script that reads a shard's queue (the prelude's).
+fn queue_keys(shard: &ShardKeys) -> [&str; 3] {
+    [&shard.queue, &shard.inflight, &shard.leases]
 }
 
 /// The settings of a batch offer that are the same for every batch.
@@ -246,9 +295,9 @@ pub(crate) fn offer<I: AsRef<str>>(
     items: &[I],
 ) -> Cmd {
     let mut command = if queue {
-        eval(OFFER, &[&shard.seen, result, &shard.queue])
+        scripts().offer.run(&[&shard.seen, result, &shard.queue])
     } else {
-        eval(OFFER, &[&shard.seen, result])
+        scripts().offer.run(&[&shard.seen, result])
     };
     command
         .arg(settings.capacity)
@@ -264,24 +313,24 @@ pub(crate) fn offer<I: AsRef<str>>(
 /// Takes up to `count` URLs from `shard`'s queue under `token`, leased for
 /// `lease_ms`.
 pub(crate) fn take(shard: &ShardKeys, token: &str, count: usize, lease_ms: u64) -> Cmd {
-    let mut command = eval_on_queue(TAKE, shard);
+    let mut command = scripts().take.run(&queue_keys(shard));
     command.arg(count).arg(lease_ms).arg(token);
     command
 }
 
-/// Ends the lease of `urls` under `token` (and the token, if `last`).
-pub(crate) fn complete(shard: &ShardKeys, token: &str, last: bool, urls: &[String]) -> Cmd {
-    let mut command = eval(COMPLETE, &[&shard.inflight, &shard.leases]);
-    command.arg(token).arg(u8::from(last));
-    for url in urls {
-        command.arg(url);
-    }
-    command
+/// Ends the lease `token` of `shard` (every URL of its take is done): two
+/// plain commands, each harmless when repeated.
+pub(crate) fn complete(shard: &ShardKeys, token: &str) -> [Cmd; 2] {
+    let mut forget = redis::cmd("HDEL");
+    forget.arg(&shard.inflight).arg(token);
+    let mut end = redis::cmd("ZREM");
+    end.arg(&shard.leases).arg(token);
+    [forget, end]
 }
 
 /// Extends `tokens`' leases on `shard` by `lease_ms`.
 pub(crate) fn renew(shard: &ShardKeys, tokens: &[String], lease_ms: u64) -> Cmd {
-    let mut command = eval_on_queue(RENEW, shard);
+    let mut command = scripts().renew.run(&queue_keys(shard));
     command.arg(lease_ms);
     for token in tokens {
         command.arg(token);
@@ -291,24 +340,24 @@ pub(crate) fn renew(shard: &ShardKeys, tokens: &[String], lease_ms: u64) -> Cmd 
 
 /// Queued and leased URLs of `shard`.
 pub(crate) fn pending(shard: &ShardKeys) -> Cmd {
-    eval_on_queue(PENDING, shard)
+    scripts().pending.run(&queue_keys(shard))
 }
 
 /// Marks `client` busy for `lease_ms`, or idle.
 pub(crate) fn state(control: &str, clients: &str, client: &str, busy: bool, lease_ms: u64) -> Cmd {
-    let mut command = eval(STATE, &[control, clients]);
+    let mut command = scripts().state.run(&[control, clients]);
     command.arg(client).arg(u8::from(busy)).arg(lease_ms);
     command
 }
 
 /// Reads the epoch and the live busy clients.
 pub(crate) fn census(control: &str, clients: &str) -> Cmd {
-    eval(CENSUS, &[control, clients])
+    scripts().census.run(&[control, clients])
 }
 
 /// Stores or compares the fleet's shared settings.
 pub(crate) fn settings(config: &str, fields: &[(&str, String)]) -> Cmd {
-    let mut command = eval(SETTINGS, &[config]);
+    let mut command = scripts().settings.run(&[config]);
     for (field, value) in fields {
         command.arg(*field).arg(value);
     }
