@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, Value};
 
+use super::failure::Failure;
 use super::keys::{self, ShardKeys};
-use super::link::{Failure, Link};
+use super::link::Link;
 use super::{lock, scripts, FleetConfig, FleetStats};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::{Error, ScalableBloomFilter};
@@ -285,54 +286,114 @@ impl Client {
         }
     }
 
-    /// Runs `commands` (with what rides on the next pipeline in front),
-    /// trying again while the server cannot be reached, up to `retry_for`.
-    fn run(&self, wire: &mut Wire, commands: &[ShardCommand]) -> Result<Vec<Value>, Error> {
+    /// Runs `commands`, with what rides on the next pipeline in front, and
+    /// returns each command's own outcome. Commands that fail in a way a
+    /// new try may mend are sent again, alone, until `retry_for` runs out:
+    /// at once after a stale map (mapped again first), after a jittered
+    /// pause that doubles otherwise. A refusal is final at once.
+    fn execute(&self, wire: &mut Wire, commands: &[ShardCommand]) -> Vec<Result<Value, Error>> {
         let deadline = Instant::now() + self.config.retry_for;
         let mut pause = FIRST_PAUSE;
+        let mut immediate_tries = 0;
+        let mut outcomes: Vec<Option<Result<Value, Error>>> =
+            (0..commands.len()).map(|_| None).collect();
+        let mut waiting: Vec<usize> = (0..commands.len()).collect();
         loop {
             let carried = wire.piggyback.len().min(PIGGYBACK_PER_PIPELINE);
-            let mut pipeline: Vec<ShardCommand> = wire.piggyback[..carried]
-                .iter()
-                .flat_map(|entry| self.piggyback_commands(entry))
-                .collect();
+            let mut pipeline: Vec<ShardCommand> = Vec::new();
+            let mut carriers = Vec::with_capacity(carried);
+            for entry in &wire.piggyback[..carried] {
+                let entry_commands = self.piggyback_commands(entry);
+                carriers.push(entry_commands.len());
+                pipeline.extend(entry_commands);
+            }
             let in_front = pipeline.len();
-            pipeline.extend(commands.iter().cloned());
+            pipeline.extend(waiting.iter().map(|&at| commands[at].clone()));
             add(&self.counters.round_trips, 1);
-            match wire.link.run(&pipeline) {
-                Ok(mut replies) => {
-                    for entry in wire.piggyback.drain(..carried) {
-                        if let Piggyback::Complete { shard, token } = entry {
-                            wire.leases.remove(&(shard, token));
+            let mut results = wire.link.send(&pipeline).into_iter();
+            // A piggyback entry is done once all its commands are (a refused
+            // one is dropped: it would be refused again).
+            let mut kept = Vec::new();
+            let mut failures: Vec<Failure> = Vec::new();
+            for (entry, count) in wire.piggyback.drain(..carried).zip(carriers) {
+                let mut retry = false;
+                for result in results.by_ref().take(count) {
+                    if let Err(failure) = result {
+                        if !matches!(failure, Failure::Refused(_)) {
+                            retry = true;
+                            failures.push(failure);
                         }
                     }
-                    return Ok(replies.split_off(in_front));
                 }
-                Err(Failure::Refused(error)) => return Err(error),
-                Err(failure) => {
-                    add(&self.counters.retries, 1);
-                    let error = failure.into_error();
-                    if Instant::now() + pause > deadline {
-                        log::warn!("atomic-bloom fleet: {error}; giving up for now");
-                        return Err(error);
-                    }
-                    log::warn!("atomic-bloom fleet: {error}; trying again in {pause:?}");
-                    thread::sleep(jittered(pause));
-                    pause = (pause * 2).min(MAX_PAUSE);
+                if retry {
+                    kept.push(entry);
+                } else if let Piggyback::Complete { shard, token } = entry {
+                    wire.leases.remove(&(shard, token));
                 }
             }
+            wire.piggyback.splice(0..0, kept);
+            debug_assert_eq!(results.len(), pipeline.len() - in_front);
+            let mut still = Vec::new();
+            for (at, result) in waiting.into_iter().zip(results) {
+                match result {
+                    Ok(value) => outcomes[at] = Some(Ok(value)),
+                    Err(Failure::Refused(error)) => outcomes[at] = Some(Err(error)),
+                    Err(failure) => {
+                        still.push((at, failure.clone()));
+                        failures.push(failure);
+                    }
+                }
+            }
+            if still.is_empty() {
+                break;
+            }
+            add(&self.counters.retries, 1);
+            if failures.iter().any(Failure::needs_map) {
+                wire.link.map_again();
+            }
+            // A stale map is sent again at once, twice at most in a row: a
+            // map that does not settle gets the pauses too.
+            let only_stale = failures.iter().all(Failure::is_stale) && immediate_tries < 2;
+            immediate_tries = if only_stale { immediate_tries + 1 } else { 0 };
+            let first = failures.swap_remove(0).into_error();
+            if Instant::now() + pause > deadline {
+                log::warn!("atomic-bloom fleet: {first}; giving up for now");
+                for (at, failure) in still {
+                    outcomes[at] = Some(Err(failure.into_error()));
+                }
+                break;
+            }
+            if only_stale {
+                log::debug!("atomic-bloom fleet: {first}; mapped again, sending again");
+            } else {
+                log::warn!("atomic-bloom fleet: {first}; trying again in {pause:?}");
+                thread::sleep(jittered(pause));
+                pause = (pause * 2).min(MAX_PAUSE);
+            }
+            waiting = still.into_iter().map(|(at, _)| at).collect();
         }
+        outcomes
+            .into_iter()
+            .map(|outcome| outcome.expect("every command has an outcome"))
+            .collect()
+    }
+
+    /// Runs `commands` as [`execute`](Self::execute) does, and answers all
+    /// their replies, or the first error.
+    fn run(&self, wire: &mut Wire, commands: &[ShardCommand]) -> Result<Vec<Value>, Error> {
+        self.execute(wire, commands).into_iter().collect()
     }
 
     /// Sends `batches`, each to its shard's filter (and queue, if `queue`),
-    /// and returns each item's answer: `true` if the server's filter did
-    /// not hold it. Retried batches get the first run's answer.
+    /// and returns each batch's outcome: for each item, `true` if the
+    /// server's filter did not hold it. Retried batches get the first
+    /// run's answer; a batch for a failing shard fails alone.
     pub(crate) fn offer(
         &self,
         wire: &mut Wire,
         batches: &[Batch],
         queue: bool,
-    ) -> Result<Vec<Vec<bool>>, Error> {
+    ) -> Vec<Result<Vec<bool>, Error>> {
         let config = &self.config;
         let settings = scripts::OfferSettings {
             capacity: (config.capacity / config.shards).max(1),
@@ -351,33 +412,37 @@ impl Client {
                 (batch.shard, shard.seen.clone(), command)
             })
             .collect();
-        let replies = self.run(wire, &commands)?;
+        let replies = self.execute(wire, &commands);
         let mut answers = Vec::with_capacity(batches.len());
-        for (((shard, _, _), result), reply) in commands.into_iter().zip(results).zip(replies) {
-            let flags = match reply {
-                Value::BulkString(flags) => flags,
-                Value::SimpleString(flags) => flags.into_bytes(),
-                other => {
-                    return Err(server_error(
-                        wire.link.node_of(shard),
-                        format!("a batch's answer was {other:?}, not a string of flags"),
-                    ))
-                }
-            };
-            answers.push(flags.iter().map(|&flag| flag == b'1').collect::<Vec<_>>());
-            wire.piggyback
-                .push(Piggyback::Acknowledge { shard, key: result });
+        for ((batch, result), reply) in batches.iter().zip(results).zip(replies) {
+            let shard = batch.shard;
+            answers.push(reply.and_then(|reply| {
+                let flags = match reply {
+                    Value::BulkString(flags) => flags,
+                    Value::SimpleString(flags) => flags.into_bytes(),
+                    other => {
+                        return Err(server_error(
+                            wire.link.node_of(shard),
+                            format!("a batch's answer was {other:?}, not a string of flags"),
+                        ))
+                    }
+                };
+                wire.piggyback
+                    .push(Piggyback::Acknowledge { shard, key: result });
+                let fresh = flags.iter().filter(|&&flag| flag == b'1').count();
+                add(&self.counters.sent, batch.items.len() as u64);
+                add(&self.counters.new_on_server, fresh as u64);
+                Ok(flags.iter().map(|&flag| flag == b'1').collect())
+            }));
         }
-        let sent: usize = batches.iter().map(|batch| batch.items.len()).sum();
-        let fresh: usize = answers.iter().flatten().filter(|&&new| new).count();
-        add(&self.counters.sent, sent as u64);
-        add(&self.counters.new_on_server, fresh as u64);
-        Ok(answers)
+        answers
     }
 
     /// Takes up to `count` URLs from the fleet's queues, spread over the
     /// shards, each under a lease. A take whose answer was lost is
-    /// finished first.
+    /// finished first. Shards that fail keep their part of the take for
+    /// the next call; the URLs of the others come back, and the call fails
+    /// only when every shard did.
     pub(crate) fn take(&self, wire: &mut Wire, count: usize) -> Result<Vec<TakenUrl>, Error> {
         let commands = match wire.unfinished_take.take() {
             Some(commands) => commands,
@@ -398,16 +463,22 @@ impl Client {
             .iter()
             .map(|(command, _)| command.clone())
             .collect();
-        let replies = match self.run(wire, &shard_commands) {
-            Ok(replies) => replies,
-            Err(error) => {
-                wire.unfinished_take = Some(commands);
-                return Err(error);
-            }
-        };
+        let replies = self.execute(wire, &shard_commands);
         let mut taken = Vec::new();
-        for (((shard, _, _), token), reply) in commands.into_iter().zip(replies) {
-            let Value::Array(items) = reply else { continue };
+        let mut unfinished = Vec::new();
+        let mut first_error = None;
+        for ((command, token), reply) in commands.into_iter().zip(replies) {
+            let shard = command.0;
+            let items = match reply {
+                Ok(Value::Array(items)) => items,
+                Ok(_) => continue,
+                Err(error) => {
+                    log::warn!("atomic-bloom fleet: a take from shard {shard} failed: {error}");
+                    first_error.get_or_insert(error);
+                    unfinished.push((command, token));
+                    continue;
+                }
+            };
             let before = taken.len();
             taken.extend(items.into_iter().filter_map(|item| match item {
                 Value::BulkString(bytes) => Some(TakenUrl {
@@ -421,8 +492,14 @@ impl Client {
                 wire.leases.insert((shard, token), taken.len() - before);
             }
         }
+        if !unfinished.is_empty() {
+            wire.unfinished_take = Some(unfinished);
+        }
         add(&self.counters.taken, taken.len() as u64);
-        Ok(taken)
+        match first_error {
+            Some(error) if taken.is_empty() => Err(error),
+            _ => Ok(taken),
+        }
     }
 
     /// Extends every lease this client holds, and its busy mark if `busy`.

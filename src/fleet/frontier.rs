@@ -390,16 +390,19 @@ impl Shared {
                 });
             }
         }
+        let mut first_error = None;
         if !batches.is_empty() {
-            if let Err(error) = client.offer(&mut wire, &batches, true) {
-                for batch in batches {
+            let answers = client.offer(&mut wire, &batches, true);
+            for (batch, answer) in batches.into_iter().zip(answers) {
+                if let Err(error) = answer {
+                    // Only this shard's batches wait; the others are done.
                     lock(&self.outboxes[batch.shard]).unsent.push(batch);
+                    first_error.get_or_insert(error);
                 }
-                return Err(error);
             }
         }
         self.queue_completions(&mut wire);
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     fn flush(&self) -> Result<(), Error> {
@@ -438,7 +441,9 @@ impl Shared {
         if let Some(page) = self.pop_taken(Vec::new()) {
             return Ok(Some(page));
         }
-        self.flush()?;
+        // A shard that cannot take its batches does not stop pops from the
+        // others; its error comes back when there is nothing to pop.
+        let flushed = self.flush();
         let client = &self.client;
         let idle = !self
             .state
@@ -449,11 +454,14 @@ impl Shared {
         // idle fleet polling its empty queues changes nothing a check of
         // the fleet reads.
         if idle && client.queued(&mut client.wire())? == 0 {
-            return Ok(None);
+            return flushed.map(|()| None);
         }
         let _busy = self.busy()?;
         let urls = client.take(&mut client.wire(), client.config.pop_batch)?;
-        Ok(self.pop_taken(urls))
+        match self.pop_taken(urls) {
+            Some(page) => Ok(Some(page)),
+            None => flushed.map(|()| None),
+        }
     }
 
     /// Adds `urls` to what this process took, and pops one.

@@ -3,49 +3,23 @@
 //!
 //! A standalone server is a fleet of one node. A cluster is found by
 //! `INFO cluster` on the configured address, and mapped with `CLUSTER
-//! SLOTS`; a `MOVED` or `ASK` reply, or a node that cannot be reached, maps
-//! it again. Routing here rather than through the `redis` crate's cluster
-//! connection keeps one pipeline per node and lets every error name the
-//! node that failed.
+//! SLOTS`; the caller maps it again after a `MOVED` or a node that cannot
+//! be reached, and an `ASK` is answered here, with `ASKING` on the node
+//! the slot is migrating to. Every node's pipeline is written before any
+//! is read, so a call over three nodes is one round trip, and each command
+//! gets its own outcome, so one failing node fails only its own commands.
+//! Routing here rather than through the `redis` crate's cluster connection
+//! keeps one pipeline per node and lets every error name the node that
+//! failed.
 
 use std::time::Duration;
 
 use redis::{Client, Cmd, ConnectionAddr, ConnectionInfo, Value};
 
+use super::failure::{classify, Failure};
 use super::keys::{self, ShardKeys};
 use super::scripts;
 use crate::Error;
-
-/// Why a pipeline failed.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    /// The node could not be reached, or the connection dropped: what was
-    /// sent may or may not have run. Send it again once reconnected.
-    Unreachable {
-        /// The node.
-        node: String,
-        /// What the connection said.
-        reason: String,
-    },
-    /// The cluster moved a slot: map it again and send again.
-    Moved,
-    /// The server refused the command: sending it again changes nothing.
-    Refused(Error),
-}
-
-impl Failure {
-    /// The error a caller sees.
-    pub(crate) fn into_error(self) -> Error {
-        match self {
-            Failure::Unreachable { node, reason } => Error::ServerUnavailable { node, reason },
-            Failure::Moved => Error::ServerUnavailable {
-                node: "cluster".to_string(),
-                reason: "slots kept moving while the fleet sent a batch".to_string(),
-            },
-            Failure::Refused(error) => error,
-        }
-    }
-}
 
 /// One server node.
 struct Node {
@@ -87,54 +61,6 @@ fn address_of(info: &ConnectionInfo) -> String {
     match info.addr() {
         ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
         other => other.to_string(),
-    }
-}
-
-/// A refusal from the server, sorted into the fleet's errors.
-fn refusal(node: &str, key: &str, error: &redis::RedisError) -> Error {
-    let text = error.to_string();
-    let code = error.code().unwrap_or_default();
-    if code == "WRONGTYPE" || text.contains("WRONGTYPE") {
-        Error::WrongKeyType {
-            key: key.to_string(),
-        }
-    } else if text.contains("nknown command") || text.contains("nknown Redis command") {
-        Error::ModuleMissing {
-            node: node.to_string(),
-        }
-    } else {
-        Error::ServerRefused {
-            node: node.to_string(),
-            message: text,
-        }
-    }
-}
-
-fn classify(node: &str, key: &str, error: &redis::RedisError) -> Failure {
-    let code = error.code().unwrap_or_default();
-    if code == "MOVED"
-        || code == "ASK"
-        || code == "CLUSTERDOWN"
-        || code == "TRYAGAIN"
-        || code == "NOSCRIPT"
-    {
-        // An `ASK` that gets here is one the asked node bounced again; a
-        // `NOSCRIPT` comes from a node that restarted or was promoted:
-        // mapping the nodes again loads the scripts there.
-        Failure::Moved
-    } else if error.is_io_error()
-        || error.is_connection_dropped()
-        || error.is_connection_refusal()
-        || error.is_timeout()
-        || code == "LOADING"
-        || code == "MASTERDOWN"
-    {
-        Failure::Unreachable {
-            node: node.to_string(),
-            reason: error.to_string(),
-        }
-    } else {
-        Failure::Refused(refusal(node, key, error))
     }
 }
 
@@ -278,7 +204,12 @@ impl Link {
                     [Value::BulkString(host), Value::Int(port), ..] => {
                         (String::from_utf8_lossy(host).into_owned(), *port as u16)
                     }
-                    _ => return Err(Failure::Moved),
+                    other => {
+                        return Err(Failure::Stale {
+                            node: seed_address,
+                            reason: format!("CLUSTER SLOTS named a node as {other:?}"),
+                        })
+                    }
                 };
                 let address = format!("{host}:{port}");
                 let index = match nodes.iter().position(|node: &Node| node.address == address) {
@@ -301,15 +232,8 @@ impl Link {
         for node in &mut nodes {
             let address = node.address.clone();
             let connection = open(node, self.timeout)?;
-            let found: Value = redis::cmd("COMMAND")
-                .arg("INFO")
-                .arg("BF.INSERT")
-                .query(connection)
-                .map_err(|error| classify(&address, "", &error))?;
-            let missing = match &found {
-                Value::Array(entries) => entries.iter().all(|entry| *entry == Value::Nil),
-                _ => true,
-            };
+            let missing =
+                !has_module(connection).map_err(|error| classify(&address, "", &error))?;
             if missing {
                 return Err(Failure::Refused(Error::ModuleMissing { node: address }));
             }
@@ -326,26 +250,26 @@ impl Link {
         Ok(())
     }
 
-    /// Runs `commands` (each for a shard, naming a key for errors), one
-    /// pipeline per node, and returns their replies in order. On a failure
-    /// that leaves some replies unknown, drops the node's connection (the
-    /// next call reconnects) or maps the cluster again.
-    pub(crate) fn run(&mut self, commands: &[(usize, String, Cmd)]) -> Result<Vec<Value>, Failure> {
-        let result = self.run_mapped(commands);
-        if let Err(Failure::Moved | Failure::Unreachable { .. }) = &result {
-            // A map that fails now is found again by the next call.
-            if self.map().is_err() {
-                for node in &mut self.nodes {
-                    node.connection = None;
-                }
+    /// Maps the nodes again, after a failure that may mean the map is
+    /// stale; a map that fails now is tried again by the next call.
+    pub(crate) fn map_again(&mut self) {
+        if self.map().is_err() {
+            for node in &mut self.nodes {
+                node.connection = None;
             }
         }
-        result
     }
 
-    fn run_mapped(&mut self, commands: &[(usize, String, Cmd)]) -> Result<Vec<Value>, Failure> {
-        let mut replies = vec![Value::Nil; commands.len()];
-        let mut asked = Vec::new();
+    /// Runs `commands` (each for a shard, naming a key for errors): one
+    /// pipeline per node, every pipeline written before any is read. Each
+    /// command gets its own outcome, in order.
+    pub(crate) fn send(
+        &mut self,
+        commands: &[(usize, String, Cmd)],
+    ) -> Vec<Result<Value, Failure>> {
+        let mut outcomes: Vec<Option<Result<Value, Failure>>> =
+            (0..commands.len()).map(|_| None).collect();
+        let mut written = Vec::new();
         for node_index in 0..self.nodes.len() {
             let mine: Vec<usize> = (0..commands.len())
                 .filter(|&at| self.shard_node[commands[at].0] == node_index)
@@ -354,9 +278,6 @@ impl Link {
                 continue;
             }
             let mut pipeline = redis::pipe();
-            // Each reply comes back as it is, a server error included, so
-            // that an error names its own command's key.
-            pipeline.ignore_errors();
             for &at in &mine {
                 pipeline.add_command(commands[at].2.clone());
             }
@@ -369,46 +290,127 @@ impl Link {
             let timeout = self.timeout;
             let node = &mut self.nodes[node_index];
             let address = node.address.clone();
-            let connection = open(node, timeout)?;
-            let mut answer = match pipeline.query::<Vec<Value>>(connection) {
-                Ok(answer) => answer,
-                Err(error) => {
-                    // What the connection held is unknown: open a new one.
+            let key = &commands[mine[0]].1;
+            let sent = open(node, timeout).and_then(|connection| {
+                (connection.send_packed_command(&pipeline.get_packed_pipeline()))
+                    .map_err(|error| classify(&address, key, &error))
+            });
+            match sent {
+                Ok(()) => written.push((node_index, mine)),
+                Err(failure) => {
                     node.connection = None;
-                    return Err(classify(&address, &commands[mine[0]].1, &error));
-                }
-            };
-            if let Some((replicas, _)) = self.wait {
-                let acknowledged = match answer.pop() {
-                    Some(Value::Int(count)) => count,
-                    _ => 0,
-                };
-                if acknowledged < replicas as i64 {
-                    return Err(Failure::Unreachable {
-                        node: address,
-                        reason: format!(
-                            "{acknowledged} of the {replicas} replicas asked for acknowledged \
-                             the writes in time"
-                        ),
-                    });
+                    for &at in &mine {
+                        outcomes[at] = Some(Err(failure.clone()));
+                    }
                 }
             }
-            for (&at, reply) in mine.iter().zip(answer) {
-                if let Value::ServerError(error) = &reply {
+        }
+        let mut asked = Vec::new();
+        for (node_index, mine) in written {
+            self.receive(node_index, &mine, commands, &mut outcomes, &mut asked);
+        }
+        for (at, target) in asked {
+            outcomes[at] = Some(self.ask(&target, &commands[at]));
+        }
+        outcomes
+            .into_iter()
+            .map(|outcome| outcome.expect("every command has an outcome"))
+            .collect()
+    }
+
+    /// Reads the replies of the pipeline written to `node_index` for the
+    /// commands `mine`: each command's own, or, with `WAIT` on, a failure
+    /// for all of them when the replicas did not all take the writes.
+    fn receive(
+        &mut self,
+        node_index: usize,
+        mine: &[usize],
+        commands: &[(usize, String, Cmd)],
+        outcomes: &mut [Option<Result<Value, Failure>>],
+        asked: &mut Vec<(usize, String)>,
+    ) {
+        let node = &mut self.nodes[node_index];
+        let address = node.address.clone();
+        let connection = node.connection.as_mut().expect("written above");
+        let expected = mine.len() + usize::from(self.wait.is_some());
+        let mut replies = Vec::with_capacity(expected);
+        let mut lost = None;
+        while replies.len() < expected {
+            match connection.recv_response() {
+                Ok(reply) => replies.push(reply),
+                Err(error) => {
+                    // What the connection holds is unknown: open a new one.
+                    node.connection = None;
+                    let key = &commands[mine[replies.len().min(mine.len() - 1)]].1;
+                    lost = Some(classify(&address, key, &error));
+                    break;
+                }
+            }
+        }
+        if let Some((replicas, _)) = self.wait {
+            let shortfall = match (&lost, replies.get(mine.len())) {
+                (Some(failure), _) => Some(failure.clone()),
+                (None, Some(Value::Int(count))) if *count >= replicas as i64 => None,
+                (None, reply) => Some(Failure::Busy {
+                    node: address.clone(),
+                    reason: format!(
+                        "the writes reached fewer than the {replicas} replicas asked for in time \
+                         (WAIT answered {reply:?})"
+                    ),
+                }),
+            };
+            if let Some(failure) = shortfall {
+                for &at in mine {
+                    outcomes[at] = Some(Err(failure.clone()));
+                }
+                return;
+            }
+        }
+        let mut refused = false;
+        for (position, &at) in mine.iter().enumerate() {
+            outcomes[at] = Some(match replies.get(position) {
+                Some(Value::ServerError(error)) => {
                     if let ("ASK", Some(target)) = (error.code(), error.details()) {
                         asked.push((at, target.to_string()));
                         continue;
                     }
-                    let error = redis::RedisError::from(error.clone());
-                    return Err(classify(&address, &commands[at].1, &error));
+                    let failure = classify(&address, &commands[at].1, &error.clone().into());
+                    refused |= matches!(failure, Failure::Refused(_));
+                    Err(failure)
                 }
-                replies[at] = reply;
+                Some(reply) => Ok(reply.clone()),
+                None => Err(lost
+                    .clone()
+                    .expect("a reply is missing only after a failure")),
+            });
+        }
+        if refused {
+            self.refusals_from_a_lost_module(node_index, mine, outcomes);
+        }
+    }
+
+    /// Turns refusals from `node_index` into [`Error::ModuleMissing`] when
+    /// the node has no `BF.INSERT` (it restarted without the module).
+    fn refusals_from_a_lost_module(
+        &mut self,
+        node_index: usize,
+        mine: &[usize],
+        outcomes: &mut [Option<Result<Value, Failure>>],
+    ) {
+        let timeout = self.timeout;
+        let node = &mut self.nodes[node_index];
+        let Ok(connection) = open(node, timeout) else {
+            return;
+        };
+        if let Ok(false) = has_module(connection) {
+            for &at in mine {
+                if let Some(Err(Failure::Refused(_))) = outcomes[at] {
+                    outcomes[at] = Some(Err(Failure::Refused(Error::ModuleMissing {
+                        node: node.address.clone(),
+                    })));
+                }
             }
         }
-        for (at, target) in asked {
-            replies[at] = self.ask(&target, &commands[at])?;
-        }
-        Ok(replies)
     }
 
     /// Runs `command` on the node a slot is migrating to (`ASK slot
@@ -423,20 +425,40 @@ impl Link {
         let (host, port) = address
             .rsplit_once(':')
             .and_then(|(host, port)| Some((host, port.parse::<u16>().ok()?)))
-            .ok_or(Failure::Moved)?;
+            .ok_or_else(|| Failure::Stale {
+                node: target.to_string(),
+                reason: format!("an ASK named no address: {target}"),
+            })?;
         let mut node = Node {
             address: address.clone(),
             client: self.node_client(&address, host, port)?,
             connection: None,
         };
         let connection = open(&mut node, self.timeout)?;
+        // The node the slot moves to may own no slot yet, so no map loaded
+        // the scripts there.
         let mut pipeline = redis::pipe();
+        for script in scripts::Scripts::get().all() {
+            pipeline.add_command(script.load()).ignore();
+        }
         pipeline.cmd("ASKING").ignore().add_command(cmd.clone());
         let (reply,): (Value,) = pipeline
             .query(connection)
             .map_err(|error| classify(&address, key, &error))?;
         Ok(reply)
     }
+}
+
+/// Whether `connection`'s node has `BF.INSERT`.
+fn has_module(connection: &mut redis::Connection) -> Result<bool, redis::RedisError> {
+    let found: Value = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg("BF.INSERT")
+        .query(connection)?;
+    Ok(match &found {
+        Value::Array(entries) => entries.iter().any(|entry| *entry != Value::Nil),
+        _ => false,
+    })
 }
 
 /// Logs a warning when `connection`'s node may evict the fleet's keys: a

@@ -124,6 +124,7 @@
 //! ```
 
 mod client;
+mod failure;
 mod frontier;
 mod keys;
 mod link;

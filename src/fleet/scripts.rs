@@ -54,7 +54,8 @@ end
 /// given), and the flags (`1` new, `0` seen) kept under the result key.
 /// An item the filter refused (a full filter that cannot grow) is an
 /// error naming the key, after the new items before it are queued; so is
-/// a `BF.INSERT` refused as a whole (its text kept, `WRONGTYPE` included).
+/// a `BF.INSERT` refused as a whole, under its own code (`WRONGTYPE`,
+/// `OOM`, ...), so that the client sorts it as it would the bare reply.
 ///
 /// KEYS: filter, result, [queue]. ARGV: capacity, error rate, TTL seconds,
 /// expansion, items.
@@ -66,7 +67,9 @@ local command = {'BF.INSERT', KEYS[1], 'CAPACITY', ARGV[1], 'ERROR', ARGV[2],
 for at = 5, #ARGV do command[#command + 1] = ARGV[at] end
 local added = redis.pcall(unpack(command))
 if added.err then
-  return redis.error_reply('FLEETITEM BF.INSERT on ' .. KEYS[1] .. ' failed: ' .. added.err)
+  local code, rest = string.match(added.err, '^(%u+) (.*)$')
+  if not code then code, rest = 'ERR', added.err end
+  return redis.error_reply(code .. ' BF.INSERT on ' .. KEYS[1] .. ' failed: ' .. rest)
 end
 local flags, fresh, refused = {}, {}, nil
 for at = 1, #added do

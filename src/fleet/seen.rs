@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::mem;
 
 use super::client::{Batch, Client};
 use super::{lock, FleetConfig, FleetStats};
@@ -84,14 +85,20 @@ impl FleetSeen {
         // Answers a failed call never got come first: a caller asking again
         // for the same items is answered from them.
         if !unresolved.is_empty() {
-            let answers = client.offer(&mut wire, &unresolved, false)?;
-            for (batch, flags) in unresolved.drain(..).zip(answers) {
-                for (item, new) in batch.items.into_iter().zip(flags) {
-                    if let Some(local) = &client.local {
-                        local.insert(&item);
+            let batches = mem::take(&mut *unresolved);
+            let answers = client.offer(&mut wire, &batches, false);
+            let mut first_error = None;
+            for (batch, answer) in batches.into_iter().zip(answers) {
+                match answer {
+                    Ok(flags) => recover(client, &mut recovered, batch, flags),
+                    Err(error) => {
+                        unresolved.push(batch);
+                        first_error.get_or_insert(error);
                     }
-                    recovered.insert(item, new);
                 }
+            }
+            if let Some(error) = first_error {
+                return Err(error);
             }
         }
         let local = client.local.as_ref();
@@ -133,15 +140,25 @@ impl FleetSeen {
         if batches.is_empty() {
             return Ok(answers);
         }
-        let flags = match client.offer(&mut wire, &batches, false) {
-            Ok(flags) => flags,
-            Err(error) => {
-                unresolved.extend(batches);
-                return Err(error);
+        let outcomes = client.offer(&mut wire, &batches, false);
+        if outcomes.iter().any(Result::is_err) {
+            // The answers that did come are kept for the caller who asks
+            // again; the batches that failed are sent again first.
+            let mut recovered = lock(&self.recovered);
+            let mut first_error = None;
+            for (batch, outcome) in batches.into_iter().zip(outcomes) {
+                match outcome {
+                    Ok(flags) => recover(client, &mut recovered, batch, flags),
+                    Err(error) => {
+                        unresolved.push(batch);
+                        first_error.get_or_insert(error);
+                    }
+                }
             }
-        };
-        for (ats, flags) in positions.into_iter().zip(flags) {
-            for (&at, new) in ats.iter().zip(flags) {
+            return Err(first_error.expect("some batch failed"));
+        }
+        for (ats, flags) in positions.into_iter().zip(outcomes) {
+            for (&at, new) in ats.iter().zip(flags.expect("checked above")) {
                 answers[at] = new;
                 if let Some(local) = local {
                     local.insert_hash(local_hashes[at]);
@@ -168,6 +185,17 @@ impl FleetSeen {
     /// The configuration it connected with.
     pub fn config(&self) -> &FleetConfig {
         &self.client.config
+    }
+}
+
+/// Keeps the answers of `batch`, whose first reply was lost, for the
+/// caller who offers its items again.
+fn recover(client: &Client, recovered: &mut HashMap<String, bool>, batch: Batch, flags: Vec<bool>) {
+    for (item, new) in batch.items.into_iter().zip(flags) {
+        if let Some(local) = &client.local {
+            local.insert(&item);
+        }
+        recovered.insert(item, new);
     }
 }
 
