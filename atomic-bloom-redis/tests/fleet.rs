@@ -5,52 +5,17 @@
 
 mod common;
 
-#[path = "../../examples/crawl/fleet.rs"]
-mod fleet;
-#[path = "../../examples/crawl/links.rs"]
-mod links;
-#[path = "../../examples/crawl/web.rs"]
-mod web;
+mod crawling;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use atomic_bloom::fleet::{FleetConfig, FleetFrontier, FleetSeen};
 use atomic_bloom::Error;
 use common::{Cluster, Kind, Server};
+use crawling::{fleet, reachable, small_web, web::SyntheticWeb};
 use url::Url;
-use web::SyntheticWeb;
-
-/// A web of 30 hosts x 100 articles: 3,570 pages.
-fn small_web() -> SyntheticWeb {
-    SyntheticWeb::new(7, 30, 100)
-}
-
-/// Every page reachable from the start URLs, by an exact breadth-first
-/// search: what one process crawls alone, with no false positive.
-fn reachable(web: &SyntheticWeb) -> HashSet<String> {
-    let mut seen: HashSet<String> = web.start_urls().into_iter().collect();
-    let mut queue: VecDeque<String> = seen.iter().cloned().collect();
-    let mut pages = HashSet::new();
-    while let Some(url) = queue.pop_front() {
-        let base = Url::parse(&url).expect("a URL");
-        let Some(html) = web.fetch(&base) else {
-            continue;
-        };
-        pages.insert(url);
-        for href in links::extract_links(&html) {
-            if let Some(link) = links::resolve(&base, href) {
-                let link = String::from(link);
-                if seen.insert(link.clone()) {
-                    queue.push_back(link);
-                }
-            }
-        }
-    }
-    assert!(pages.len() <= web.page_count());
-    pages
-}
 
 /// A fleet config for `url`: small rates, so that the crawl is exact in
 /// practice (about 0.4 false positives expected over the web).
@@ -79,28 +44,7 @@ fn crawl_with_three(
     let frontiers: Vec<FleetFrontier> = (0..3)
         .map(|_| FleetFrontier::connect(&config(url, prefix, shards)).expect("connects"))
         .collect();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (frontiers.iter())
-            .map(|frontier| {
-                let start = web.start_urls();
-                scope.spawn(move || {
-                    fleet::crawl(
-                        frontier,
-                        1,
-                        start,
-                        fetch,
-                        &|_| Ok(()),
-                        Duration::from_secs(60),
-                    )
-                })
-            })
-            .collect();
-        meanwhile();
-        handles
-            .into_iter()
-            .map(|handle| handle.join().expect("no panic").expect("the crawl ends"))
-            .collect()
-    })
+    crawling::crawl_with(&frontiers, web, fetch, meanwhile)
 }
 
 /// No page twice across the fleet, together what one process crawls

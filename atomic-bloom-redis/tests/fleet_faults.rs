@@ -6,14 +6,9 @@
 
 mod common;
 
-#[path = "../../examples/crawl/fleet.rs"]
-mod fleet;
-#[path = "../../examples/crawl/links.rs"]
-mod links;
-#[path = "../../examples/crawl/web.rs"]
-mod web;
+mod crawling;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,41 +19,12 @@ use std::time::{Duration, Instant};
 use atomic_bloom::fleet::{FleetConfig, FleetFrontier, FleetSeen};
 use atomic_bloom::Error;
 use common::{Kind, Server};
+use crawling::{fleet, reachable, small_web};
 use url::Url;
-use web::SyntheticWeb;
-
-/// A web of 30 hosts x 100 articles: 3,570 pages.
-fn small_web() -> SyntheticWeb {
-    SyntheticWeb::new(7, 30, 100)
-}
 
 /// URLs each take leases (and so the most a killed process can hold
 /// beyond the page in hand).
 const POP_BATCH: usize = 16;
-
-/// Every page reachable from the start URLs, by an exact breadth-first
-/// search.
-fn reachable(web: &SyntheticWeb) -> HashSet<String> {
-    let mut seen: HashSet<String> = web.start_urls().into_iter().collect();
-    let mut queue: VecDeque<String> = seen.iter().cloned().collect();
-    let mut pages = HashSet::new();
-    while let Some(url) = queue.pop_front() {
-        let base = Url::parse(&url).expect("a URL");
-        let Some(html) = web.fetch(&base) else {
-            continue;
-        };
-        pages.insert(url);
-        for href in links::extract_links(&html) {
-            if let Some(link) = links::resolve(&base, href) {
-                if seen.insert(String::from(link.clone())) {
-                    queue.push_back(String::from(link));
-                }
-            }
-        }
-    }
-    assert!(pages.len() <= web.page_count());
-    pages
-}
 
 /// Short leases and timeouts, so that a dead process's work comes back
 /// within seconds; rates small enough that the crawl is exact.
@@ -264,23 +230,7 @@ fn replies_delayed_past_the_timeout_lose_and_repeat_nothing() {
             std::thread::sleep(Duration::from_micros(300));
             web.fetch(page)
         };
-        let tallies: Vec<fleet::FleetTally> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (frontiers.iter())
-                .map(|frontier| {
-                    let start = web.start_urls();
-                    let fetch = &fetch;
-                    scope.spawn(move || {
-                        fleet::crawl(
-                            frontier,
-                            1,
-                            start,
-                            fetch,
-                            &|_| Ok(()),
-                            Duration::from_secs(60),
-                        )
-                    })
-                })
-                .collect();
+        let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
             let mut connection = server.connect();
             for _ in 0..5 {
                 std::thread::sleep(Duration::from_millis(150));
@@ -291,18 +241,8 @@ fn replies_delayed_past_the_timeout_lose_and_repeat_nothing() {
                     .query::<()>(&mut connection)
                     .unwrap();
             }
-            handles
-                .into_iter()
-                .map(|handle| handle.join().unwrap().expect("the crawl ends"))
-                .collect()
         });
-        let mut union = HashSet::new();
-        for tally in &tallies {
-            for page in &tally.crawled {
-                assert!(union.insert(page.clone()), "{kind:?}: {page} crawled twice");
-            }
-        }
-        assert_eq!(union, expected, "{kind:?}");
+        crawling::each_page_once(&tallies, &expected, &format!("{kind:?}"));
         let retries: u64 = tallies.iter().map(|tally| tally.stats.retries).sum();
         assert!(retries > 0, "{kind:?}: no reply was ever late");
     }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use atomic_bloom::fleet::{FleetFrontier, FleetStats};
 use url::Url;
 
-use crate::links::{extract_links, resolve};
+use super::links::{extract_links, resolve};
 
 /// What a process's workers did, summed.
 #[derive(Debug, Default)]

@@ -444,21 +444,20 @@ impl Client {
     /// the next call; the URLs of the others come back, and the call fails
     /// only when every shard did.
     pub(crate) fn take(&self, wire: &mut Wire, count: usize) -> Result<Vec<TakenUrl>, Error> {
-        let commands = match wire.unfinished_take.take() {
-            Some(commands) => commands,
-            None => {
-                let each = count.div_ceil(self.keys.len()).max(1);
-                let lease_ms = millis(self.config.lease);
-                (0..self.keys.len())
-                    .map(|shard| {
-                        let keys = &self.keys[shard];
-                        let token = format!("{}:{}", self.id, wire.next_id());
-                        let command = scripts::take(keys, &token, each, lease_ms);
-                        ((shard, keys.queue.clone(), command), token)
-                    })
-                    .collect()
+        // Shards whose last take failed send it again, with its token; the
+        // others take afresh.
+        let mut commands = wire.unfinished_take.take().unwrap_or_default();
+        let each = count.div_ceil(self.keys.len()).max(1);
+        let lease_ms = millis(self.config.lease);
+        for shard in 0..self.keys.len() {
+            if commands.iter().any(|((again, _, _), _)| *again == shard) {
+                continue;
             }
-        };
+            let keys = &self.keys[shard];
+            let token = format!("{}:{}", self.id, wire.next_id());
+            let command = scripts::take(keys, &token, each, lease_ms);
+            commands.push(((shard, keys.queue.clone(), command), token));
+        }
         let shard_commands: Vec<ShardCommand> = commands
             .iter()
             .map(|(command, _)| command.clone())

@@ -186,10 +186,20 @@ impl Link {
         let mut nodes = Vec::new();
         let mut shard_node = vec![0; self.shard_slot.len()];
         if info.contains("cluster_enabled:1") {
-            let ranges: Vec<(i64, i64, Vec<Value>)> = redis::cmd("CLUSTER")
+            // Each range is [first, last, primary, replicas...]: as many
+            // entries as the range has replicas, so read it loosely.
+            let ranges: Vec<Vec<Value>> = redis::cmd("CLUSTER")
                 .arg("SLOTS")
                 .query(connection)
                 .map_err(|error| classify(&seed_address, "", &error))?;
+            let ranges: Vec<(i64, i64, Vec<Value>)> = (ranges.into_iter())
+                .filter_map(|range| match range.as_slice() {
+                    [Value::Int(first), Value::Int(last), Value::Array(primary), ..] => {
+                        Some((*first, *last, primary.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
             for (shard, &slot) in self.shard_slot.iter().enumerate() {
                 let owner = ranges
                     .iter()
@@ -230,20 +240,22 @@ impl Link {
             nodes.push(seed);
         }
         for node in &mut nodes {
-            let address = node.address.clone();
-            let connection = open(node, self.timeout)?;
-            let missing =
-                !has_module(connection).map_err(|error| classify(&address, "", &error))?;
-            if missing {
-                return Err(Failure::Refused(Error::ModuleMissing { node: address }));
+            // A node known before keeps its connection; the scripts are
+            // loaded again all the same (a `NOSCRIPT` brought us here).
+            let known = (self.nodes.iter_mut())
+                .find(|old| old.address == node.address && old.connection.is_some());
+            if let Some(old) = known {
+                node.connection = old.connection.take();
             }
-            warn_if_evicting(&address, connection);
-            let mut load = redis::pipe();
-            for script in scripts::Scripts::get().all() {
-                load.add_command(script.load()).ignore();
+            match prepare(node, self.timeout) {
+                Ok(()) => {}
+                Err(Failure::Refused(error)) => return Err(Failure::Refused(error)),
+                // A node down now fails its own commands, not the map.
+                Err(failure) => {
+                    log::warn!("atomic-bloom fleet: {}", failure.into_error());
+                    node.connection = None;
+                }
             }
-            load.query::<()>(connection)
-                .map_err(|error| classify(&address, "", &error))?;
         }
         self.nodes = nodes;
         self.shard_node = shard_node;
@@ -347,24 +359,12 @@ impl Link {
                 }
             }
         }
-        if let Some((replicas, _)) = self.wait {
-            let shortfall = match (&lost, replies.get(mine.len())) {
-                (Some(failure), _) => Some(failure.clone()),
-                (None, Some(Value::Int(count))) if *count >= replicas as i64 => None,
-                (None, reply) => Some(Failure::Busy {
-                    node: address.clone(),
-                    reason: format!(
-                        "the writes reached fewer than the {replicas} replicas asked for in time \
-                         (WAIT answered {reply:?})"
-                    ),
-                }),
-            };
-            if let Some(failure) = shortfall {
-                for &at in mine {
-                    outcomes[at] = Some(Err(failure.clone()));
-                }
-                return;
+        if let (Some(failure), true) = (&lost, self.wait.is_some()) {
+            // The writes may have run and not reached the replicas.
+            for &at in mine {
+                outcomes[at] = Some(Err(failure.clone()));
             }
+            return;
         }
         let mut refused = false;
         for (position, &at) in mine.iter().enumerate() {
@@ -383,6 +383,30 @@ impl Link {
                     .clone()
                     .expect("a reply is missing only after a failure")),
             });
+        }
+        if let Some((replicas, _)) = self.wait {
+            let shortfall = match replies.get(mine.len()) {
+                Some(Value::Int(count)) if *count >= replicas as i64 => None,
+                // `WAIT` on a node that is a replica now: the map is stale.
+                Some(Value::ServerError(error)) => Some(Failure::Stale {
+                    node: address.clone(),
+                    reason: format!("WAIT answered {error}"),
+                }),
+                reply => Some(Failure::Busy {
+                    node: address.clone(),
+                    reason: format!(
+                        "the writes reached fewer than the {replicas} replicas asked for in time \
+                         (WAIT answered {reply:?})"
+                    ),
+                }),
+            };
+            if let Some(failure) = shortfall {
+                for &at in mine {
+                    if let Some(Ok(_)) = outcomes[at] {
+                        outcomes[at] = Some(Err(failure.clone()));
+                    }
+                }
+            }
         }
         if refused {
             self.refusals_from_a_lost_module(node_index, mine, outcomes);
@@ -447,6 +471,24 @@ impl Link {
             .map_err(|error| classify(&address, key, &error))?;
         Ok(reply)
     }
+}
+
+/// Opens `node`'s connection, checks it has the module, warns about an
+/// eviction policy, and loads the fleet's scripts there.
+fn prepare(node: &mut Node, timeout: Duration) -> Result<(), Failure> {
+    let address = node.address.clone();
+    let connection = open(node, timeout)?;
+    let missing = !has_module(connection).map_err(|error| classify(&address, "", &error))?;
+    if missing {
+        return Err(Failure::Refused(Error::ModuleMissing { node: address }));
+    }
+    warn_if_evicting(&address, connection);
+    let mut load = redis::pipe();
+    for script in scripts::Scripts::get().all() {
+        load.add_command(script.load()).ignore();
+    }
+    load.query::<()>(connection)
+        .map_err(|error| classify(&address, "", &error))
 }
 
 /// Whether `connection`'s node has `BF.INSERT`.

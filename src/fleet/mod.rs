@@ -339,8 +339,11 @@ impl FleetConfig {
 
     /// Waits, after each pipeline to a node, until `replicas` replicas have
     /// its writes (`WAIT`), for up to `timeout`; fewer is a failure retried
-    /// like an unreachable node. Without it, a failover to a replica that
-    /// had not caught up can undo an acknowledged batch or take.
+    /// like an unreachable node (each command of the fleet is idempotent,
+    /// so sending it again is safe). Without it, a failover to a replica
+    /// that had not caught up can undo an acknowledged batch or take. Every
+    /// write waits, connecting (the fleet's settings) and the busy mark
+    /// included; `timeout` must be shorter than [`timeout`](Self::timeout).
     pub fn wait_for_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
         self.wait = Some((replicas, timeout));
         self
@@ -398,10 +401,11 @@ impl FleetConfig {
             return invalid("expansion", "between 1 and 32768");
         }
         if let Some((replicas, timeout)) = self.wait {
-            if replicas == 0 || timeout.is_zero() {
+            if replicas == 0 || timeout.is_zero() || timeout >= self.timeout {
                 return invalid(
                     "wait_for_replicas",
-                    "at least one replica and a timeout longer than zero",
+                    "at least one replica, and a timeout longer than zero and shorter than \
+                     `timeout` (a reply must come before the client stops waiting)",
                 );
             }
         }

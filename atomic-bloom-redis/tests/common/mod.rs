@@ -348,24 +348,27 @@ impl Cluster {
     /// Starts the nodes, gives each its slots, introduces them, and waits
     /// (up to 30 s) until every node reports `cluster_state:ok`.
     pub fn start(kind: Kind, nodes: usize) -> Cluster {
+        Cluster::start_with(kind, nodes, &[])
+    }
+
+    /// As [`start`](Self::start), each node started with `extra` too.
+    pub fn start_with(kind: Kind, nodes: usize, extra: &[&str]) -> Cluster {
         let bus_ports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
         let servers: Vec<Server> = (bus_ports.iter())
             .map(|bus_port| {
                 let bus_port = bus_port.to_string();
-                Server::start(
-                    kind,
-                    &[],
-                    &[
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-config-file",
-                        "nodes.conf",
-                        "--cluster-port",
-                        &bus_port,
-                        "--cluster-node-timeout",
-                        "5000",
-                    ],
-                )
+                let mut args = vec![
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-port",
+                    &bus_port,
+                    "--cluster-node-timeout",
+                    "5000",
+                ];
+                args.extend_from_slice(extra);
+                Server::start(kind, &[], &args)
             })
             .collect();
         for (index, server) in servers.iter().enumerate() {
@@ -409,6 +412,75 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+impl Cluster {
+    /// Starts a replica of node `primary`, introduces it, and waits (up to
+    /// 30 s) until it has the primary's data; its index in `nodes`.
+    pub fn add_replica(&mut self, kind: Kind, primary: usize) -> usize {
+        let bus_port = free_port().to_string();
+        let replica = Server::start(
+            kind,
+            &[],
+            &[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-port",
+                &bus_port,
+                "--cluster-node-timeout",
+                "5000",
+            ],
+        );
+        let primary_id = node_id(&self.nodes[primary]);
+        let mut first = self.nodes[0].connect();
+        redis::cmd("CLUSTER")
+            .arg("MEET")
+            .arg("127.0.0.1")
+            .arg(replica.port)
+            .arg(&bus_port)
+            .query::<()>(&mut first)
+            .expect("CLUSTER MEET");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut connection = replica.connect();
+        loop {
+            // The replica must know the primary before it can follow it.
+            let done = redis::cmd("CLUSTER")
+                .arg("REPLICATE")
+                .arg(&primary_id)
+                .query::<()>(&mut connection);
+            if done.is_ok() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "CLUSTER REPLICATE: {done:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut connection)
+                .unwrap_or_default();
+            if info.contains("master_link_status:up") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the replica does not sync: {info}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.nodes.push(replica);
+        self.nodes.len() - 1
+    }
+}
+
+/// A cluster node's id (`CLUSTER MYID`).
+pub fn node_id(server: &Server) -> String {
+    redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query(&mut server.connect())
+        .expect("CLUSTER MYID")
 }
 
 /// Redis's DUMP trailer: CRC-64 (Jones, reflected) over the payload.

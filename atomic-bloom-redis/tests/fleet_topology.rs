@@ -1,0 +1,269 @@
+//! The fleet client while the servers under it change, against real
+//! servers: a node that dies stops only its own shards, a slot migrated
+//! mid-crawl (`ASK`, `TRYAGAIN`), a failover mid-crawl with `WAIT` on, and
+//! too few replicas for `WAIT`.
+
+mod common;
+mod crawling;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
+use atomic_bloom::Error;
+use common::{node_id, Cluster, Kind, Server};
+use crawling::{reachable, small_web};
+use url::Url;
+
+/// Rates small enough for an exact crawl, short retries.
+fn config(url: &str, prefix: &str, shards: usize) -> FleetConfig {
+    FleetConfig::new(url)
+        .prefix(prefix)
+        .shards(shards)
+        .capacity(10_000, 1e-7)
+        .local_filter(10_000, 1e-8)
+        .pop_batch(16)
+        .timeout(Duration::from_millis(500))
+        .retry_for(Duration::from_secs(5))
+        .lease(Duration::from_secs(30))
+}
+
+fn three(config: &FleetConfig) -> Vec<FleetFrontier> {
+    (0..3)
+        .map(|_| FleetFrontier::connect(config).expect("connects"))
+        .collect()
+}
+
+/// The cluster slot of a key (its hash tag's).
+fn key_slot(server: &Server, key: &str) -> i64 {
+    redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(&mut server.connect())
+        .unwrap()
+}
+
+#[test]
+fn a_node_that_dies_stops_only_its_own_shards() {
+    // Without full coverage required, the live nodes serve their slots
+    // while the dead one's have no owner (no replica takes over).
+    let mut cluster =
+        Cluster::start_with(Kind::Valkey, 3, &["--cluster-require-full-coverage", "no"]);
+    let config = config(&cluster.nodes[0].url(), "partial", 6)
+        .retry_for(Duration::from_millis(300))
+        .lease(Duration::from_secs(5));
+    let frontier = FleetFrontier::connect(&config).unwrap();
+    let urls: Vec<String> = (0..600)
+        .map(|n| format!("https://site{n}.example/"))
+        .collect();
+    for url in &urls {
+        frontier.push(url.clone()).unwrap();
+    }
+    frontier.flush().unwrap();
+    // Two of the six shards live on the third node.
+    let mut third = cluster.nodes[2].connect();
+    let on_third: usize = redis::cmd("KEYS")
+        .arg("partial:queue:*")
+        .query::<Vec<String>>(&mut third)
+        .unwrap()
+        .iter()
+        .map(|key| {
+            redis::cmd("LLEN")
+                .arg(key)
+                .query::<usize>(&mut third)
+                .unwrap()
+        })
+        .sum();
+    assert!(on_third > 100, "{on_third} URLs on the third node");
+    cluster.nodes[2].kill();
+    // Pops go on from the shards of the two live nodes, each call a
+    // shard's retry late at most.
+    let started = Instant::now();
+    let mut popped = HashSet::new();
+    let mut errors = 0;
+    while popped.len() < urls.len() - on_third {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "pops stopped at {}",
+            popped.len()
+        );
+        match frontier.pop() {
+            Ok(Some(page)) => {
+                assert!(popped.insert(page.url().to_string()));
+                frontier.push(format!("{}child", page.url())).ok();
+                frontier.complete(page);
+            }
+            Ok(None) => {}
+            Err(Error::ServerUnavailable { node, .. }) => {
+                assert_eq!(node, format!("127.0.0.1:{}", cluster.nodes[2].port));
+                errors += 1;
+            }
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    eprintln!(
+        "{} pops, {errors} errors naming the dead node",
+        popped.len()
+    );
+    // The children on live shards went out; those for the dead one wait.
+    let error = frontier.flush().expect_err("the dead node's batches wait");
+    assert!(
+        error
+            .to_string()
+            .contains(&cluster.nodes[2].port.to_string()),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_slot_migrated_mid_crawl_loses_and_repeats_nothing() {
+    let web = small_web();
+    let expected = reachable(&web);
+    for kind in common::KINDS {
+        let cluster = Cluster::start(kind, 3);
+        let config = config(&cluster.nodes[1].url(), "moving", 3);
+        let frontiers = three(&config);
+        let fetch = |page: &Url| {
+            std::thread::sleep(Duration::from_micros(400));
+            web.fetch(page)
+        };
+        let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
+            std::thread::sleep(Duration::from_millis(300));
+            // Shard 0's slot moves from the first node to the second, a
+            // key at a time, while the crawl goes on.
+            let (source, target) = (&cluster.nodes[0], &cluster.nodes[1]);
+            let mut from = source.connect();
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg("moving:queue:*")
+                .query(&mut from)
+                .unwrap();
+            let slot = key_slot(source, &keys[0]);
+            let (source_id, target_id) = (node_id(source), node_id(target));
+            let setslot = |server: &Server, state: &str, id: &str| {
+                redis::cmd("CLUSTER")
+                    .arg("SETSLOT")
+                    .arg(slot)
+                    .arg(state)
+                    .arg(id)
+                    .query::<()>(&mut server.connect())
+                    .unwrap()
+            };
+            setslot(target, "IMPORTING", &source_id);
+            setslot(source, "MIGRATING", &target_id);
+            loop {
+                let batch: Vec<String> = redis::cmd("CLUSTER")
+                    .arg("GETKEYSINSLOT")
+                    .arg(slot)
+                    .arg(1)
+                    .query(&mut from)
+                    .unwrap();
+                let Some(key) = batch.first() else { break };
+                redis::cmd("MIGRATE")
+                    .arg("127.0.0.1")
+                    .arg(target.port)
+                    .arg("")
+                    .arg(0)
+                    .arg(5000)
+                    .arg("REPLACE")
+                    .arg("KEYS")
+                    .arg(key)
+                    .query::<()>(&mut from)
+                    .unwrap();
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            for node in &cluster.nodes {
+                setslot(node, "NODE", &target_id);
+            }
+        });
+        crawling::each_page_once(&tallies, &expected, &format!("{kind:?}"));
+        let retries: u64 = tallies.iter().map(|tally| tally.stats.retries).sum();
+        eprintln!("{kind:?}: {retries} retries");
+    }
+}
+
+#[test]
+fn a_failover_mid_crawl_with_wait_loses_and_repeats_nothing() {
+    let web = small_web();
+    let expected = reachable(&web);
+    for kind in common::KINDS {
+        let mut cluster = Cluster::start(kind, 1);
+        let replica = cluster.add_replica(kind, 0);
+        let config = config(&cluster.nodes[0].url(), "failover", 4)
+            .wait_for_replicas(1, Duration::from_millis(300));
+        let frontiers = three(&config);
+        let fetch = |page: &Url| {
+            std::thread::sleep(Duration::from_micros(400));
+            web.fetch(page)
+        };
+        let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
+            std::thread::sleep(Duration::from_millis(400));
+            redis::cmd("CLUSTER")
+                .arg("FAILOVER")
+                .query::<()>(&mut cluster.nodes[replica].connect())
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let role: Vec<redis::Value> = redis::cmd("ROLE")
+                    .query(&mut cluster.nodes[replica].connect())
+                    .unwrap();
+                if role.first() == Some(&redis::Value::BulkString(b"master".to_vec())) {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "the replica never took over");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        crawling::each_page_once(&tallies, &expected, &format!("{kind:?}"));
+        let retries: u64 = tallies.iter().map(|tally| tally.stats.retries).sum();
+        assert!(retries > 0, "{kind:?}: the failover went unnoticed");
+    }
+}
+
+#[test]
+fn too_few_replicas_is_an_error_until_one_has_the_writes() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let port = server.port.to_string();
+    let mut replica = Server::start(Kind::Valkey, &[], &["--replicaof", "127.0.0.1", &port]);
+    let config = config(&server.url(), "durable", 2)
+        .retry_for(Duration::from_millis(300))
+        .wait_for_replicas(1, Duration::from_millis(200));
+    // Connecting writes the fleet's settings, so it waits for the replica.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let frontier = loop {
+        match FleetFrontier::connect(&config) {
+            Ok(frontier) => break frontier,
+            Err(error) => assert!(Instant::now() < deadline, "{error}"),
+        }
+    };
+    replica.kill();
+    // Every write waits for the replica: the busy mark, the batch.
+    match frontier.push("https://example.com/".to_string()) {
+        Err(Error::ServerUnavailable { reason, .. }) => {
+            assert!(reason.contains("replicas"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    replica.launch().expect("the replica starts again");
+    loop {
+        let pushed = frontier.push("https://example.com/".to_string());
+        if pushed.is_ok() && frontier.flush().is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{pushed:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Sent again and again, queued once.
+    let page = frontier.pop().unwrap().expect("the URL");
+    assert_eq!(page.url(), "https://example.com/");
+    frontier.complete(page);
+    assert!(frontier.pop().unwrap().is_none());
+    let mut connection = replica.connect();
+    let queued: Vec<String> = redis::cmd("KEYS")
+        .arg("durable:queue:*")
+        .query(&mut connection)
+        .unwrap();
+    assert!(
+        queued.is_empty(),
+        "the replica saw the URL taken: {queued:?}"
+    );
+}
