@@ -226,10 +226,7 @@ fn replies_delayed_past_the_timeout_lose_and_repeat_nothing() {
         let frontiers: Vec<FleetFrontier> = (0..3)
             .map(|_| FleetFrontier::connect(&config).expect("connects"))
             .collect();
-        let fetch = |page: &Url| {
-            std::thread::sleep(Duration::from_micros(300));
-            web.fetch(page)
-        };
+        let fetch = crawling::fetch_slowly(&web, Duration::from_micros(300));
         let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
             let mut connection = server.connect();
             for _ in 0..5 {

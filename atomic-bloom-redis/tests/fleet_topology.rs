@@ -13,7 +13,6 @@ use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
 use atomic_bloom::Error;
 use common::{node_id, Cluster, Kind, Server};
 use crawling::{reachable, small_web};
-use url::Url;
 
 /// Rates small enough for an exact crawl, short retries.
 fn config(url: &str, prefix: &str, shards: usize) -> FleetConfig {
@@ -123,10 +122,7 @@ fn a_slot_migrated_mid_crawl_loses_and_repeats_nothing() {
         let cluster = Cluster::start(kind, 3);
         let config = config(&cluster.nodes[1].url(), "moving", 3);
         let frontiers = three(&config);
-        let fetch = |page: &Url| {
-            std::thread::sleep(Duration::from_micros(400));
-            web.fetch(page)
-        };
+        let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400));
         let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
             std::thread::sleep(Duration::from_millis(300));
             // Shard 0's slot moves from the first node to the second, a
@@ -191,10 +187,7 @@ fn a_failover_mid_crawl_with_wait_loses_and_repeats_nothing() {
         let config = config(&cluster.nodes[0].url(), "failover", 4)
             .wait_for_replicas(1, Duration::from_millis(300));
         let frontiers = three(&config);
-        let fetch = |page: &Url| {
-            std::thread::sleep(Duration::from_micros(400));
-            web.fetch(page)
-        };
+        let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400));
         let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
             std::thread::sleep(Duration::from_millis(400));
             redis::cmd("CLUSTER")

@@ -87,17 +87,8 @@ impl FleetSeen {
         if !unresolved.is_empty() {
             let batches = mem::take(&mut *unresolved);
             let answers = client.offer(&mut wire, &batches, false);
-            let mut first_error = None;
-            for (batch, answer) in batches.into_iter().zip(answers) {
-                match answer {
-                    Ok(flags) => recover(client, &mut recovered, batch, flags),
-                    Err(error) => {
-                        unresolved.push(batch);
-                        first_error.get_or_insert(error);
-                    }
-                }
-            }
-            if let Some(error) = first_error {
+            if let Some(error) = sort_out(client, &mut recovered, &mut unresolved, batches, answers)
+            {
                 return Err(error);
             }
         }
@@ -145,17 +136,8 @@ impl FleetSeen {
             // The answers that did come are kept for the caller who asks
             // again; the batches that failed are sent again first.
             let mut recovered = lock(&self.recovered);
-            let mut first_error = None;
-            for (batch, outcome) in batches.into_iter().zip(outcomes) {
-                match outcome {
-                    Ok(flags) => recover(client, &mut recovered, batch, flags),
-                    Err(error) => {
-                        unresolved.push(batch);
-                        first_error.get_or_insert(error);
-                    }
-                }
-            }
-            return Err(first_error.expect("some batch failed"));
+            let error = sort_out(client, &mut recovered, &mut unresolved, batches, outcomes);
+            return Err(error.expect("some batch failed"));
         }
         for (ats, flags) in positions.into_iter().zip(outcomes) {
             for (&at, new) in ats.iter().zip(flags.expect("checked above")) {
@@ -188,15 +170,34 @@ impl FleetSeen {
     }
 }
 
-/// Keeps the answers of `batch`, whose first reply was lost, for the
-/// caller who offers its items again.
-fn recover(client: &Client, recovered: &mut HashMap<String, bool>, batch: Batch, flags: Vec<bool>) {
-    for (item, new) in batch.items.into_iter().zip(flags) {
-        if let Some(local) = &client.local {
-            local.insert(&item);
+/// Keeps the answers of the `batches` that got one for the caller who
+/// offers their items again, and the batches that failed to be sent again
+/// first; the first error, if any failed.
+fn sort_out(
+    client: &Client,
+    recovered: &mut HashMap<String, bool>,
+    unresolved: &mut Vec<Batch>,
+    batches: Vec<Batch>,
+    outcomes: Vec<Result<Vec<bool>, Error>>,
+) -> Option<Error> {
+    let mut first_error = None;
+    for (batch, outcome) in batches.into_iter().zip(outcomes) {
+        match outcome {
+            Ok(flags) => {
+                for (item, new) in batch.items.into_iter().zip(flags) {
+                    if let Some(local) = &client.local {
+                        local.insert(&item);
+                    }
+                    recovered.insert(item, new);
+                }
+            }
+            Err(error) => {
+                unresolved.push(batch);
+                first_error.get_or_insert(error);
+            }
         }
-        recovered.insert(item, new);
     }
+    first_error
 }
 
 impl fmt::Debug for FleetSeen {

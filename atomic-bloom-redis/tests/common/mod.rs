@@ -357,18 +357,7 @@ impl Cluster {
         let servers: Vec<Server> = (bus_ports.iter())
             .map(|bus_port| {
                 let bus_port = bus_port.to_string();
-                let mut args = vec![
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-port",
-                    &bus_port,
-                    "--cluster-node-timeout",
-                    "5000",
-                ];
-                args.extend_from_slice(extra);
-                Server::start(kind, &[], &args)
+                Server::start(kind, &[], &cluster_args(&bus_port, extra))
             })
             .collect();
         for (index, server) in servers.iter().enumerate() {
@@ -419,20 +408,7 @@ impl Cluster {
     /// 30 s) until it has the primary's data; its index in `nodes`.
     pub fn add_replica(&mut self, kind: Kind, primary: usize) -> usize {
         let bus_port = free_port().to_string();
-        let replica = Server::start(
-            kind,
-            &[],
-            &[
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-                "--cluster-port",
-                &bus_port,
-                "--cluster-node-timeout",
-                "5000",
-            ],
-        );
+        let replica = Server::start(kind, &[], &cluster_args(&bus_port, &[]));
         let primary_id = node_id(&self.nodes[primary]);
         let mut first = self.nodes[0].connect();
         redis::cmd("CLUSTER")
@@ -473,6 +449,22 @@ impl Cluster {
         self.nodes.push(replica);
         self.nodes.len() - 1
     }
+}
+
+/// A cluster node's arguments: its bus port, then `extra`.
+fn cluster_args<'a>(bus_port: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-port",
+        bus_port,
+        "--cluster-node-timeout",
+        "5000",
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 /// A cluster node's id (`CLUSTER MYID`).

@@ -48,6 +48,17 @@ pub fn reachable(web: &SyntheticWeb) -> HashSet<String> {
     pages
 }
 
+/// Fetches pages of `web`, `pause` a page, as a slower site would.
+pub fn fetch_slowly(
+    web: &SyntheticWeb,
+    pause: Duration,
+) -> impl Fn(&Url) -> Option<String> + Sync + '_ {
+    move |page: &Url| {
+        std::thread::sleep(pause);
+        web.fetch(page)
+    }
+}
+
 /// `frontiers`, one worker each, crawl the pages `fetch` returns, from
 /// `web`'s start URLs, while `meanwhile` runs on this thread; each
 /// client's tally.
