@@ -345,3 +345,79 @@ fn a_process_with_other_settings_is_refused_at_connect() {
         }
     }
 }
+
+/// A server out of memory (`noeviction`) refuses batches with an error,
+/// not silence; once it has room again, every URL pushed is popped once.
+#[test]
+fn an_out_of_memory_server_is_an_error_and_loses_nothing() {
+    for kind in common::KINDS {
+        let server = Server::start(kind, &[], &["--maxmemory-policy", "noeviction"]);
+        let config = config(&server.url(), "oom").retry_for(Duration::from_millis(300));
+        let frontier = FleetFrontier::connect(&config).unwrap();
+        let mut connection = server.connect();
+        let used: u64 = {
+            let info: String = redis::cmd("INFO")
+                .arg("memory")
+                .query(&mut connection)
+                .unwrap();
+            let line = info
+                .lines()
+                .find(|line| line.starts_with("used_memory:"))
+                .unwrap();
+            line["used_memory:".len()..].trim().parse().unwrap()
+        };
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(used + 2_000_000)
+            .query::<()>(&mut connection)
+            .unwrap();
+        let padding = "x".repeat(200);
+        let mut pushed = Vec::new();
+        let (refused, last) = loop {
+            assert!(pushed.len() < 100_000, "{kind:?}: the server never ran out");
+            let url = format!("https://example.com/{}/{padding}", pushed.len());
+            match frontier.push(url.clone()) {
+                Ok(true) => pushed.push(url),
+                Ok(false) => unreachable!("a new URL"),
+                // The URL that filled the batch stays buffered (`push`'s
+                // doc): it may come out too.
+                Err(error) => break (error, url),
+            }
+        };
+        assert!(refused.to_string().contains("OOM"), "{kind:?}: {refused}");
+        // Takes while the server is out of memory: refused, or served, but
+        // never a URL off the queue and not leased.
+        let mut popped = HashSet::new();
+        for _ in 0..3 {
+            if let Ok(Some(page)) = frontier.pop() {
+                popped.insert(page.url().to_string());
+                frontier.complete(page);
+            }
+        }
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(0)
+            .query::<()>(&mut connection)
+            .unwrap();
+        frontier.flush().expect("room again");
+        while let Some(page) = frontier.pop().unwrap() {
+            assert!(
+                popped.insert(page.url().to_string()),
+                "{kind:?}: popped twice"
+            );
+            frontier.complete(page);
+        }
+        popped.remove(&last);
+        let pushed: HashSet<String> = pushed.into_iter().collect();
+        let lost = pushed.difference(&popped).count();
+        let extra = popped.difference(&pushed).count();
+        assert_eq!(
+            (lost, extra),
+            (0, 0),
+            "{kind:?}: URLs lost, and popped not pushed"
+        );
+        assert!(frontier.is_finished().unwrap());
+    }
+}

@@ -99,7 +99,10 @@ return result
 
 /// Takes up to ARGV[1] URLs from the head of a shard's queue under the
 /// lease token ARGV[3], leased for ARGV[2] milliseconds. A token still
-/// leased is a take sent again: it answers the URLs it holds.
+/// leased is a take sent again: it answers the URLs it holds. The URLs
+/// are read, leased, and only then trimmed off the queue: a server out of
+/// memory refuses the lease (a script's first write) before anything left
+/// the queue, so no URL is lost half-way.
 ///
 /// KEYS: queue, inflight, leases.
 const TAKE: &str = r"
@@ -110,10 +113,11 @@ if held then
   redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), token)
   return cjson.decode(held)
 end
-local taken = redis.call('LPOP', KEYS[1], ARGV[1])
-if not taken then return {} end
+local taken = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+if #taken == 0 then return {} end
 redis.call('HSET', KEYS[2], token, cjson.encode(taken))
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), token)
+redis.call('LTRIM', KEYS[1], #taken, -1)
 return taken
 ";
 
