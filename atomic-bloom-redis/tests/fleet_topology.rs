@@ -260,3 +260,58 @@ fn too_few_replicas_is_an_error_until_one_has_the_writes() {
         "the replica saw the URL taken: {queued:?}"
     );
 }
+
+/// With `wait_for_aof`, every pipeline waits for the node's fsync, and a
+/// server killed right after a batch comes back from its AOF with every
+/// URL. (A killed process loses nothing its AOF `write` held in any case;
+/// what the fsync adds shows only when the machine itself goes down,
+/// which a test here cannot do.) A server without `WAITAOF` (Redis 7.0),
+/// or without an AOF, is refused at connect.
+#[test]
+fn wait_for_aof_waits_for_the_fsync_and_refuses_a_server_without_it() {
+    let aof = ["--appendonly", "yes", "--appendfsync", "everysec"];
+    let mut server = Server::start(Kind::Valkey, &[], &aof);
+    let fsynced = |url: &str| config(url, "fsynced", 2).wait_for_aof(Duration::from_millis(400));
+    let frontier = FleetFrontier::connect(&fsynced(&server.url())).unwrap();
+    let urls: Vec<String> = (0..500)
+        .map(|n| format!("https://example.com/{n}"))
+        .collect();
+    for url in &urls {
+        frontier.push(url.clone()).unwrap();
+    }
+    frontier.flush().unwrap();
+    server.kill();
+    server
+        .launch()
+        .expect("the server starts again from its AOF");
+    let mut popped = HashSet::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while popped.len() < urls.len() {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {} URLs came back",
+            popped.len(),
+            urls.len()
+        );
+        if let Ok(Some(page)) = frontier.pop() {
+            popped.insert(page.url().to_string());
+            frontier.complete(page);
+        }
+    }
+    assert_eq!(popped, urls.into_iter().collect::<HashSet<_>>());
+
+    let old = Server::start(Kind::Redis, &[], &aof);
+    match FleetFrontier::connect(&fsynced(&old.url())) {
+        Err(Error::ServerRefused { message, .. }) => {
+            assert!(message.contains("WAITAOF"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let no_aof = Server::start(Kind::Valkey, &[], &[]);
+    match FleetFrontier::connect(&fsynced(&no_aof.url())) {
+        Err(Error::ServerRefused { message, .. }) => {
+            assert!(message.contains("appendonly"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

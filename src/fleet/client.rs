@@ -166,7 +166,7 @@ impl Client {
         let keys = keys::shard_keys(&config.prefix, config.shards);
         let control = format!("{}:control:{{{}}}", config.prefix, keys[0].tag);
         let clients = format!("{}:clients:{{{}}}", config.prefix, keys[0].tag);
-        let link = Link::connect(&config.url, config.timeout, config.wait, &keys)?;
+        let link = Link::connect(&config.url, config.timeout, config.durability, &keys)?;
         let local = if config.local_filter {
             Some(
                 ScalableBloomFilter::builder(config.local_capacity, config.local_error_rate)

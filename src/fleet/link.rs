@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use redis::{Client, Cmd, ConnectionAddr, ConnectionInfo, Value};
 
+use super::durability::Durability;
 use super::failure::{classify, Failure};
 use super::keys::{self, ShardKeys};
 use super::scripts;
@@ -34,8 +35,8 @@ pub(crate) struct Link {
     /// The configured address: where a lost map is found again.
     seed: ConnectionInfo,
     timeout: Duration,
-    /// Replicas each node's pipeline waits for, and for how long.
-    wait: Option<(usize, Duration)>,
+    /// What each node's pipeline waits for after its writes.
+    durability: Durability,
     nodes: Vec<Node>,
     /// The node (index into `nodes`) of each shard.
     shard_node: Vec<usize>,
@@ -96,7 +97,7 @@ impl Link {
     pub(crate) fn connect(
         url: &str,
         timeout: Duration,
-        wait: Option<(usize, Duration)>,
+        durability: Durability,
         keys: &[ShardKeys],
     ) -> Result<Link, Error> {
         let client = Client::open(url).map_err(|_| Error::InvalidFleetConfig {
@@ -107,7 +108,7 @@ impl Link {
         let mut link = Link {
             seed,
             timeout,
-            wait,
+            durability,
             nodes: Vec::new(),
             shard_node: Vec::new(),
             shard_slot: keys.iter().map(|shard| keys::slot(&shard.tag)).collect(),
@@ -247,7 +248,7 @@ impl Link {
             if let Some(old) = known {
                 node.connection = old.connection.take();
             }
-            match prepare(node, self.timeout) {
+            match prepare(node, self.timeout, self.durability) {
                 Ok(()) => {}
                 Err(Failure::Refused(error)) => return Err(Failure::Refused(error)),
                 // A node down now fails its own commands, not the map.
@@ -293,12 +294,7 @@ impl Link {
             for &at in &mine {
                 pipeline.add_command(commands[at].2.clone());
             }
-            if let Some((replicas, timeout)) = self.wait {
-                pipeline
-                    .cmd("WAIT")
-                    .arg(replicas)
-                    .arg(timeout.as_millis() as u64);
-            }
+            self.durability.append(&mut pipeline);
             let timeout = self.timeout;
             let node = &mut self.nodes[node_index];
             let address = node.address.clone();
@@ -344,7 +340,7 @@ impl Link {
         let node = &mut self.nodes[node_index];
         let address = node.address.clone();
         let connection = node.connection.as_mut().expect("written above");
-        let expected = mine.len() + usize::from(self.wait.is_some());
+        let expected = mine.len() + self.durability.replies();
         let mut replies = Vec::with_capacity(expected);
         let mut lost = None;
         while replies.len() < expected {
@@ -359,7 +355,7 @@ impl Link {
                 }
             }
         }
-        if let (Some(failure), true) = (&lost, self.wait.is_some()) {
+        if let (Some(failure), true) = (&lost, self.durability.replies() > 0) {
             // The writes may have run and not reached the replicas.
             for &at in mine {
                 outcomes[at] = Some(Err(failure.clone()));
@@ -384,27 +380,12 @@ impl Link {
                     .expect("a reply is missing only after a failure")),
             });
         }
-        if let Some((replicas, _)) = self.wait {
-            let shortfall = match replies.get(mine.len()) {
-                Some(Value::Int(count)) if *count >= replicas as i64 => None,
-                // `WAIT` on a node that is a replica now: the map is stale.
-                Some(Value::ServerError(error)) => Some(Failure::Stale {
-                    node: address.clone(),
-                    reason: format!("WAIT answered {error}"),
-                }),
-                reply => Some(Failure::Busy {
-                    node: address.clone(),
-                    reason: format!(
-                        "the writes reached fewer than the {replicas} replicas asked for in time \
-                         (WAIT answered {reply:?})"
-                    ),
-                }),
-            };
-            if let Some(failure) = shortfall {
-                for &at in mine {
-                    if let Some(Ok(_)) = outcomes[at] {
-                        outcomes[at] = Some(Err(failure.clone()));
-                    }
+        if let Some(failure) =
+            (replies.get(mine.len()..)).and_then(|waits| self.durability.check(&address, waits))
+        {
+            for &at in mine {
+                if let Some(Ok(_)) = outcomes[at] {
+                    outcomes[at] = Some(Err(failure.clone()));
                 }
             }
         }
@@ -426,7 +407,7 @@ impl Link {
         let Ok(connection) = open(node, timeout) else {
             return;
         };
-        if let Ok(false) = has_module(connection) {
+        if let Ok(false) = has_command(connection, "BF.INSERT") {
             for &at in mine {
                 if let Some(Err(Failure::Refused(_))) = outcomes[at] {
                     outcomes[at] = Some(Err(Failure::Refused(Error::ModuleMissing {
@@ -473,14 +454,26 @@ impl Link {
     }
 }
 
-/// Opens `node`'s connection, checks it has the module, warns about an
-/// eviction policy, and loads the fleet's scripts there.
-fn prepare(node: &mut Node, timeout: Duration) -> Result<(), Failure> {
+/// Opens `node`'s connection, checks it has the module (and `WAITAOF`,
+/// when asked to wait for it), warns about an eviction policy, and loads
+/// the fleet's scripts there.
+fn prepare(node: &mut Node, timeout: Duration, durability: Durability) -> Result<(), Failure> {
     let address = node.address.clone();
     let connection = open(node, timeout)?;
-    let missing = !has_module(connection).map_err(|error| classify(&address, "", &error))?;
+    let missing =
+        !has_command(connection, "BF.INSERT").map_err(|error| classify(&address, "", &error))?;
     if missing {
         return Err(Failure::Refused(Error::ModuleMissing { node: address }));
+    }
+    if durability.aof.is_some()
+        && !has_command(connection, "WAITAOF").map_err(|error| classify(&address, "", &error))?
+    {
+        return Err(Failure::Refused(Error::ServerRefused {
+            node: address,
+            message: "this server has no WAITAOF (Redis 7.2 and Valkey have it): turn \
+                      wait_for_aof off, or upgrade it"
+                .to_string(),
+        }));
     }
     warn_if_evicting(&address, connection);
     let mut load = redis::pipe();
@@ -491,11 +484,14 @@ fn prepare(node: &mut Node, timeout: Duration) -> Result<(), Failure> {
         .map_err(|error| classify(&address, "", &error))
 }
 
-/// Whether `connection`'s node has `BF.INSERT`.
-fn has_module(connection: &mut redis::Connection) -> Result<bool, redis::RedisError> {
+/// Whether `connection`'s node has `command`.
+fn has_command(
+    connection: &mut redis::Connection,
+    command: &str,
+) -> Result<bool, redis::RedisError> {
     let found: Value = redis::cmd("COMMAND")
         .arg("INFO")
-        .arg("BF.INSERT")
+        .arg(command)
         .query(connection)?;
     Ok(match &found {
         Value::Array(entries) => entries.iter().any(|entry| *entry != Value::Nil),

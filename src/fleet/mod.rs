@@ -124,6 +124,7 @@
 //! ```
 
 mod client;
+mod durability;
 mod failure;
 mod frontier;
 mod keys;
@@ -186,7 +187,7 @@ pub struct FleetConfig {
     pub(crate) result_ttl: Duration,
     pub(crate) lease: Duration,
     pub(crate) expansion: u32,
-    pub(crate) wait: Option<(usize, Duration)>,
+    pub(crate) durability: durability::Durability,
 }
 
 impl FleetConfig {
@@ -215,7 +216,7 @@ impl FleetConfig {
             result_ttl: Duration::from_secs(3600),
             lease: Duration::from_secs(60),
             expansion: 2,
-            wait: None,
+            durability: durability::Durability::default(),
         }
     }
 
@@ -345,7 +346,20 @@ impl FleetConfig {
     /// write waits, connecting (the fleet's settings) and the busy mark
     /// included; `timeout` must be shorter than [`timeout`](Self::timeout).
     pub fn wait_for_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
-        self.wait = Some((replicas, timeout));
+        self.durability.replicas = Some((replicas, timeout));
+        self
+    }
+
+    /// Waits, after each pipeline to a node, until the node has written
+    /// and fsynced its writes to its append-only file (`WAITAOF 1 0`), for
+    /// up to `timeout`; later is a failure retried like an unreachable
+    /// node. With it, an acknowledged batch or take survives the node's
+    /// machine going down (a killed process loses nothing its AOF `write`
+    /// held even without it). The server needs `WAITAOF` (Redis
+    /// 7.2, Valkey) and `appendonly yes`; a node without it is refused at
+    /// connect. `timeout` must be shorter than [`timeout`](Self::timeout).
+    pub fn wait_for_aof(mut self, timeout: Duration) -> Self {
+        self.durability.aof = Some(timeout);
         self
     }
 
@@ -400,7 +414,16 @@ impl FleetConfig {
         if !(1..=32768).contains(&self.expansion) {
             return invalid("expansion", "between 1 and 32768");
         }
-        if let Some((replicas, timeout)) = self.wait {
+        if let Some(timeout) = self.durability.aof {
+            if timeout.is_zero() || timeout >= self.timeout {
+                return invalid(
+                    "wait_for_aof",
+                    "a timeout longer than zero and shorter than `timeout` (a reply must come \
+                     before the client stops waiting)",
+                );
+            }
+        }
+        if let Some((replicas, timeout)) = self.durability.replicas {
             if replicas == 0 || timeout.is_zero() || timeout >= self.timeout {
                 return invalid(
                     "wait_for_replicas",

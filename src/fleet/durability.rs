@@ -1,0 +1,85 @@
+//! What a pipeline waits for after its writes: replicas (`WAIT`) and the
+//! node's own append-only file (`WAITAOF`).
+
+use std::time::Duration;
+
+use redis::{Pipeline, Value};
+
+use super::failure::Failure;
+
+/// The waits each node's pipeline ends with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Durability {
+    /// Replicas that must have the writes, and for how long to wait.
+    pub(crate) replicas: Option<(usize, Duration)>,
+    /// How long to wait for the node to fsync the writes to its AOF.
+    pub(crate) aof: Option<Duration>,
+}
+
+impl Durability {
+    /// Replies the waits add to a pipeline.
+    pub(crate) fn replies(&self) -> usize {
+        usize::from(self.replicas.is_some()) + usize::from(self.aof.is_some())
+    }
+
+    /// Adds the waits to `pipeline`, after its commands.
+    pub(crate) fn append(&self, pipeline: &mut Pipeline) {
+        if let Some((replicas, timeout)) = self.replicas {
+            pipeline.cmd("WAIT").arg(replicas).arg(millis(timeout));
+        }
+        if let Some(timeout) = self.aof {
+            pipeline.cmd("WAITAOF").arg(1).arg(0).arg(millis(timeout));
+        }
+    }
+
+    /// What the waits' `replies` (the pipeline's last ones) say: `None` when
+    /// the writes are where they were asked to be; a failure to send them
+    /// again (each fleet command is idempotent) otherwise.
+    pub(crate) fn check(&self, node: &str, replies: &[Value]) -> Option<Failure> {
+        let mut replies = replies.iter();
+        if let Some((replicas, _)) = self.replicas {
+            match replies.next() {
+                Some(Value::Int(count)) if *count >= replicas as i64 => {}
+                // `WAIT` on a node that is a replica now: the map is stale.
+                Some(Value::ServerError(error)) => {
+                    return Some(Failure::Stale {
+                        node: node.to_string(),
+                        reason: format!("WAIT answered {error}"),
+                    })
+                }
+                reply => {
+                    return Some(Failure::Busy {
+                        node: node.to_string(),
+                        reason: format!(
+                            "the writes reached fewer than the {replicas} replicas asked for in \
+                             time (WAIT answered {reply:?})"
+                        ),
+                    })
+                }
+            }
+        }
+        if self.aof.is_some() {
+            match replies.next() {
+                Some(Value::Array(counts)) if counts.first() == Some(&Value::Int(1)) => {}
+                Some(Value::ServerError(error)) => {
+                    let error = redis::RedisError::from(error.clone());
+                    return Some(super::failure::classify(node, "", &error));
+                }
+                reply => {
+                    return Some(Failure::Busy {
+                        node: node.to_string(),
+                        reason: format!(
+                            "the node did not fsync the writes to its append-only file in time \
+                             (WAITAOF answered {reply:?})"
+                        ),
+                    })
+                }
+            }
+        }
+        None
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    duration.as_millis().try_into().unwrap_or(u64::MAX)
+}
