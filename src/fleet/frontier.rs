@@ -141,7 +141,9 @@ struct Shared {
 /// only when the process that popped it completes it after its links
 /// reached the server. It is popped twice only when a process died or was
 /// cut off from the server for longer than the
-/// [`lease`](FleetConfig::lease) while it held the URL. A URL is poppable
+/// [`lease`](FleetConfig::lease) while it held the URL (a take is leased
+/// whole, so a process that dies re-queues its unfinished takes whole,
+/// finished pages among them). A URL is poppable
 /// once the batch that carried it has been answered. `is_finished` is true
 /// only when no live process holds, buffers, leases or has queued a URL,
 /// read in a way that a change during the check makes it false.
@@ -253,10 +255,11 @@ impl FleetFrontier {
     }
 
     /// Says a popped URL is done: its links are pushed (the pushes have
-    /// returned). Its lease ends on the server with a later call of this
-    /// client, once the server has answered every push made before this
-    /// one; until then the lease is renewed, and if this process dies
-    /// first, the URL is crawled again by another.
+    /// returned). A lease covers one take (the URLs a `pop` fetched from
+    /// one shard at once) and ends on the server, with a later call of this
+    /// client, once every URL of the take is completed and the server has
+    /// answered every push made before. Until then it is renewed; if this
+    /// process dies first, the take's URLs are crawled again by others.
     pub fn complete(&self, page: Leased) {
         self.shared.complete(page.0);
     }
