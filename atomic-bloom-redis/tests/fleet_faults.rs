@@ -37,7 +37,7 @@ fn config(url: &str, prefix: &str) -> FleetConfig {
         .pop_batch(POP_BATCH)
         .timeout(Duration::from_millis(250))
         .retry_for(Duration::from_millis(400))
-        .lease(Duration::from_millis(1500))
+        .lease(Duration::from_millis(2500))
 }
 
 /// Not a test of its own: the crawl process the kill tests start (this

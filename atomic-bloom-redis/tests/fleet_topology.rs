@@ -50,7 +50,7 @@ fn a_node_that_dies_stops_only_its_own_shards() {
         Cluster::start_with(Kind::Valkey, 3, &["--cluster-require-full-coverage", "no"]);
     let config = config(&cluster.nodes[0].url(), "partial", 6)
         .retry_for(Duration::from_millis(300))
-        .lease(Duration::from_secs(5));
+        .lease(Duration::from_secs(3));
     let frontier = FleetFrontier::connect(&config).unwrap();
     let urls: Vec<String> = (0..600)
         .map(|n| format!("https://site{n}.example/"))
@@ -112,6 +112,34 @@ fn a_node_that_dies_stops_only_its_own_shards() {
             .contains(&cluster.nodes[2].port.to_string()),
         "{error}"
     );
+    // A page held for two leases while every call retries on the dead
+    // node keeps its lease: the heartbeat renews it all along.
+    let held = loop {
+        if let Ok(Some(page)) = frontier.pop() {
+            break page;
+        }
+    };
+    let holding = Instant::now();
+    while holding.elapsed() < Duration::from_secs(6) {
+        frontier
+            .flush()
+            .expect_err("the dead node's batches still wait");
+    }
+    let other = FleetFrontier::connect(&config).unwrap();
+    let mut taken_by_other = HashSet::new();
+    let looking = Instant::now();
+    while looking.elapsed() < Duration::from_secs(2) {
+        if let Ok(Some(page)) = other.pop() {
+            taken_by_other.insert(page.url().to_string());
+            other.complete(page);
+        }
+    }
+    assert!(
+        !taken_by_other.contains(held.url()),
+        "{} went to another client while its holder lived",
+        held.url()
+    );
+    frontier.complete(held);
 }
 
 #[test]

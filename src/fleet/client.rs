@@ -3,7 +3,7 @@
 //! send batches, take from the queues and keep the fleet's state, each
 //! retried until `retry_for` runs out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -128,6 +128,12 @@ pub(crate) struct Client {
     id: String,
     pub(crate) local: Option<ScalableBloomFilter<str>>,
     wire: Mutex<Wire>,
+    /// The leases to renew (a copy of `Wire::leases`' keys, changed under
+    /// the wire's lock), read by the heartbeat without that lock.
+    renewals: Mutex<HashSet<(usize, String)>>,
+    /// The heartbeat's own connections, opened by its first beat: a
+    /// renewal never waits for a call that is retrying on the others.
+    beat: Mutex<Option<Link>>,
     counters: Counters,
 }
 
@@ -190,6 +196,8 @@ impl Client {
                 unfinished_take: None,
                 leases: HashMap::new(),
             }),
+            renewals: Mutex::new(HashSet::new()),
+            beat: Mutex::new(None),
             counters: Counters::default(),
         };
         client.check_settings()?;
@@ -328,7 +336,9 @@ impl Client {
                 if retry {
                     kept.push(entry);
                 } else if let Piggyback::Complete { shard, token } = entry {
-                    wire.leases.remove(&(shard, token));
+                    let lease = (shard, token);
+                    wire.leases.remove(&lease);
+                    lock(&self.renewals).remove(&lease);
                 }
             }
             wire.piggyback.splice(0..0, kept);
@@ -488,6 +498,7 @@ impl Client {
                 _ => None,
             }));
             if taken.len() > before {
+                lock(&self.renewals).insert((shard, token.clone()));
                 wire.leases.insert((shard, token), taken.len() - before);
             }
         }
@@ -501,39 +512,62 @@ impl Client {
         }
     }
 
-    /// Extends every lease this client holds, and its busy mark if `busy`.
-    /// Answers how many leases had already ended (their URLs went back on
-    /// the queue, for another client to crawl).
-    pub(crate) fn renew(&self, wire: &mut Wire, busy: bool) -> Result<usize, Error> {
+    /// Whether this client holds leases to renew.
+    pub(crate) fn has_leases(&self) -> bool {
+        !lock(&self.renewals).is_empty()
+    }
+
+    /// Extends every lease this client holds, and its busy mark if `busy`,
+    /// through the heartbeat's own connections, in one try (the next beat
+    /// tries again). Answers how many leases had already ended (their URLs
+    /// went back on the queue, for another client to crawl).
+    pub(crate) fn renew(&self, busy: bool) -> Result<usize, Error> {
         let lease_ms = millis(self.config.lease);
         let mut by_shard: HashMap<usize, Vec<String>> = HashMap::new();
-        for (shard, token) in wire.leases.keys() {
+        for (shard, token) in lock(&self.renewals).iter() {
             by_shard.entry(*shard).or_default().push(token.clone());
         }
         let mut commands: Vec<ShardCommand> = by_shard
             .iter()
             .map(|(&shard, tokens)| {
                 let keys = &self.keys[shard];
-                (
-                    shard,
-                    keys.leases.clone(),
-                    scripts::renew(keys, tokens, lease_ms),
-                )
+                let command = scripts::renew(keys, tokens, lease_ms);
+                (shard, keys.leases.clone(), command)
             })
             .collect();
         if busy {
             let command = scripts::state(&self.control, &self.clients, &self.id, true, lease_ms);
             commands.push((0, self.clients.clone(), command));
         }
-        let replies = self.run(wire, &commands)?;
-        let renewed: i64 = (replies.iter().take(by_shard.len()))
-            .map(|reply| match reply {
-                Value::Int(count) => *count,
-                _ => 0,
-            })
-            .sum();
+        let mut beat = lock(&self.beat);
+        let beat = match &mut *beat {
+            Some(link) => link,
+            none => {
+                let config = &self.config;
+                let link =
+                    Link::connect(&config.url, config.timeout, config.durability, &self.keys)?;
+                none.insert(link)
+            }
+        };
+        let mut renewed = 0;
+        let mut first_failure = None;
+        for (at, outcome) in beat.send(&commands).into_iter().enumerate() {
+            match outcome {
+                Ok(Value::Int(count)) if at < by_shard.len() => renewed += count.max(0) as usize,
+                Ok(_) => {}
+                Err(failure) => {
+                    first_failure.get_or_insert(failure);
+                }
+            }
+        }
+        if let Some(failure) = first_failure {
+            if failure.needs_map() {
+                beat.map_again();
+            }
+            return Err(failure.into_error());
+        }
         let held: usize = by_shard.values().map(Vec::len).sum();
-        Ok(held.saturating_sub(renewed.max(0) as usize))
+        Ok(held.saturating_sub(renewed))
     }
 
     /// Items in the fleet's queues, over every shard.

@@ -175,7 +175,8 @@ pub struct FleetFrontier {
 impl FleetFrontier {
     /// Connects to the fleet's server (or cluster), checks it has the
     /// module and that the fleet's stored settings match these, and starts
-    /// the thread that renews this client's leases.
+    /// the thread that renews this client's leases (on connections of its
+    /// own, opened by its first beat: two per node in all).
     ///
     /// # Errors
     ///
@@ -532,20 +533,18 @@ impl Shared {
         Ok(client.census(&mut wire)?.0 == epoch)
     }
 
-    /// Renews this client's leases and busy mark, and sends completions
-    /// that wait; a failure is logged, and the next beat tries again.
+    /// Renews this client's leases and busy mark, on the heartbeat's own
+    /// connections; a failure is logged, and the next beat tries again.
     fn heartbeat(&self) {
         let busy = self
             .state
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .busy;
-        let mut wire = self.client.wire();
-        self.queue_completions(&mut wire);
-        if !busy && !wire.holds_leases() {
+        if !busy && !self.client.has_leases() {
             return;
         }
-        match self.client.renew(&mut wire, busy) {
+        match self.client.renew(busy) {
             Ok(0) => {}
             Ok(lost) => log::warn!(
                 "atomic-bloom fleet: {lost} of this client's leases had ended before it \

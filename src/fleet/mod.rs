@@ -321,9 +321,9 @@ impl FleetConfig {
     /// [`FleetFrontier`] does, every third of this), and the URLs of a
     /// client that died or was cut off for longer go back on the queue for
     /// others. A client stalled past its lease may see its URLs crawled a
-    /// second time. Longer than 1.5 × ([`retry_for`](Self::retry_for) +
-    /// 2 × [`timeout`](Self::timeout)): the heartbeat shares the client's
-    /// connections, so it may wait for a call that is retrying.
+    /// second time. At least 6 × [`timeout`](Self::timeout): the heartbeat
+    /// has its own connections, so a call that is retrying never delays it,
+    /// and a lease outlives one failed beat.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
@@ -402,13 +402,14 @@ impl FleetConfig {
         if self.result_ttl < Duration::from_secs(1) {
             return invalid("result_ttl", "at least one second");
         }
-        // The heartbeat beats every third of a lease, and may wait for a
-        // call retrying for `retry_for` before it sends its own.
-        if self.lease * 2 / 3 <= self.retry_for + self.timeout * 2 {
+        // The heartbeat beats every third of a lease, on its own
+        // connections; a beat may take a timeout to connect and another to
+        // answer, and one beat may fail.
+        if self.lease < self.timeout * 6 {
             return invalid(
                 "lease",
-                "longer than 1.5 x (retry_for + 2 x timeout), so that a heartbeat waiting for \
-                 a call that retries still renews it in time",
+                "at least 6 times the timeout, so that a heartbeat renews it in time even \
+                 when one beat fails",
             );
         }
         if !(1..=32768).contains(&self.expansion) {
