@@ -129,6 +129,9 @@ mod layout;
 #[cfg(feature = "rayon")]
 mod parallel;
 mod persist;
+#[cfg(any(feature = "redis", atomic_bloom_loom))]
+#[doc(hidden)]
+pub mod push_order;
 mod scalable;
 mod sizing;
 mod sync;

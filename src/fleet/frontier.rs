@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use super::client::{Batch, Client, TakenUrl, Wire};
 use super::{lock, FleetConfig, FleetStats};
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering, RwLock, RwLockReadGuard};
+use crate::push_order::PushOrder;
+use crate::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use crate::Error;
 
 /// What waits to go to one shard.
@@ -108,8 +109,8 @@ struct Shared {
     taken: Mutex<Taken>,
     /// Completed URLs whose leases have yet to end on the server.
     done: Mutex<Vec<Done>>,
-    /// The number the next pushed item gets.
-    next_seq: AtomicU64,
+    /// Numbers pushed items, and marks completions among them.
+    order: PushOrder,
     /// Items one shard may hold before pushes send or refuse.
     held_per_shard: usize,
 }
@@ -193,7 +194,7 @@ impl FleetFrontier {
             outboxes: (0..shards).map(|_| Mutex::new(Outbox::default())).collect(),
             taken: Mutex::new(Taken::default()),
             done: Mutex::new(Vec::new()),
-            next_seq: AtomicU64::new(1),
+            order: PushOrder::new(),
             state: RwLock::new(State::default()),
             client,
         });
@@ -353,9 +354,8 @@ impl Shared {
                 return Ok(false);
             }
         }
-        // Relaxed: numbered under the outbox's lock, so each outbox's items
-        // are in order; `complete` orders its read with the outbox locks.
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        // Numbered under the outbox's lock, after the local filter's bit.
+        let seq = self.order.number();
         if outbox.items.is_empty() {
             outbox.first_seq = seq;
         }
@@ -478,15 +478,10 @@ impl Shared {
     }
 
     fn complete(&self, page: TakenUrl) {
-        // Every push that answered `false` because another thread had just
-        // buffered the URL did so inside that outbox's lock; passing
-        // through each lock makes those pushes' numbers visible below.
-        for outbox in &self.outboxes {
-            drop(lock(outbox));
-        }
-        // Relaxed: the pushes this page made were numbered before this in
-        // the caller's thread, or inside a lock passed through above.
-        let after = self.next_seq.load(Ordering::Relaxed);
+        // A push that answered `false` because another thread had just
+        // buffered the URL saw a bit set inside that outbox's lock: the
+        // mark passes through every lock (see `push_order`).
+        let after = self.order.mark(&self.outboxes);
         lock(&self.done).push(Done { page, after });
         let mut taken = lock(&self.taken);
         taken.in_hand = taken.in_hand.saturating_sub(1);

@@ -1,0 +1,67 @@
+//! loom model of the fleet frontier's push order (`src/push_order.rs`): a
+//! thread that saw another thread's push through a relaxed bit (the local
+//! filter's, set inside the push's lane lock) marks a completion above
+//! that push's number, so the completion waits for its answer.
+//!
+//! Run as in `bloom.rs`.
+#![cfg(atomic_bloom_loom)]
+
+use atomic_bloom::push_order::PushOrder;
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::{Arc, Mutex};
+use loom::thread;
+
+/// One thread pushes into lane 1 (bit set, then numbered, inside the
+/// lane's lock); another completes a page whose push found the bit set,
+/// and its mark is above the push's number.
+#[test]
+fn a_completion_that_saw_a_push_is_marked_after_it() {
+    loom::model(|| {
+        let lanes = Arc::new(vec![Mutex::new(Vec::new()), Mutex::new(Vec::new())]);
+        let order = Arc::new(PushOrder::new());
+        let bit = Arc::new(AtomicBool::new(false));
+        let pusher = {
+            let (lanes, order, bit) = (lanes.clone(), order.clone(), bit.clone());
+            thread::spawn(move || {
+                let mut lane = lanes[1].lock().unwrap();
+                // Relaxed: as the local filter sets its bits.
+                bit.store(true, Ordering::Relaxed);
+                let number = order.number();
+                lane.push(number);
+            })
+        };
+        // Relaxed: as the local filter reads its bits.
+        if bit.load(Ordering::Relaxed) {
+            let mark = order.mark(&lanes);
+            let lane = lanes[1].lock().unwrap();
+            assert!(!lane.is_empty(), "the push is in its lane");
+            assert!(lane.iter().all(|&number| number < mark), "{lane:?} {mark}");
+        }
+        pusher.join().unwrap();
+    });
+}
+
+/// Two threads push into two lanes and complete: each mark is above its
+/// own thread's push.
+#[test]
+fn a_completion_is_marked_after_its_own_pushes() {
+    loom::model(|| {
+        let lanes = Arc::new(vec![Mutex::new(Vec::new()), Mutex::new(Vec::new())]);
+        let order = Arc::new(PushOrder::new());
+        let worker = |lane_index: usize| {
+            let (lanes, order) = (lanes.clone(), order.clone());
+            thread::spawn(move || {
+                let number = {
+                    let mut lane = lanes[lane_index].lock().unwrap();
+                    let number = order.number();
+                    lane.push(number);
+                    number
+                };
+                assert!(number < order.mark(&lanes));
+            })
+        };
+        let (first, second) = (worker(0), worker(1));
+        first.join().unwrap();
+        second.join().unwrap();
+    });
+}
