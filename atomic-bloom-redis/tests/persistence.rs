@@ -295,16 +295,7 @@ fn a_corrupt_restore_payload_is_an_error_not_a_crash() {
         );
         let mut refused = 0;
         for at in (20..body - 2).step_by(37) {
-            let mut bad = payload.clone();
-            bad[at] ^= 0x10;
-            let trailer = crc64(&bad[..body]).to_le_bytes();
-            bad[body..].copy_from_slice(&trailer);
-            let outcome = redis::cmd("RESTORE")
-                .arg("bad")
-                .arg(0)
-                .arg(bad.as_slice())
-                .arg("REPLACE")
-                .query::<String>(&mut c);
+            let outcome = common::restore_flipped(&mut c, "bad", &payload, at, 0x10);
             match outcome {
                 Err(error) => {
                     refused += 1;

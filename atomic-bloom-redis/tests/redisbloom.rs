@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use common::{crc64, error_text, Kind, Server, KINDS};
+use common::{error_text, Kind, Server, KINDS};
 use serde_json::Value as Json;
 
 const KEYS: [&str; 6] = [
@@ -366,20 +366,10 @@ fn a_mutated_redisbloom_restore_payload_is_refused_or_loads_and_the_server_lives
     let server = Server::start(Kind::Valkey, &[], &[]);
     let mut c = server.connect();
     let payload = std::fs::read(fixtures().join("default.dump")).unwrap();
-    let body = payload.len() - 8;
     let mut refused = 0;
     // The chain's and the first link's fields, before its bits.
     for at in 1..80 {
-        let mut bad = payload.clone();
-        bad[at] ^= 0x04;
-        let trailer = crc64(&bad[..body]).to_le_bytes();
-        bad[body..].copy_from_slice(&trailer);
-        let outcome = redis::cmd("RESTORE")
-            .arg("bad")
-            .arg(0)
-            .arg(bad.as_slice())
-            .arg("REPLACE")
-            .query::<String>(&mut c);
+        let outcome = common::restore_flipped(&mut c, "bad", &payload, at, 0x04);
         match outcome {
             Err(_) => refused += 1,
             // A field RedisBloom does not check either (an error rate's

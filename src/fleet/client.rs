@@ -3,7 +3,7 @@
 //! send batches, take from the queues and keep the fleet's state, each
 //! retried until `retry_for` runs out.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use redis::{Cmd, Value};
 use super::failure::Failure;
 use super::keys::{self, ShardKeys};
 use super::link::Link;
-use super::{lock, scripts, FleetConfig, FleetStats};
+use super::{lock, millis, scripts, FleetConfig, FleetStats};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::{Error, ScalableBloomFilter};
 
@@ -58,8 +58,7 @@ enum Piggyback {
 }
 
 /// What one thread at a time uses: the connections, what rides on the
-/// next pipeline, the next id, the leases held, and a take whose answer
-/// has not come back.
+/// next pipeline, the next id, and a take whose answer has not come back.
 #[derive(Debug)]
 pub(crate) struct Wire {
     link: Link,
@@ -67,9 +66,6 @@ pub(crate) struct Wire {
     next_id: u64,
     /// The take commands and their lease tokens.
     unfinished_take: Option<Vec<(ShardCommand, String)>>,
-    /// Leases this client holds, by shard and token, with the URLs of each
-    /// not yet done. A lease is renewed until its end reaches the server.
-    leases: HashMap<(usize, String), usize>,
 }
 
 impl Wire {
@@ -79,26 +75,10 @@ impl Wire {
         self.unfinished_take.is_some()
     }
 
-    /// Whether any lease is held (its end not yet on the server).
-    pub(crate) fn holds_leases(&self) -> bool {
-        !self.leases.is_empty()
-    }
-
     /// A fresh id for a batch or a take.
     pub(crate) fn next_id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id
-    }
-
-    /// Counts `done` more URLs of `shard`'s lease `token` as done; once
-    /// all are, the lease's end rides on the next pipeline.
-    pub(crate) fn complete(&mut self, shard: usize, token: String, done: usize) {
-        if let Some(left) = self.leases.get_mut(&(shard, token.clone())) {
-            *left = left.saturating_sub(done);
-            if *left == 0 {
-                self.piggyback.push(Piggyback::Complete { shard, token });
-            }
-        }
     }
 }
 
@@ -128,9 +108,10 @@ pub(crate) struct Client {
     id: String,
     pub(crate) local: Option<ScalableBloomFilter<str>>,
     wire: Mutex<Wire>,
-    /// The leases to renew (a copy of `Wire::leases`' keys, changed under
-    /// the wire's lock), read by the heartbeat without that lock.
-    renewals: Mutex<HashSet<(usize, String)>>,
+    /// Leases this client holds, by shard and token, with the URLs of each
+    /// not yet done. A lease is renewed until its end reaches the server;
+    /// the heartbeat reads it without the wire's lock.
+    leases: Mutex<HashMap<(usize, String), usize>>,
     /// The heartbeat's own connections, opened by its first beat: a
     /// renewal never waits for a call that is retrying on the others.
     beat: Mutex<Option<Link>>,
@@ -151,10 +132,6 @@ fn read(counter: &AtomicU64) -> u64 {
 fn jittered(pause: Duration) -> Duration {
     let fraction = (crate::hash::unlikely_to_repeat() >> 11) as f64 / (1u64 << 53) as f64;
     pause.mul_f64(0.5 + fraction / 2.0)
-}
-
-fn millis(duration: Duration) -> u64 {
-    duration.as_millis().try_into().unwrap_or(u64::MAX)
 }
 
 fn server_error(node: &str, message: String) -> Error {
@@ -194,9 +171,8 @@ impl Client {
                 piggyback: Vec::new(),
                 next_id: 0,
                 unfinished_take: None,
-                leases: HashMap::new(),
             }),
-            renewals: Mutex::new(HashSet::new()),
+            leases: Mutex::new(HashMap::new()),
             beat: Mutex::new(None),
             counters: Counters::default(),
         };
@@ -336,9 +312,7 @@ impl Client {
                 if retry {
                     kept.push(entry);
                 } else if let Piggyback::Complete { shard, token } = entry {
-                    let lease = (shard, token);
-                    wire.leases.remove(&lease);
-                    lock(&self.renewals).remove(&lease);
+                    lock(&self.leases).remove(&(shard, token));
                 }
             }
             wire.piggyback.splice(0..0, kept);
@@ -498,8 +472,7 @@ impl Client {
                 _ => None,
             }));
             if taken.len() > before {
-                lock(&self.renewals).insert((shard, token.clone()));
-                wire.leases.insert((shard, token), taken.len() - before);
+                lock(&self.leases).insert((shard, token), taken.len() - before);
             }
         }
         if !unfinished.is_empty() {
@@ -513,8 +486,19 @@ impl Client {
     }
 
     /// Whether this client holds leases to renew.
-    pub(crate) fn has_leases(&self) -> bool {
-        !lock(&self.renewals).is_empty()
+    pub(crate) fn holds_leases(&self) -> bool {
+        !lock(&self.leases).is_empty()
+    }
+
+    /// Counts `done` more URLs of `shard`'s lease `token` as done; once
+    /// all are, the lease's end rides on `wire`'s next pipeline.
+    pub(crate) fn complete(&self, wire: &mut Wire, shard: usize, token: String, done: usize) {
+        if let Some(left) = lock(&self.leases).get_mut(&(shard, token.clone())) {
+            *left = left.saturating_sub(done);
+            if *left == 0 {
+                wire.piggyback.push(Piggyback::Complete { shard, token });
+            }
+        }
     }
 
     /// Extends every lease this client holds, and its busy mark if `busy`,
@@ -524,7 +508,7 @@ impl Client {
     pub(crate) fn renew(&self, busy: bool) -> Result<usize, Error> {
         let lease_ms = millis(self.config.lease);
         let mut by_shard: HashMap<usize, Vec<String>> = HashMap::new();
-        for (shard, token) in lock(&self.renewals).iter() {
+        for (shard, token) in lock(&self.leases).keys() {
             by_shard.entry(*shard).or_default().push(token.clone());
         }
         let mut commands: Vec<ShardCommand> = by_shard

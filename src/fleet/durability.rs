@@ -6,6 +6,7 @@ use std::time::Duration;
 use redis::{Pipeline, Value};
 
 use super::failure::Failure;
+use super::millis;
 
 /// The waits each node's pipeline ends with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -78,8 +79,4 @@ impl Durability {
         }
         None
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    duration.as_millis().try_into().unwrap_or(u64::MAX)
 }

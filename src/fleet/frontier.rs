@@ -59,7 +59,8 @@ struct Taken {
 /// `after` has been answered.
 #[derive(Debug)]
 struct Done {
-    page: TakenUrl,
+    /// The shard and lease token the URL came under.
+    lease: (usize, String),
     after: u64,
 }
 
@@ -430,14 +431,11 @@ impl Shared {
             if entry.after > answered_below {
                 return true;
             }
-            let page = &mut entry.page;
-            *ready
-                .entry((page.shard, mem::take(&mut page.token)))
-                .or_default() += 1;
+            *ready.entry(mem::take(&mut entry.lease)).or_default() += 1;
             false
         });
         for ((shard, token), count) in ready {
-            wire.complete(shard, token, count);
+            self.client.complete(wire, shard, token, count);
         }
     }
 
@@ -482,7 +480,8 @@ impl Shared {
         // buffered the URL saw a bit set inside that outbox's lock: the
         // mark passes through every lock (see `push_order`).
         let after = self.order.mark(&self.outboxes);
-        lock(&self.done).push(Done { page, after });
+        let lease = (page.shard, page.token);
+        lock(&self.done).push(Done { lease, after });
         let mut taken = lock(&self.taken);
         taken.in_hand = taken.in_hand.saturating_sub(1);
     }
@@ -506,11 +505,11 @@ impl Shared {
                 {
                     return Ok(false);
                 }
-                if wire.holds_leases() {
+                if client.holds_leases() {
                     // Completions still to send: the census's pipeline
                     // carries them, and the next check goes idle.
                     client.census(&mut wire)?;
-                    if wire.holds_leases() {
+                    if client.holds_leases() {
                         return Ok(false);
                     }
                 }
@@ -536,7 +535,7 @@ impl Shared {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .busy;
-        if !busy && !self.client.has_leases() {
+        if !busy && !self.client.holds_leases() {
             return;
         }
         match self.client.renew(busy) {

@@ -147,6 +147,11 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// `duration` in whole milliseconds, as the server's commands take it.
+pub(crate) fn millis(duration: Duration) -> u64 {
+    duration.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
 /// Items a batch may hold: the server-side script passes them to
 /// `BF.INSERT` as the arguments of one call.
 const MAX_BATCH: usize = 4096;

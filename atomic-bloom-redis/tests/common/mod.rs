@@ -475,6 +475,29 @@ pub fn node_id(server: &Server) -> String {
         .expect("CLUSTER MYID")
 }
 
+/// `RESTORE key 0 payload REPLACE` of `payload` (a `DUMP`) with the byte
+/// at `at` flipped by `mask` and the CRC-64 trailer sealed again, so that
+/// the module, not the server's checksum, judges the change.
+pub fn restore_flipped(
+    connection: &mut redis::Connection,
+    key: &str,
+    payload: &[u8],
+    at: usize,
+    mask: u8,
+) -> redis::RedisResult<String> {
+    let body = payload.len() - 8;
+    let mut bad = payload.to_vec();
+    bad[at] ^= mask;
+    let trailer = crc64(&bad[..body]).to_le_bytes();
+    bad[body..].copy_from_slice(&trailer);
+    redis::cmd("RESTORE")
+        .arg(key)
+        .arg(0)
+        .arg(bad.as_slice())
+        .arg("REPLACE")
+        .query(connection)
+}
+
 /// Redis's DUMP trailer: CRC-64 (Jones, reflected) over the payload.
 pub fn crc64(bytes: &[u8]) -> u64 {
     const POLY: u64 = 0x95ac_9329_ac4b_c9b5; // 0xad93d23594c935a9 reflected
