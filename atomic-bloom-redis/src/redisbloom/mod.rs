@@ -121,58 +121,86 @@ fn logb(x: f64) -> f64 {
     ((x.to_bits() >> 52) & 0x7ff) as f64 - 1023.0
 }
 
-impl Link {
-    /// A new, empty link as RedisBloom's `bloom_init(entries, error,
-    /// options)` makes it.
-    pub(crate) fn new(entries: u64, error: f64, options: u32) -> Result<Link, ChainError> {
-        if entries < 1 || error <= 0.0 || error >= 1.0 {
+/// The fields of a link, as `bloom_init` works them out from an item count,
+/// an error rate and the chain's options: everything but the bits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Shape {
+    pub(crate) entries: u64,
+    pub(crate) error: f64,
+    pub(crate) hashes: u32,
+    pub(crate) bpe: f64,
+    pub(crate) bits: u64,
+    pub(crate) n2: u8,
+    /// `bits / 8`: whole 64-bit words.
+    pub(crate) bytes: u64,
+}
+
+impl Shape {
+    /// The link RedisBloom's `bloom_init(entries, error, options)` makes,
+    /// its arithmetic checked: an item count, bit count or bit exponent
+    /// that overflows (RedisBloom's C wraps or shifts by 64) is refused,
+    /// never a link of 0 bits or a modulus that is not its size.
+    pub(crate) fn of(entries: u64, error: f64, options: u32) -> Result<Shape, ChainError> {
+        let invalid = ChainError::Invalid("a link whose size cannot be worked out");
+        if entries < 1 || !(error > 0.0 && error < 1.0) {
             return Err(ChainError::Invalid("capacity or error rate out of range"));
         }
         let bpe = -(error.ln() / LN2_SQUARED);
         let bpe = if bpe < 0.0 { -bpe } else { bpe };
         let (entries, bits, n2) = if options & ENTS_IS_BITS != 0 {
-            if entries > 64 {
-                return Err(ChainError::Invalid("a bit count above 2^64"));
-            }
-            let n2 = entries as u8;
-            let bits = 1u64.checked_shl(u32::from(n2)).unwrap_or(0);
+            // The count is a bit exponent: 2^n2 bits, n2 below 64.
+            let n2 = u8::try_from(entries)
+                .ok()
+                .filter(|n2| *n2 < 64)
+                .ok_or(invalid)?;
+            let bits = 1u64 << n2;
             (((bits as f64) / bpe) as u64, bits, n2)
         } else if options & NOROUND != 0 {
-            let bits = ((entries as f64) * bpe) as u64;
-            (entries, bits.max(1), 0)
+            let wanted = entries as f64 * bpe;
+            if !(wanted < u64::MAX as f64) {
+                return Err(invalid);
+            }
+            (entries, (wanted as u64).max(1), 0)
         } else {
             let wanted = entries as f64 * bpe;
             let exponent = logb(wanted);
-            if exponent > 63.0 || wanted.is_infinite() {
-                return Err(ChainError::Invalid("more bits than 2^64"));
+            // The next power of two must be a u64: 2^63 at most.
+            if !(0.0..63.0).contains(&exponent) {
+                return Err(invalid);
             }
             let n2 = (exponent + 1.0) as u8;
-            let bits = 1u64.checked_shl(u32::from(n2)).unwrap_or(0);
+            let bits = 1u64 << n2;
             let bit_diff = ((bits as f64) - wanted) as u64;
             let item_diff = ((bit_diff as f64) / bpe) as u64;
-            (entries.wrapping_add(item_diff), bits, n2)
+            (entries.checked_add(item_diff).ok_or(invalid)?, bits, n2)
         };
-        let bytes = if bits % 64 != 0 {
-            (bits / 64 + 1) * 8
-        } else {
-            bits / 8
-        };
-        let hashes = (LN2 * bpe).ceil() as u32;
-        if bytes > MAX_LINK_BYTES || hashes > MAX_HASHES {
-            return Err(ChainError::Invalid(
-                "a link larger than any RedisBloom makes",
-            ));
-        }
-        Ok(Link {
+        let bytes = bits.div_ceil(64) * 8;
+        Ok(Shape {
             entries,
             error,
-            hashes,
+            hashes: (LN2 * bpe).ceil() as u32,
             bpe,
             bits: bytes * 8,
             n2,
-            size: 0,
-            data: zeroed(bytes)?,
+            bytes,
         })
+    }
+}
+
+impl Link {
+    /// A new, empty link of `shape`, within this module's bounds.
+    fn from_shape(shape: Shape) -> Result<Link, ChainError> {
+        Link {
+            entries: shape.entries,
+            error: shape.error,
+            hashes: shape.hashes,
+            bpe: shape.bpe,
+            bits: shape.bits,
+            n2: shape.n2,
+            size: 0,
+            data: Box::new([]),
+        }
+        .with_zeroed_bits(shape.bytes)
     }
 
     /// Checks a link's fields, for bits `data_bytes` long, as RedisBloom's
@@ -298,12 +326,20 @@ impl Chain {
         if total != Some(size) {
             return Err(ChainError::Invalid("item counts that do not add up"));
         }
-        Ok(Chain {
+        let chain = Chain {
             links,
             size,
             options,
             growth,
-        })
+        };
+        // A chain that grows must be able to size its next link: one whose
+        // size overflows would be met at the next add. (Whether it can be
+        // allocated is the add's affair: "problem inserting", as in
+        // RedisBloom.)
+        if options & NO_SCALING == 0 {
+            chain.next_shape()?;
+        }
+        Ok(chain)
     }
 
     fn hash(&self, item: &[u8]) -> Hash {
@@ -327,15 +363,20 @@ impl Chain {
         self.links.iter().rev().any(|link| link.contains(hash))
     }
 
-    /// The link RedisBloom would add after the last: `entries · growth`
-    /// items at half the error rate.
-    fn next_link(&self) -> Result<Link, ChainError> {
+    /// The shape of the link RedisBloom would add after the last:
+    /// `entries · growth` items at half the error rate.
+    fn next_shape(&self) -> Result<Shape, ChainError> {
         let last = self.links.last().ok_or(ChainError::Invalid("no links"))?;
-        Link::new(
-            last.entries.wrapping_mul(u64::from(self.growth)),
-            last.error * TIGHTENING,
-            self.options,
-        )
+        let entries = last
+            .entries
+            .checked_mul(u64::from(self.growth))
+            .ok_or(ChainError::Invalid("a next link past 2^64 items"))?;
+        Shape::of(entries, last.error * TIGHTENING, self.options)
+    }
+
+    /// The link RedisBloom would add after the last.
+    fn next_link(&self) -> Result<Link, ChainError> {
+        Link::from_shape(self.next_shape()?)
     }
 
     /// Adds `item` as RedisBloom's `SBChain_Add` does; a new link that would
