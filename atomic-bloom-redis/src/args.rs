@@ -1,41 +1,14 @@
 //! Parsing what clients and the server's `--loadmodule` line send: numbers
-//! as RedisBloom parses them, the options of `BF.RESERVE` and `BF.INSERT`,
-//! the module's defaults, and RedisBloom's error texts for each refusal.
+//! as the server parses them (RedisBloom's parsers are the server's), the
+//! options of `BF.RESERVE` and `BF.INSERT`, the module's defaults, and
+//! RedisBloom's error texts for each refusal.
 
 use redis_module::{RedisError, RedisString};
 
-use crate::value::Options;
-
-/// The largest capacity RedisBloom accepts.
-pub(crate) const MAX_CAPACITY: i64 = 1 << 30;
-/// The largest expansion RedisBloom accepts (0 means `NONSCALING`).
-pub(crate) const MAX_EXPANSION: i64 = 32768;
-
-/// What a filter created without options gets (`BF.ADD` on a new key).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Defaults {
-    pub(crate) capacity: u64,
-    pub(crate) error_rate: f64,
-    /// `None`: new filters are `NONSCALING` (`EXPANSION 0`).
-    pub(crate) expansion: Option<u32>,
-}
-
-/// RedisBloom's defaults: 100 items at 1%, doubling.
-pub(crate) const REDISBLOOM_DEFAULTS: Defaults = Defaults {
-    capacity: 100,
-    error_rate: 0.01,
-    expansion: Some(2),
+use crate::config::{
+    self, Defaults, MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION, REDISBLOOM_DEFAULTS,
 };
-
-/// The largest error rate a filter is built at: RedisBloom caps a larger
-/// one to it.
-pub(crate) const MAX_ERROR_RATE: f64 = 0.25;
-
-/// The defaults of a filter created without options, as the configs say
-/// now (`config.rs`).
-pub(crate) fn defaults() -> Defaults {
-    crate::config::defaults()
-}
+use crate::filter::Options;
 
 /// Parses the module's load arguments (`ERROR_RATE 0.001 INITIAL_SIZE 1000
 /// EXPANSION 4`; RedisBloom 8's `bf-error-rate`, `bf-initial-size`,
@@ -62,7 +35,7 @@ pub(crate) fn load_defaults(args: &[RedisString]) -> Result<Defaults, String> {
     }
     for pair in args.chunks(2) {
         let name = String::from_utf8_lossy(pair[0].as_slice()).to_ascii_lowercase();
-        let value = pair[1].as_slice();
+        let value = pair[1];
         match name.as_str() {
             "error_rate" | "bf-error-rate" => {
                 defaults.error_rate = parse_f64(value)
@@ -92,22 +65,25 @@ pub(crate) fn load_defaults(args: &[RedisString]) -> Result<Defaults, String> {
     Ok(defaults)
 }
 
-fn bad_argument(name: &str, value: &[u8], range: &str) -> String {
+fn bad_argument(name: &str, value: &RedisString, range: &str) -> String {
     format!(
         "invalid {name} '{}': it must be a number {range}",
-        String::from_utf8_lossy(value)
+        value.to_string_lossy()
     )
 }
 
-/// A double as Redis parses one: the whole argument, finite or not (the
-/// range checks reject what is not).
-pub(crate) fn parse_f64(bytes: &[u8]) -> Option<f64> {
-    std::str::from_utf8(bytes).ok()?.parse().ok()
+/// A double as the server parses one (`RedisModule_StringToDouble`, as
+/// RedisBloom does): the whole argument; infinities pass (the range checks
+/// refuse them), NaN does not.
+pub(crate) fn parse_f64(arg: &RedisString) -> Option<f64> {
+    arg.parse_float().ok()
 }
 
-/// A 64-bit integer: the whole argument, nothing more.
-pub(crate) fn parse_i64(bytes: &[u8]) -> Option<i64> {
-    std::str::from_utf8(bytes).ok()?.parse().ok()
+/// A 64-bit integer as the server parses one (`RedisModule_StringToLongLong`,
+/// as RedisBloom does): the whole argument, no sign but `-`, no leading
+/// zeros, no spaces.
+pub(crate) fn parse_i64(arg: &RedisString) -> Option<i64> {
+    arg.parse_integer().ok()
 }
 
 /// A fresh random seed for a new filter; wyhash-seeded from OS entropy, or
@@ -131,43 +107,51 @@ fn is(arg: &RedisString, word: &str) -> bool {
     arg.as_slice().eq_ignore_ascii_case(word.as_bytes())
 }
 
-/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [SEED s]`:
-/// RedisBloom's parse, in its order. `SEED` is this module's: a primary
-/// propagates it so that replicas and the AOF build the same bits.
-pub(crate) fn reserve_options(args: &[RedisString]) -> Result<Options, RedisError> {
-    if !(4..=9).contains(&args.len()) {
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`:
+/// RedisBloom's parse, in its order, with its error texts and its arity (4
+/// to 7 arguments), so every reply is RedisBloom's. Arguments after the
+/// capacity that name no option are ignored, as RedisBloom ignores them.
+///
+/// `SEED s` is this module's: a primary propagates each new filter's seed
+/// with it, so that replicas and the AOF build the same bits (`replayed`:
+/// the command comes from the primary or the AOF, which may carry all of
+/// `EXPANSION n NONSCALING SEED s`). A client may pin a seed too, within
+/// RedisBloom's arity.
+pub(crate) fn reserve_options(args: &[RedisString], replayed: bool) -> Result<Options, RedisError> {
+    let most = if replayed { 9 } else { 7 };
+    if !(4..=most).contains(&args.len()) {
         return Err(RedisError::WrongArity);
     }
-    let error_rate = parse_f64(args[2].as_slice()).ok_or(error("ERR bad error rate"))?;
+    let error_rate = parse_f64(&args[2]).ok_or(error("ERR bad error rate"))?;
     if !(error_rate > 0.0 && error_rate < 1.0) {
         return Err(error(
             "ERR error rate must be in the range (0.000000, 1.000000)",
         ));
     }
     let error_rate = error_rate.min(MAX_ERROR_RATE);
-    let capacity = parse_i64(args[3].as_slice()).ok_or(error("ERR bad capacity"))?;
+    let capacity = parse_i64(&args[3]).ok_or(error("ERR bad capacity"))?;
     if !(1..=MAX_CAPACITY).contains(&capacity) {
         return Err(error("ERR capacity must be in the range [1, 1073741824]"));
     }
     let options = &args[4..];
-    let nonscaling = options.iter().any(|arg| is(arg, "NONSCALING"));
-    let mut expansion = if nonscaling {
-        None
-    } else {
-        defaults().expansion
-    };
-    if let Some(at) = options.iter().position(|arg| is(arg, "EXPANSION")) {
+    let find = |word: &str| options.iter().position(|arg| is(arg, word));
+    let configured = config::defaults().expansion;
+    // `bf-expansion-factor 0` makes new filters NONSCALING, as the option.
+    let mut nonscaling = configured.is_none() || find("NONSCALING").is_some();
+    let mut expansion = configured.map_or(0, i64::from);
+    if let Some(at) = find("EXPANSION") {
         let value = options.get(at + 1).ok_or(error("ERR no expansion"))?;
-        let value = parse_i64(value.as_slice()).ok_or(error("ERR bad expansion"))?;
-        if value != 0 && nonscaling {
+        expansion = parse_i64(value).ok_or(error("ERR bad expansion"))?;
+        if expansion == 0 {
+            nonscaling = true;
+        } else if nonscaling {
             return Err(error("Nonscaling filters cannot expand"));
         }
-        if !(0..=MAX_EXPANSION).contains(&value) {
+        if !(0..=MAX_EXPANSION).contains(&expansion) {
             return Err(error("ERR expansion must be in the range [0, 32768]"));
         }
-        expansion = (value != 0).then_some(value as u32);
     }
-    let seed = match options.iter().position(|arg| is(arg, "SEED")) {
+    let seed = match find("SEED") {
         Some(at) => {
             let value = options.get(at + 1).ok_or(error("ERR no seed"))?;
             parse_u64(value.as_slice()).ok_or(error("ERR bad seed"))?
@@ -177,11 +161,12 @@ pub(crate) fn reserve_options(args: &[RedisString]) -> Result<Options, RedisErro
     Ok(Options {
         capacity: capacity as u64,
         error_rate,
-        expansion,
+        expansion: (!nonscaling && expansion != 0).then_some(expansion as u32),
         seed,
     })
 }
 
+/// A seed as the primary writes one: a `u64` in decimal.
 fn parse_u64(bytes: &[u8]) -> Option<u64> {
     std::str::from_utf8(bytes).ok()?.parse().ok()
 }
@@ -201,7 +186,7 @@ pub(crate) fn insert_args(args: &[RedisString]) -> Result<InsertArgs, RedisError
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
-    let defaults = defaults();
+    let defaults = config::defaults();
     let (mut capacity, mut error_rate, mut expansion) = (
         defaults.capacity as i64,
         defaults.error_rate,
@@ -218,19 +203,19 @@ pub(crate) fn insert_args(args: &[RedisString]) -> Result<InsertArgs, RedisError
         match word.first() {
             Some(b'i') => break at + 1,
             Some(b'c') => {
-                capacity = parse_i64(value()?.as_slice())
+                capacity = parse_i64(value()?)
                     .filter(|capacity| (1..=MAX_CAPACITY).contains(capacity))
                     .ok_or(error("Bad capacity"))?;
                 at += 2;
             }
             Some(b'e') if word.get(1) == Some(&b'r') => {
-                error_rate = parse_f64(value()?.as_slice())
+                error_rate = parse_f64(value()?)
                     .filter(|rate| *rate > 0.0 && *rate < 1.0)
                     .ok_or(error("Bad error rate"))?;
                 at += 2;
             }
             Some(b'e') => {
-                expansion = parse_i64(value()?.as_slice())
+                expansion = parse_i64(value()?)
                     .filter(|expansion| (0..=MAX_EXPANSION).contains(expansion))
                     .ok_or(error("Bad expansion"))?;
                 at += 2;
@@ -259,4 +244,15 @@ pub(crate) fn insert_args(args: &[RedisString]) -> Result<InsertArgs, RedisError
         create,
         items_at,
     })
+}
+
+/// The options of a filter `BF.ADD` / `BF.MADD` create: the configs'.
+pub(crate) fn default_options() -> Options {
+    let defaults = config::defaults();
+    Options {
+        capacity: defaults.capacity,
+        error_rate: defaults.error_rate,
+        expansion: defaults.expansion,
+        seed: new_seed(),
+    }
 }

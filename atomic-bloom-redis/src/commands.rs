@@ -17,9 +17,10 @@ use crate::args::{self, error};
 use crate::config;
 use crate::data_type::BLOOM_TYPE;
 use crate::dump::{self, ChunkError, SentChunk};
+use crate::filter::{Added, Bloom, Options};
 use crate::redisbloom::data_type::REDISBLOOM_TYPE;
 use crate::redisbloom::{Chain, ChainAdd};
-use crate::value::{Added, Bloom, Options, Value};
+use crate::value::Value;
 
 const NOT_FOUND: &str = "ERR not found";
 const OVER_LIMIT: &str = "ERR the filter would pass bf-memory-limit-per-filter: raise the limit \
@@ -92,10 +93,14 @@ fn items(args: &[RedisString], from: usize) -> Vec<&[u8]> {
 /// server replays (a replica's stream, the AOF), which must never refuse
 /// what its primary accepted.
 fn memory_cap(ctx: &Context) -> Option<usize> {
-    let replayed = ctx
-        .get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING);
-    config::memory_limit().filter(|_| !replayed)
+    config::memory_limit().filter(|_| !is_replayed(ctx))
+}
+
+/// Whether the command comes from the primary (a replica's stream) or the
+/// AOF, not from a client.
+fn is_replayed(ctx: &Context) -> bool {
+    ctx.get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
 }
 
 /// Creates a filter under an empty `key`, within `cap` bytes.
@@ -111,10 +116,10 @@ fn create(
         _ => error("ERR could not create filter"),
     })?;
     // Built lazily (calloc), so building to measure costs no resident memory.
-    if cap.is_some_and(|cap| bloom.memory_bytes() > cap) {
+    if cap.is_some_and(|cap| bloom.filter_bytes() > Value::filter_cap(cap)) {
         return Err(error(OVER_LIMIT));
     }
-    key.set_value(&BLOOM_TYPE, Value::Ready(bloom))?;
+    key.set_value(&BLOOM_TYPE, Value::ready(bloom))?;
     match found_mut(key)? {
         Some(FoundMut::Ours(value)) => Ok(value),
         _ => Err(error("ERR could not create filter")),
@@ -196,23 +201,12 @@ fn add_items(
         None if create_missing => (create(&key, options, cap)?, Some(options)),
         None => return Err(error(NOT_FOUND)),
     };
-    let Value::Ready(bloom) = value else {
+    let Value::Ready(bloom, _) = value else {
         return Err(error(LOADING));
     };
-    let outcomes = bloom.add_many(items, cap);
+    let outcomes = bloom.add_many(items, cap.map(Value::filter_cap));
     replicate(ctx, name, args, created.as_ref());
     Ok(outcomes)
-}
-
-/// The options a filter created by `BF.ADD` / `BF.MADD` gets.
-fn default_options() -> Options {
-    let defaults = args::defaults();
-    Options {
-        capacity: defaults.capacity,
-        error_rate: defaults.error_rate,
-        expansion: defaults.expansion,
-        seed: args::new_seed(),
-    }
 }
 
 /// `BF.ADD key item`: 1 if the item was new, 0 if it may have been there.
@@ -221,7 +215,7 @@ pub(crate) fn bf_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let item = [args[2].as_slice()];
-    let outcomes = add_items(ctx, "BF.ADD", &args, &item, default_options(), true)?;
+    let outcomes = add_items(ctx, "BF.ADD", &args, &item, args::default_options(), true)?;
     match outcomes.first() {
         Some(Added::Item(new)) => Ok(RedisValue::Bool(*new)),
         Some(Added::OverLimit) => Err(error(OVER_LIMIT)),
@@ -240,7 +234,7 @@ pub(crate) fn bf_madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         "BF.MADD",
         &args,
         &items(&args, 2),
-        default_options(),
+        args::default_options(),
         true,
     )?;
     Ok(reply_added(ctx, &outcomes))
@@ -263,7 +257,7 @@ pub(crate) fn bf_insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`.
 pub(crate) fn bf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let options = args::reserve_options(&args)?;
+    let options = args::reserve_options(&args, is_replayed(ctx))?;
     let key = ctx.open_key_writable(&args[1]);
     if found_mut(&key)?.is_some() {
         return Err(error("ERR item exists"));
@@ -287,7 +281,7 @@ pub(crate) fn bf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 fn lookup(ctx: &Context, key: &RedisString, items: &[&[u8]]) -> Option<Vec<bool>> {
     let key = ctx.open_key(key);
     match found(&key) {
-        Ok(Some(Found::Ours(Value::Ready(bloom)))) => Some(bloom.exists_many(items)),
+        Ok(Some(Found::Ours(Value::Ready(bloom, _)))) => Some(bloom.exists_many(items)),
         Ok(Some(Found::Theirs(chain))) => {
             Some(items.iter().map(|item| chain.contains(item)).collect())
         }
@@ -332,7 +326,7 @@ pub(crate) fn bf_card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     read_value(ctx, &args[1], |value| match value {
         None => Ok(RedisValue::Integer(0)),
-        Some(Found::Ours(Value::Ready(bloom))) => Ok(RedisValue::Integer(to_i64(bloom.items))),
+        Some(Found::Ours(Value::Ready(bloom, _))) => Ok(RedisValue::Integer(to_i64(bloom.items))),
         Some(Found::Ours(Value::Loading(_))) => Err(error(LOADING)),
         Some(Found::Theirs(chain)) => Ok(RedisValue::Integer(to_i64(chain.size))),
     })
@@ -350,9 +344,9 @@ pub(crate) fn bf_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let fields = read_value(ctx, &args[1], |value| match value {
         None => Err(error(NOT_FOUND)),
         Some(Found::Ours(Value::Loading(_))) => Err(error(LOADING)),
-        Some(Found::Ours(Value::Ready(bloom))) => Ok(info_fields(
+        Some(Found::Ours(value @ Value::Ready(bloom, _))) => Ok(info_fields(
             bloom.capacity(),
-            bloom.memory_bytes(),
+            value.memory_bytes(),
             bloom.stages(),
             bloom.items,
             bloom.options.expansion,
@@ -433,13 +427,12 @@ pub(crate) fn bf_scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
-    let iter =
-        || args::parse_i64(args[2].as_slice()).ok_or(error("Second argument must be numeric"));
+    let iter = || args::parse_i64(&args[2]).ok_or(error("Second argument must be numeric"));
     let (next, chunk) = read_value(ctx, &args[1], |value| match value {
         None => Err(error(NOT_FOUND)),
         Some(Found::Ours(Value::Loading(_))) => Err(error(LOADING)),
         Some(Found::Theirs(chain)) => Ok(chain.scan_dump(iter()?)),
-        Some(Found::Ours(Value::Ready(bloom))) => Ok(dump::scan_dump(bloom, iter()?)),
+        Some(Found::Ours(Value::Ready(bloom, state))) => Ok(dump::scan_dump(bloom, state, iter()?)),
     })?;
     Ok(RedisValue::Array(vec![
         RedisValue::Integer(next),
@@ -452,8 +445,7 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
     if args.len() != 4 {
         return Err(RedisError::WrongArity);
     }
-    let next =
-        args::parse_i64(args[2].as_slice()).ok_or(error("ERR Second argument must be numeric"))?;
+    let next = args::parse_i64(&args[2]).ok_or(error("ERR Second argument must be numeric"))?;
     let chunk = args[3].as_slice();
     let key = ctx.open_key_writable(&args[1]);
     let outcome = match found_mut(&key)? {
@@ -473,16 +465,18 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             Ok(Ok(pending)) => key
                 .set_value(&BLOOM_TYPE, Value::Loading(pending))
                 .map(drop),
-            Ok(Err(bloom)) => key.set_value(&BLOOM_TYPE, Value::Ready(bloom)).map(drop),
+            Ok(Err((bloom, state))) => key
+                .set_value(&BLOOM_TYPE, Value::Ready(bloom, state))
+                .map(drop),
             Err(refused) => return Err(error(refused.message())),
         },
-        Some(FoundMut::Ours(Value::Ready(bloom)))
-            if bloom.last_chunk == Some(SentChunk::of(next, chunk)) =>
+        Some(FoundMut::Ours(Value::Ready(_, state)))
+            if state.last_chunk == Some(SentChunk::of(next, chunk)) =>
         {
             // The chunk that completed this filter, sent again.
             Ok(())
         }
-        Some(FoundMut::Ours(Value::Ready(_))) => {
+        Some(FoundMut::Ours(Value::Ready(..))) => {
             // RedisBloom's loop deletes the key first: a first chunk for a
             // live filter is bad data, any other chunk has no place in it.
             let refused = if next == 1 + chunk.len() as i64 {
@@ -498,8 +492,8 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             };
             match pending.resume(next, chunk) {
                 Ok(None) => Ok(()),
-                Ok(Some(bloom)) => {
-                    *value = Value::Ready(bloom);
+                Ok(Some((bloom, state))) => {
+                    *value = Value::Ready(bloom, state);
                     Ok(())
                 }
                 Err(refused) => {

@@ -28,7 +28,29 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use redis_module::{raw, Context};
 
-use crate::args::{Defaults, MAX_CAPACITY, MAX_EXPANSION};
+/// The largest capacity RedisBloom accepts.
+pub(crate) const MAX_CAPACITY: i64 = 1 << 30;
+/// The largest expansion RedisBloom accepts (0 means `NONSCALING`).
+pub(crate) const MAX_EXPANSION: i64 = 32768;
+/// The largest error rate a filter is built at: RedisBloom caps a larger
+/// one to it.
+pub(crate) const MAX_ERROR_RATE: f64 = 0.25;
+
+/// What a filter created without options gets (`BF.ADD` on a new key).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Defaults {
+    pub(crate) capacity: u64,
+    pub(crate) error_rate: f64,
+    /// `None`: new filters are `NONSCALING` (`EXPANSION 0`).
+    pub(crate) expansion: Option<u32>,
+}
+
+/// RedisBloom's defaults: 100 items at 1%, doubling.
+pub(crate) const REDISBLOOM_DEFAULTS: Defaults = Defaults {
+    capacity: 100,
+    error_rate: 0.01,
+    expansion: Some(2),
+};
 
 /// `bf-error-rate`, as `f64` bits.
 static ERROR_RATE: AtomicU64 = AtomicU64::new(0x3f84_7ae1_47ae_147b); // 0.01
@@ -253,16 +275,10 @@ extern "C" fn set_error_rate(
     _private: *mut c_void,
     error: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let mut length = 0usize;
-    // Safety: the server's string; the pointer it returns lives as long.
-    let text = match unsafe { raw::RedisModule_StringPtrLen } {
-        Some(ptr_len) => unsafe {
-            let start = ptr_len(value, &mut length);
-            std::slice::from_raw_parts(start.cast::<u8>(), length)
-        },
-        None => &[],
-    };
-    match crate::args::parse_f64(text).filter(|rate| *rate > 0.0 && *rate < 1.0) {
+    // The server's own parser, as for the rate of `BF.RESERVE`.
+    let mut rate = 0.0;
+    let parsed = raw::string_to_double(value, &mut rate) == raw::Status::Ok;
+    match Some(rate).filter(|rate| parsed && *rate > 0.0 && *rate < 1.0) {
         Some(rate) => {
             // Relaxed: see `defaults`.
             ERROR_RATE.store(rate.to_bits(), Ordering::Relaxed);

@@ -9,8 +9,10 @@ use std::os::raw::{c_int, c_void};
 use redis_module::native_types::RedisType;
 use redis_module::{logging, raw, RedisBuffer};
 
+use crate::dump::DumpState;
 use crate::dump::{Pending, CHUNK_BYTES};
-use crate::value::{Bloom, Value};
+use crate::filter::Bloom;
+use crate::value::Value;
 
 /// The type's name (`TYPE key`; exactly nine characters) and encoding
 /// version.
@@ -144,7 +146,7 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     // Safety: the server passes a value this module's type created.
     let value = unsafe { &*value.cast::<Value>() };
     match value {
-        Value::Ready(bloom) => {
+        Value::Ready(bloom, _) => {
             raw::save_unsigned(io, TAG_READY);
             let mut out = RdbWriter {
                 io,
@@ -182,7 +184,7 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
                 ended: false,
             };
             match Bloom::read_record(reader) {
-                Ok(bloom) => Value::Ready(bloom),
+                Ok(bloom) => Value::ready(bloom),
                 Err(error) => {
                     logging::log_warning(format!("atomic-bloom: RDB load refused: {error}"));
                     return std::ptr::null_mut();
@@ -273,7 +275,7 @@ unsafe extern "C" fn aof_rewrite(
         emitted: 0,
     };
     match value {
-        Value::Ready(bloom) => {
+        Value::Ready(bloom, _) => {
             if let Err(error) = bloom.write_record(&mut out) {
                 logging::log_warning(format!("atomic-bloom: AOF rewrite failed: {error}"));
             }
@@ -304,14 +306,14 @@ unsafe extern "C" fn copy(
     // Safety: the server passes a value this module's type created.
     let value = unsafe { &*value.cast::<Value>() };
     let copy = match value {
-        Value::Ready(bloom) => {
+        Value::Ready(bloom, _) => {
             let mut bytes = Vec::new();
             let copied = bloom
                 .write_record(&mut bytes)
                 .ok()
                 .and_then(|()| Bloom::read_record(bytes.as_slice()).ok());
             match copied {
-                Some(bloom) => Value::Ready(bloom),
+                Some(bloom) => Value::Ready(bloom, DumpState::default()),
                 None => return std::ptr::null_mut(),
             }
         }

@@ -14,13 +14,27 @@
 //! a filter. Until then the key holds the bytes received; a record that
 //! does not parse is dropped with an error, so a flipped bit never loads.
 
+use std::cell::Cell;
+
 use atomic_bloom::SaveCursor;
 
+use crate::filter::Bloom;
 use crate::record::{Envelope, RecordError, ENVELOPE_BYTES};
-use crate::value::Bloom;
 
 /// Record bytes per `BF.SCANDUMP` reply (RedisBloom's chunk limit).
 pub(crate) const CHUNK_BYTES: usize = 16 << 20;
+
+/// What a loaded key remembers of dumps: where the last `BF.SCANDUMP`
+/// chunk ended, and the chunk whose `BF.LOADCHUNK` completed it.
+#[derive(Default)]
+pub(crate) struct DumpState {
+    /// Where the last `BF.SCANDUMP` chunk ended; commands run one at a
+    /// time on the server's main thread.
+    cursor: Cell<Option<SaveCursor>>,
+    /// The chunk whose `BF.LOADCHUNK` completed this filter, if one did: a
+    /// retry of it (its reply lost) is answered `OK` again.
+    pub(crate) last_chunk: Option<SentChunk>,
+}
 
 /// The chunks of a record received so far.
 pub(crate) struct Pending {
@@ -86,7 +100,7 @@ fn chunk_offset(next: i64, chunk: &[u8]) -> Result<u64, ChunkError> {
 /// chunk ended (the filter's running checksum and count), so a dump that
 /// goes chunk after chunk costs one pass over the filter. A call at any
 /// other position starts a cursor there, which costs the bytes before it.
-pub(crate) fn scan_dump(bloom: &Bloom, iter: i64) -> (i64, Vec<u8>) {
+pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Vec<u8>) {
     let offset = match iter {
         0 => 0,
         iter if iter > 0 => iter as u64 - 1,
@@ -98,7 +112,7 @@ pub(crate) fn scan_dump(bloom: &Bloom, iter: i64) -> (i64, Vec<u8>) {
         chunk.extend_from_slice(&bloom.envelope().encode()[offset as usize..]);
     }
     let filter_offset = offset.saturating_sub(envelope);
-    let cached = bloom.dump_cursor.take();
+    let cached = state.cursor.take();
     let mut cursor = cached
         .filter(|cursor| cursor.offset() == filter_offset)
         .unwrap_or_else(|| {
@@ -117,7 +131,7 @@ pub(crate) fn scan_dump(bloom: &Bloom, iter: i64) -> (i64, Vec<u8>) {
     if chunk.is_empty() {
         return (0, Vec::new());
     }
-    bloom.dump_cursor.set(Some(cursor));
+    state.cursor.set(Some(cursor));
     let next = 1 + offset + chunk.len() as u64;
     match i64::try_from(next) {
         Ok(next) => (next, chunk),
@@ -127,7 +141,10 @@ pub(crate) fn scan_dump(bloom: &Bloom, iter: i64) -> (i64, Vec<u8>) {
 
 /// The first chunk of a record, for a key that does not exist: a
 /// [`Pending`] to resume, or the record if the chunk held all of it.
-pub(crate) fn start(next: i64, chunk: &[u8]) -> Result<Result<Pending, Bloom>, ChunkError> {
+pub(crate) fn start(
+    next: i64,
+    chunk: &[u8],
+) -> Result<Result<Pending, (Bloom, DumpState)>, ChunkError> {
     if chunk_offset(next, chunk)? != 0 || chunk.len() < ENVELOPE_BYTES {
         return Err(ChunkError::BadData);
     }
@@ -148,7 +165,11 @@ impl Pending {
     /// once it is complete. On [`ChunkError::BadData`] for a complete
     /// record the key should go: its bytes will never parse.
     /// The last chunk sent again is taken as done (`Ok(None)`).
-    pub(crate) fn resume(&mut self, next: i64, chunk: &[u8]) -> Result<Option<Bloom>, ChunkError> {
+    pub(crate) fn resume(
+        &mut self,
+        next: i64,
+        chunk: &[u8],
+    ) -> Result<Option<(Bloom, DumpState)>, ChunkError> {
         let offset = chunk_offset(next, chunk)?;
         if self.last == Some(SentChunk::of(next, chunk)) {
             return Ok(None);
@@ -168,10 +189,13 @@ impl Pending {
             return Ok(None);
         }
         match Bloom::read_record(self.received.as_slice()) {
-            Ok(mut bloom) => {
-                bloom.last_chunk = self.last;
-                Ok(Some(bloom))
-            }
+            Ok(bloom) => Ok(Some((
+                bloom,
+                DumpState {
+                    last_chunk: self.last,
+                    ..DumpState::default()
+                },
+            ))),
             Err(error) => {
                 log_refused(&error);
                 Err(ChunkError::BadData)

@@ -16,14 +16,16 @@
 //! byte that comes back from a dump, an RDB file or `RESTORE` is checked
 //! (checksums, then every field) before it becomes a filter.
 //!
-//! Layout: `alloc.rs` (the server's allocator, alignment honoured),
-//! `commands.rs` (parsing and replies), `args.rs` (numbers,
-//! options, module arguments), `value.rs` (a key's filter), `record.rs` (its
-//! bytes), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `data_type.rs` (the
-//! server's callbacks), `config.rs` (the server configs),
-//! `command_info.rs` (ACL categories, key specs, docs), and
+//! Layout, each file using only those after it (no circles):
+//! `commands.rs` (parsing and replies), `command_info.rs` (ACL categories,
+//! key specs, docs), `args.rs` (numbers, options, module arguments),
+//! `config.rs` (the server configs and the defaults they set),
 //! `redisbloom/` (RedisBloom's own filters, its type, hashing and
-//! encodings, served as RedisBloom serves them).
+//! encodings, served as RedisBloom serves them), `data_type.rs` (the
+//! server's callbacks), `value.rs` (a key's value: a filter, or a dump
+//! still loading), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `record.rs`
+//! (a filter's bytes), `filter.rs` (a key's filter) and `alloc.rs` (the
+//! server's allocator, alignment honoured).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -34,6 +36,7 @@ mod commands;
 mod config;
 mod data_type;
 mod dump;
+mod filter;
 mod record;
 mod redisbloom;
 mod value;

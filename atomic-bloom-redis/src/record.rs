@@ -22,7 +22,7 @@ use std::io::{self, Read, Write};
 
 use atomic_bloom::{BloomFilter, SaveCursor, ScalableBloomFilter};
 
-use crate::value::{Bloom, Filter, Options};
+use crate::filter::{Bloom, Filter, Options};
 
 pub(crate) const MAGIC: [u8; 8] = *b"ABREDIS1";
 pub(crate) const VERSION: u16 = 1;
@@ -212,8 +212,6 @@ impl Bloom {
             filter,
             options,
             items: envelope.items,
-            dump_cursor: Default::default(),
-            last_chunk: None,
         })
     }
 }

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{error_text, Kind, Server, KINDS};
+use common::{error_text, Server, KINDS};
 
 /// RedisBloom's chain options (`BLOOM_OPT_*`).
 const ENTS_IS_BITS: u32 = 2;
@@ -113,7 +113,7 @@ fn rdb_len(out: &mut Vec<u8>, n: u64) {
 fn rdb_fields(chain: &Chain) -> Vec<u8> {
     let (uint, double, string, eof) = (2u8, 4u8, 5u8, 0u8);
     let mut out = Vec::new();
-    let mut unsigned = |out: &mut Vec<u8>, n: u64| {
+    let unsigned = |out: &mut Vec<u8>, n: u64| {
         out.push(uint);
         rdb_len(out, n);
     };
@@ -132,7 +132,7 @@ fn rdb_fields(chain: &Chain) -> Vec<u8> {
     unsigned(&mut out, u64::from(link.n2));
     out.push(string);
     rdb_len(&mut out, link.bytes);
-    out.extend(std::iter::repeat_n(0xffu8, link.bytes as usize));
+    out.resize(out.len() + link.bytes as usize, 0xff);
     unsigned(&mut out, link.size);
     out.push(eof);
     out

@@ -157,7 +157,7 @@ impl Shape {
             (((bits as f64) / bpe) as u64, bits, n2)
         } else if options & NOROUND != 0 {
             let wanted = entries as f64 * bpe;
-            if !(wanted < u64::MAX as f64) {
+            if wanted.is_nan() || wanted >= u64::MAX as f64 {
                 return Err(invalid);
             }
             (entries, (wanted as u64).max(1), 0)

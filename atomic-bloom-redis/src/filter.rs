@@ -1,0 +1,188 @@
+//! A filter of this module's type: one of the library's filters, with what
+//! RedisBloom's commands report about it (the capacity and rate asked for,
+//! the expansion, the items added).
+
+use atomic_bloom::{BloomFilter, Error, Layout, ScalableBloomFilter, Sizing};
+
+/// The share of a scaling filter's rate its first stage gets: a new key is
+/// built at 80% of the rate asked for (RedisBloom builds its first
+/// sub-filter at 50%, which costs 1.4 bits per item more), and the stages
+/// it grows share the rest, each 0.85 of the one before, so a filter grown
+/// 1000x still spends less than RedisBloom's, whose stages halve their rate
+/// each time.
+const FIRST_STAGE_SHARE: f64 = 0.8;
+
+/// The filter behind a key.
+pub(crate) enum Filter {
+    /// Grows stage by stage (RedisBloom's default), keeping the total rate.
+    Scaling(ScalableBloomFilter<[u8]>),
+    /// `NONSCALING`: full once it holds the capacity asked for.
+    Fixed(BloomFilter<[u8]>),
+}
+
+/// How a filter is created: by `BF.RESERVE`, `BF.INSERT`, or the first
+/// `BF.ADD` / `BF.MADD` with the module's defaults.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Options {
+    pub(crate) capacity: u64,
+    pub(crate) error_rate: f64,
+    /// The growth factor; `None` for `NONSCALING`.
+    pub(crate) expansion: Option<u32>,
+    /// The hash seed. Random for a new key; replicas and the AOF get it
+    /// through the `SEED` of the `BF.RESERVE` the primary propagates.
+    pub(crate) seed: u64,
+}
+
+/// A filter and what the commands report about it.
+pub(crate) struct Bloom {
+    pub(crate) filter: Filter,
+    pub(crate) options: Options,
+    /// Items added and not found there before (`BF.CARD`, "Number of items
+    /// inserted"): a false positive is not counted, as in RedisBloom.
+    pub(crate) items: u64,
+}
+
+/// What adding one item did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Added {
+    /// `true` if the item was new.
+    Item(bool),
+    /// A `NONSCALING` filter that holds its capacity refused a new item.
+    Full,
+    /// The item needed a stage that would take the filter past
+    /// `bf-memory-limit-per-filter`.
+    OverLimit,
+    /// A RedisBloom filter could not make its next link.
+    Failed,
+}
+
+impl Bloom {
+    /// An empty filter.
+    ///
+    /// # Errors
+    ///
+    /// The library's, for options it cannot build (an allocation that
+    /// failed, sizes that overflow).
+    pub(crate) fn new(options: Options) -> Result<Bloom, Error> {
+        let capacity = usize::try_from(options.capacity).map_err(|_| Error::TooLarge {
+            capacity: usize::MAX,
+            rate: options.error_rate,
+        })?;
+        // The least memory for the rate: bits anywhere in a line (or two),
+        // and no rounding up to a power of two.
+        let filter = match options.expansion {
+            Some(growth) => Filter::Scaling(
+                ScalableBloomFilter::builder(capacity, options.error_rate)
+                    .growth_factor(growth as usize)
+                    .first_stage_share(FIRST_STAGE_SHARE)
+                    .layout(Layout::Compact)
+                    .sizing(Sizing::Exact)
+                    // Redis's maxmemory governs, as for every other type.
+                    .unlimited_memory()
+                    .seed(options.seed)
+                    .build()?,
+            ),
+            None => Filter::Fixed(
+                BloomFilter::builder(capacity, options.error_rate)
+                    .layout(Layout::Compact)
+                    .sizing(Sizing::Exact)
+                    .seed(options.seed)
+                    .build()?,
+            ),
+        };
+        Ok(Bloom {
+            filter,
+            options,
+            items: 0,
+        })
+    }
+
+    /// Adds `items` in order, prefetching their blocks in batches; stops
+    /// after the first item a full `NONSCALING` filter refuses, as
+    /// RedisBloom does, or the first that would need a stage past
+    /// `memory_cap` (a client's command under `bf-memory-limit-per-filter`).
+    pub(crate) fn add_many(&mut self, items: &[&[u8]], memory_cap: Option<usize>) -> Vec<Added> {
+        let outcomes: Vec<Added> = match (&self.filter, memory_cap) {
+            (Filter::Scaling(filter), None) => filter
+                .insert_many(items)
+                .into_iter()
+                .map(Added::Item)
+                .collect(),
+            (Filter::Scaling(filter), Some(cap)) => {
+                let (done, refused) = filter.insert_many_within(items, cap);
+                let mut outcomes: Vec<Added> = done.into_iter().map(Added::Item).collect();
+                if refused.is_some() {
+                    outcomes.push(Added::OverLimit);
+                }
+                outcomes
+            }
+            (Filter::Fixed(filter), _) => {
+                let present = filter.contains_many(items);
+                let mut room = self.options.capacity.saturating_sub(self.items);
+                let mut outcomes = Vec::with_capacity(items.len());
+                for (item, present) in items.iter().zip(present) {
+                    if present {
+                        outcomes.push(Added::Item(false));
+                    } else if room == 0 {
+                        outcomes.push(Added::Full);
+                        break;
+                    } else {
+                        // A duplicate within the batch was absent before
+                        // the batch and is present now.
+                        let new = filter.insert(item);
+                        room -= u64::from(new);
+                        outcomes.push(Added::Item(new));
+                    }
+                }
+                outcomes
+            }
+        };
+        let added = outcomes
+            .iter()
+            .filter(|&&outcome| outcome == Added::Item(true))
+            .count();
+        self.items += added as u64;
+        outcomes
+    }
+
+    /// Whether each item may be in the filter.
+    pub(crate) fn exists_many(&self, items: &[&[u8]]) -> Vec<bool> {
+        match &self.filter {
+            Filter::Scaling(filter) => filter.contains_many(items),
+            Filter::Fixed(filter) => filter.contains_many(items),
+        }
+    }
+
+    /// The capacity RedisBloom reports: what was asked for, summed over the
+    /// stages as they were planned (each `expansion` times the one before).
+    pub(crate) fn capacity(&self) -> u64 {
+        match (&self.filter, self.options.expansion) {
+            (Filter::Scaling(filter), Some(growth)) => (0..filter.stages())
+                .map(|stage| {
+                    u64::from(growth)
+                        .checked_pow(stage as u32)
+                        .map_or(u64::MAX, |factor| {
+                            factor.saturating_mul(self.options.capacity)
+                        })
+                })
+                .fold(0, u64::saturating_add),
+            _ => self.options.capacity,
+        }
+    }
+
+    /// Stages ("Number of filters").
+    pub(crate) fn stages(&self) -> usize {
+        match &self.filter {
+            Filter::Scaling(filter) => filter.stages(),
+            Filter::Fixed(_) => 1,
+        }
+    }
+
+    /// Bytes the filter allocated.
+    pub(crate) fn filter_bytes(&self) -> usize {
+        match &self.filter {
+            Filter::Scaling(filter) => filter.memory_bytes(),
+            Filter::Fixed(filter) => filter.memory_bytes(),
+        }
+    }
+}
