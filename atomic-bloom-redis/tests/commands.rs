@@ -570,3 +570,80 @@ fn module_arguments_set_the_defaults_and_bad_ones_fail_the_load() {
         }
     }
 }
+
+/// Numbers as the server parses them (RedisBloom's parsers are the
+/// server's): no `+` sign, no leading zeros, no spaces; RedisBloom's arity
+/// for `BF.RESERVE`; and `bf-expansion-factor 0` makes new filters
+/// `NONSCALING`, so that `EXPANSION n` is refused as RedisBloom refuses it.
+#[test]
+fn numbers_arity_and_a_zero_expansion_factor_as_redisbloom() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let cases: [(&[&str], &str); 9] = [
+            (&["BF.RESERVE", "k", "0.01", "+100"], "ERR bad capacity"),
+            (&["BF.RESERVE", "k", "0.01", "0100"], "ERR bad capacity"),
+            (&["BF.RESERVE", "k", "0.01", " 100"], "ERR bad capacity"),
+            (&["BF.RESERVE", "k", "0.01", "1e3"], "ERR bad capacity"),
+            (&["BF.RESERVE", "k", " 0.01", "100"], "ERR bad error rate"),
+            (&["BF.RESERVE", "k", "nan", "100"], "ERR bad error rate"),
+            (
+                &["BF.INSERT", "k", "CAPACITY", "+5", "ITEMS", "a"],
+                "Bad capacity",
+            ),
+            (
+                &[
+                    "BF.RESERVE",
+                    "k",
+                    "0.01",
+                    "100",
+                    "EXPANSION",
+                    "2",
+                    "NONSCALING",
+                    "x",
+                ],
+                "ERR wrong number of arguments for 'bf.reserve' command",
+            ),
+            (&["BF.SCANDUMP", "missing", "+0"], "ERR not found"),
+        ];
+        for (command, expected) in cases {
+            assert_eq!(refusal(&mut c, command), expected, "{kind:?} {command:?}");
+        }
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["k", "0.01", "100"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(
+            refusal(&mut c, &["BF.SCANDUMP", "k", "+1"]),
+            "Second argument must be numeric",
+            "{kind:?}"
+        );
+        // Named with the module's prefix on both servers (tests/config.rs).
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "bf.bf-expansion-factor", "0"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(
+            refusal(
+                &mut c,
+                &["BF.RESERVE", "e", "0.01", "100", "EXPANSION", "4"]
+            ),
+            "Nonscaling filters cannot expand",
+            "{kind:?}"
+        );
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["plain", "0.01", "100"])
+            .query(&mut c)
+            .unwrap();
+        let expansion: Vec<redis::Value> = redis::cmd("BF.INFO")
+            .arg(&["plain", "EXPANSION"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(expansion, vec![redis::Value::Nil], "{kind:?}");
+        // EXPANSION 0 with the option, and a later EXPANSION n: as RedisBloom.
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["zero", "0.01", "100", "EXPANSION", "0"])
+            .query(&mut c)
+            .unwrap();
+    }
+}
