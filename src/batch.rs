@@ -100,10 +100,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
         new
     }
 
-    /// [`insert_many`](Self::insert_many) within `max_bytes` (see
-    /// [`insert_hash_within`](Self::insert_hash_within)): stops at the
-    /// first item that would need a stage past it, and returns the outcomes
-    /// of the items before it and the error.
+    /// [`insert_hash_within`](Self::insert_hash_within) for each item in
+    /// order, with the newest stage's blocks prefetched as in
+    /// [`contains_many`](Self::contains_many): each item's outcome, a
+    /// refused one included (a refusal inserts nothing, and the items after
+    /// it are still tried, as RedisBloom goes on past "problem inserting").
     ///
     /// # Example
     ///
@@ -111,8 +112,8 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
     /// let f: atomic_bloom::ScalableBloomFilter<u64> =
     ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
     /// let items: Vec<u64> = (0..100_000).collect();
-    /// let (done, refused) = f.insert_many_within(&items, 32 * 1024);
-    /// assert!(refused.is_some() && done.len() < items.len());
+    /// let outcomes = f.insert_many_within(&items, 32 * 1024);
+    /// assert!(outcomes.iter().any(|outcome| outcome.is_err()));
     /// assert!(f.memory_bytes() <= 32 * 1024);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -120,18 +121,12 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
         &self,
         items: &[Q],
         max_bytes: usize,
-    ) -> (Vec<bool>, Option<Error>) {
-        let mut new = Vec::with_capacity(items.len());
-        let mut refused = None;
+    ) -> Vec<Result<bool, Error>> {
+        let mut outcomes = Vec::with_capacity(items.len());
         self.for_each_prefetched(items, |hash| {
-            if refused.is_none() {
-                match self.insert_hash_within(hash, max_bytes) {
-                    Ok(was_new) => new.push(was_new),
-                    Err(error) => refused = Some(error),
-                }
-            }
+            outcomes.push(self.insert_hash_within(hash, max_bytes));
         });
-        (new, refused)
+        outcomes
     }
 
     #[inline(always)]

@@ -47,6 +47,19 @@ unsafe impl Block for BitBlock {
         }
     }
 
+    fn copy_from(&mut self, source: &Self) {
+        for (word, from) in self.0.iter().zip(&source.0) {
+            // Relaxed (both): a snapshot of bits that only go 0 -> 1, into
+            // a block `&mut self` holds alone; nothing hangs off them. An
+            // all-zero word is left unwritten, so its page may stay the
+            // kernel's zero page.
+            let bits = from.load(Ordering::Relaxed);
+            if bits != 0 {
+                word.store(bits, Ordering::Relaxed);
+            }
+        }
+    }
+
     fn encode(&self, out: &mut Vec<u8>) -> usize {
         let mut ones = 0;
         for word in &self.0 {
@@ -362,6 +375,14 @@ impl BitArray {
         BitArray {
             blocks: self.blocks.snapshot(),
         }
+    }
+
+    /// A copy of the current bits (concurrent inserts may or may not be in
+    /// it), or the allocator's refusal.
+    pub(crate) fn try_snapshot(&self) -> Result<Self, Error> {
+        Ok(BitArray {
+            blocks: self.blocks.try_snapshot()?,
+        })
     }
 
     /// Appends block `block_index`'s 64 bytes as the saved format has them.

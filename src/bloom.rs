@@ -629,6 +629,45 @@ impl<T: ?Sized + Hash, S: BuildHasher> BloomFilter<T, S> {
     }
 }
 
+impl<T: ?Sized, S: Clone> BloomFilter<T, S> {
+    /// A copy, as [`clone`](Clone::clone) makes it, or an error where
+    /// `clone` would abort the process: for servers, which must answer an
+    /// allocation they cannot make with an error. Its bits come from the
+    /// allocator's zeroed path, and all-zero words are not written, so the
+    /// copy's untouched pages stay the kernel's.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AllocationFailed`] when the allocator refuses.
+    ///
+    /// # Consistency
+    ///
+    /// As `clone`: every insert that completed before the call is in the
+    /// copy; inserts racing it may or may not be.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::BloomFilter<str> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// f.insert("a");
+    /// let copy = f.try_clone()?;
+    /// assert!(copy.contains("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_clone(&self) -> Result<Self, Error> {
+        Ok(BloomFilter {
+            bits: self.bits.try_snapshot()?,
+            layout: self.layout,
+            probe: self.probe,
+            index: self.index,
+            geometry: self.geometry,
+            target_rate: self.target_rate,
+            hasher: self.hasher.clone(),
+            _item: PhantomData,
+        })
+    }
+}
+
 /// A snapshot copy: holds every insert that completed before `clone` began,
 /// and perhaps some that were in flight.
 impl<T: ?Sized, S: Clone> Clone for BloomFilter<T, S> {

@@ -36,6 +36,14 @@ unsafe impl Block for CounterBlock {
         }
     }
 
+    fn copy_from(&mut self, source: &Self) {
+        for (counter, from) in self.0.iter().zip(&source.0) {
+            // Relaxed (both): a snapshot, each counter read once, into a
+            // block `&mut self` holds alone.
+            counter.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
     fn encode(&self, out: &mut Vec<u8>) -> usize {
         let mut used = 0;
         for counter in &self.0 {

@@ -71,16 +71,23 @@ pub(crate) struct TrackedInsert {
 impl FillMark {
     /// The mark of `filter` at its `capacity()` (or at `full_at_bits` set
     /// bits, when given: loom models use it to fill a filter in one insert),
-    /// counting `already_set` bits as set.
+    /// counting `already_set` bits as set. `exact`: every insert adds to the
+    /// tally (none is sampled), so the tally is the filter's set bits and
+    /// fullness a function of the bits alone.
     pub(crate) fn new<T: ?Sized, S>(
         filter: &BloomFilter<T, S>,
         full_at_bits: Option<usize>,
         already_set: usize,
+        exact: bool,
     ) -> Self {
         let geometry = filter.geometry();
         let full_at_bits_given = full_at_bits;
         let (full_at_bits, sample_shift) = match full_at_bits {
             Some(bits) => (bits, 0),
+            None if exact => (
+                sizing::set_bits_at(geometry, geometry.capacity as f64) as usize,
+                0,
+            ),
             None => (
                 sizing::set_bits_at(geometry, geometry.capacity as f64) as usize,
                 (geometry.capacity / SAMPLED_AT_FILL)
@@ -256,17 +263,31 @@ pub(crate) struct Tracked<T: ?Sized, S> {
 
 impl<T: ?Sized, S> Tracked<T, S> {
     /// Tracks a new, empty `filter`; `full_at_bits` overrides its fill (loom
-    /// models use it to fill a filter in one insert).
-    pub(crate) fn new_empty(filter: BloomFilter<T, S>, full_at_bits: Option<usize>) -> Self {
-        let mark = FillMark::new(&filter, full_at_bits, 0);
+    /// models use it to fill a filter in one insert); `exact` counts every
+    /// insert (see [`FillMark::new`]).
+    pub(crate) fn new_empty(
+        filter: BloomFilter<T, S>,
+        full_at_bits: Option<usize>,
+        exact: bool,
+    ) -> Self {
+        let mark = FillMark::new(&filter, full_at_bits, 0, exact);
         Tracked { filter, mark }
     }
 
     /// Tracks a filter that may hold items already (loaded, or handed in):
     /// its set bits count towards the fill (a popcount, O(size)).
-    pub(crate) fn new_filled(filter: BloomFilter<T, S>, full_at_bits: Option<usize>) -> Self {
-        let mark = FillMark::new(&filter, full_at_bits, filter.set_bits());
+    pub(crate) fn new_filled(
+        filter: BloomFilter<T, S>,
+        full_at_bits: Option<usize>,
+        exact: bool,
+    ) -> Self {
+        let mark = FillMark::new(&filter, full_at_bits, filter.set_bits(), exact);
         Tracked { filter, mark }
+    }
+
+    /// The filter, given back (its mark dropped).
+    pub(crate) fn into_filter(self) -> BloomFilter<T, S> {
+        self.filter
     }
 
     /// Bytes a tracked filter of `blocks` lines takes, before allocating.
@@ -339,7 +360,7 @@ mod tests {
                     .build()
                     .unwrap();
                 assert!(FillMark::is_small(filter.geometry().blocks));
-                let tracked = Tracked::new_empty(filter, None);
+                let tracked = Tracked::new_empty(filter, None, false);
                 let full_after = (0..10_000u64).find(|item| {
                     tracked.insert_hash(tracked.filter().hash_item(item));
                     let full = tracked.is_full();

@@ -36,6 +36,10 @@ pub(crate) unsafe trait Block: Sized {
     /// Sets every unit to zero; the caller holds the array exclusively.
     fn clear(&mut self);
 
+    /// Sets every unit to `source`'s (each read once); the caller holds
+    /// this block exclusively.
+    fn copy_from(&mut self, source: &Self);
+
     /// Appends the block's 64 bytes, little-endian; returns how many of its
     /// units (bits, counters) are non-zero. Each atomic is read once.
     fn encode(&self, out: &mut Vec<u8>) -> usize;
@@ -139,6 +143,20 @@ impl<B: Block> Blocks<B> {
         Blocks {
             blocks: OwnedBlocks::from_vec(blocks),
         }
+    }
+
+    /// A copy, each block read once, in memory from the allocator's zeroed
+    /// path (pages of all-zero blocks stay the kernel's).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AllocationFailed`] when the allocator refuses.
+    pub(crate) fn try_snapshot(&self) -> Result<Self, Error> {
+        let mut copy = Self::new(self.len())?;
+        for (target, source) in copy.blocks.as_mut_slice().iter_mut().zip(self.iter()) {
+            target.copy_from(source);
+        }
+        Ok(copy)
     }
 
     /// Sets every block to zero.

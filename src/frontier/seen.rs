@@ -24,14 +24,14 @@ pub(crate) struct Inserted {
 impl<T, S> Seen<T, S> {
     /// A fixed filter; the items it holds already count towards its fill.
     pub(crate) fn fixed(filter: BloomFilter<T, S>) -> Self {
-        Seen::Fixed(Tracked::new_filled(filter, None))
+        Seen::Fixed(Tracked::new_filled(filter, None, false))
     }
 
     /// Whether the filter is past what it holds at its rate now.
     pub(crate) fn is_over_capacity(&self) -> bool {
         match self {
             Seen::Fixed(tracked) => tracked.is_full(),
-            Seen::Scalable(filter) => filter.is_exhausted(),
+            Seen::Scalable(filter) => filter.growth_failed(),
         }
     }
 
@@ -94,7 +94,7 @@ impl<T, S: BuildHasher> Seen<T, S> {
                 let new = filter.insert_hash(filter.hasher().hash_one(item));
                 Inserted {
                     new,
-                    over_capacity: new && filter.is_exhausted(),
+                    over_capacity: new && filter.growth_failed(),
                 }
             }
         }

@@ -102,6 +102,7 @@ pub(crate) fn read_stages<T: ?Sized, R: Read>(
         sizing,
         memory_limit,
         first_stage_fill_bits: None,
+        exact_fill: false,
     };
     plan.validate()?;
     let stored_stages = input.u64()?;

@@ -38,6 +38,7 @@ pub struct ScalableBloomFilterBuilder<T: ?Sized, S = DefaultHasher> {
     layout: Layout,
     memory_limit: Option<usize>,
     first_stage_fill_bits: Option<usize>,
+    exact_fill: bool,
     _item: PhantomData<fn(&T)>,
 }
 
@@ -51,6 +52,7 @@ impl<T: ?Sized> ScalableBloomFilterBuilder<T, DefaultHasher> {
             layout: Layout::default(),
             memory_limit: Some(DEFAULT_MEMORY_LIMIT),
             first_stage_fill_bits: None,
+            exact_fill: false,
             _item: PhantomData,
         }
     }
@@ -206,6 +208,29 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
         self
     }
 
+    /// Counts every new item's bits towards its stage's fill, instead of a
+    /// sample of them: a stage is then full by its bits alone, so a copy of
+    /// the filter (saved and loaded, or fed the same items elsewhere) grows
+    /// at the same item as the original when items go in through
+    /// [`insert_hash_within`](ScalableBloomFilter::insert_hash_within). It
+    /// costs an atomic add on each new item's thread slot, which many
+    /// threads inserting at once contend on: meant for one writer (a
+    /// server that replicates a filter by the commands applied to it). Not
+    /// saved with the filter: a loaded one takes it from
+    /// [`with_exact_fill`](ScalableBloomFilter::with_exact_fill).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
+    ///     atomic_bloom::ScalableBloomFilter::builder(1000, 0.01).exact_fill().build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn exact_fill(mut self) -> Self {
+        self.exact_fill = true;
+        self
+    }
+
     #[doc(hidden)]
     #[cfg(atomic_bloom_loom)]
     /// The first stage counts as full at `bits` set bits; loom models use it
@@ -239,6 +264,7 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
             layout: self.layout,
             memory_limit: self.memory_limit,
             first_stage_fill_bits: self.first_stage_fill_bits,
+            exact_fill: self.exact_fill,
             _item: PhantomData,
         }
     }
@@ -286,6 +312,7 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
             sizing,
             memory_limit: self.memory_limit,
             first_stage_fill_bits: self.first_stage_fill_bits,
+            exact_fill: self.exact_fill,
         };
         plan.validate()?;
         ScalableBloomFilter::from_parts(plan, hasher?)
@@ -301,6 +328,7 @@ impl<T: ?Sized, S: fmt::Debug> fmt::Debug for ScalableBloomFilterBuilder<T, S> {
             .field("first_share", &self.first_share)
             .field("layout", &self.layout)
             .field("memory_limit", &self.memory_limit)
+            .field("exact_fill", &self.exact_fill)
             .finish()
     }
 }

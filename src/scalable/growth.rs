@@ -85,6 +85,9 @@ pub(crate) struct GrowthPlan {
     pub(crate) memory_limit: Option<usize>,
     /// Overrides the first stage's fill, in set bits (loom models only).
     pub(crate) first_stage_fill_bits: Option<usize>,
+    /// Every insert counts towards a stage's fill, none sampled: growth is
+    /// decided by the bits alone (see the builder's `exact_fill`).
+    pub(crate) exact_fill: bool,
 }
 
 impl GrowthPlan {
@@ -184,7 +187,7 @@ impl GrowthPlan {
             None
         };
         let filter = BloomFilter::from_parts(geometry, self.stage_rate(index), ())?;
-        Ok((Stage::new_empty(filter, fill), bytes))
+        Ok((Stage::new_empty(filter, fill, self.exact_fill), bytes))
     }
 }
 
@@ -229,6 +232,13 @@ impl<T: ?Sized> StageList<T> {
     }
 }
 
+/// Whether a growth error stands for good: the filter's own memory limit or
+/// sizes past the address space. An allocation the system refused may
+/// succeed later, and is tried again.
+fn is_permanent(error: &Error) -> bool {
+    !matches!(error, Error::AllocationFailed { .. })
+}
+
 impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// Makes the next stage and publishes it with a compare-and-swap on the
     /// list loaded as `seen`: of racing growers, exactly one succeeds.
@@ -236,12 +246,12 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// The `growing` flag spares duplicate allocations: while one thread
     /// grows, others skip, unless the stage is overfull by an eighth (its
     /// grower may have been descheduled), in which case they race it.
-    /// Growth never waits on another thread.
+    /// Growth never waits on another thread. After a growth that failed for
+    /// good (the memory limit) it does nothing; after one the allocator
+    /// refused, it tries again.
     #[cold]
     pub(super) fn grow(&self, seen: &Arc<StageList<T>>) {
-        // Relaxed: a hint that spares a doomed attempt; the compare-and-swap
-        // below decides.
-        if self.exhausted.load(Ordering::Relaxed) {
+        if self.growth_stopped() {
             return;
         }
         // Acquire: pairs with the Release that ends the previous growth, so
@@ -250,7 +260,9 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         if holder || seen.newest.is_overfull() {
             let current = self.list();
             if Arc::ptr_eq(&current, seen) {
-                self.append_stage(&current);
+                // A failure is recorded for `growth_error` and tried again
+                // at the next insert that finds the stage full.
+                let _ = self.append_stage(&current);
             }
         }
         if holder {
@@ -259,9 +271,20 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         }
     }
 
+    /// Whether the last growth failed for good, so none is tried again.
+    fn growth_stopped(&self) -> bool {
+        // Relaxed: a hint that spares a doomed attempt; the error it
+        // announces is read under the mutex.
+        self.growth_failed.load(Ordering::Relaxed)
+            && lock(&self.growth_error).as_ref().is_some_and(is_permanent)
+    }
+
     /// Allocates the stage after `current`'s newest and publishes the
-    /// longer list if `current` is still the list; records a failure.
-    fn append_stage(&self, current: &Arc<StageList<T>>) {
+    /// longer list if `current` is still the list (else another thread
+    /// grew it, which serves as well). A failure is recorded for
+    /// [`growth_error`](Self::growth_error) and returned; a success clears
+    /// the record.
+    pub(super) fn append_stage(&self, current: &Arc<StageList<T>>) -> Result<(), Error> {
         let index = current.len();
         let stage = self
             .plan
@@ -275,12 +298,51 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 // stage of this boundary.
                 drop(self.stages.compare_and_swap(current, longer));
                 self.plan.size_ahead(index + 1);
+                // Relaxed: a cold-path check; whoever reads it true then
+                // locks the mutex, which orders the rest.
+                if self.growth_failed.load(Ordering::Relaxed) {
+                    *lock(&self.growth_error) = None;
+                    // Release: as below.
+                    self.growth_failed.store(false, Ordering::Release);
+                }
+                Ok(())
             }
             Err(error) => {
-                *lock(&self.growth_error) = Some(error);
+                *lock(&self.growth_error) = Some(error.clone());
                 // Release: whoever sees the flag finds the error stored.
-                self.exhausted.store(true, Ordering::Release);
+                self.growth_failed.store(true, Ordering::Release);
+                Err(error)
             }
         }
+    }
+
+    /// Grows now if the newest stage of `seen` is full, within `max_bytes`
+    /// in all: what a single writer does before it inserts a new item (see
+    /// [`insert_hash_within`](Self::insert_hash_within)). The list to
+    /// insert into if it grew; `None` if `seen` has room.
+    #[cold]
+    pub(super) fn grow_before_insert(
+        &self,
+        seen: &Arc<StageList<T>>,
+        max_bytes: usize,
+    ) -> Result<Option<Arc<StageList<T>>>, Error> {
+        let index = seen.len();
+        let geometry = self.plan.geometry(index)?;
+        let needed = seen
+            .memory_bytes
+            .saturating_add(Stage::<T>::memory_bytes_for(geometry.blocks));
+        if needed > max_bytes {
+            return Err(Error::MemoryLimitReached {
+                limit: max_bytes,
+                needed,
+            });
+        }
+        if self.growth_stopped() {
+            if let Some(error) = self.growth_error() {
+                return Err(error);
+            }
+        }
+        self.append_stage(seen)?;
+        Ok(Some(Arc::clone(&self.list())))
     }
 }

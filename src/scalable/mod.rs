@@ -2,6 +2,8 @@
 //! lock-free, keeping the total rate it promised.
 
 mod builder;
+#[cfg(not(atomic_bloom_loom))]
+mod copy;
 mod growth;
 
 use std::fmt;
@@ -46,12 +48,16 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, Sizing};
 /// ([`memory_limit`](ScalableBloomFilterBuilder::memory_limit),
 /// [`unlimited_memory`](ScalableBloomFilterBuilder::unlimited_memory)), so a
 /// flood of distinct items cannot grow it without bound. When the next
-/// stage would pass the cap, [`try_insert`](Self::try_insert) returns
-/// [`Error::MemoryLimitReached`] and inserts nothing, while
-/// [`insert`](Self::insert) keeps the filter usable by adding to the last
-/// stage: nothing is lost, but the false-positive rate rises past the target
-/// ([`estimated_fpr`](Self::estimated_fpr) reports it,
-/// [`growth_error`](Self::growth_error) says why).
+/// stage would pass the cap, or the allocator refuses it,
+/// [`try_insert`](Self::try_insert) returns the error
+/// ([`Error::MemoryLimitReached`], [`Error::AllocationFailed`]) and inserts
+/// no new item, while [`insert`](Self::insert) keeps the filter usable by
+/// adding to the last stage: nothing is lost, but the false-positive rate
+/// rises past the target ([`estimated_fpr`](Self::estimated_fpr) reports
+/// it, [`growth_error`](Self::growth_error) says why). A refused
+/// allocation is not the end: the next insert that finds the stage full
+/// tries again, and a growth that succeeds clears the error. The memory
+/// limit is: past it, no growth is tried again.
 ///
 /// # Example
 ///
@@ -83,9 +89,10 @@ pub struct ScalableBloomFilter<T: ?Sized, S = DefaultHasher> {
     /// Set while one thread makes the next stage, so others do not make
     /// (and throw away) another: they never wait on it.
     growing: AtomicBool,
-    /// Set once a growth failed (the memory limit): no more attempts.
-    exhausted: AtomicBool,
-    /// Why growth failed; read on the cold path only.
+    /// Set while the last growth failed (the memory limit, or the
+    /// allocator), cleared by one that succeeds.
+    growth_failed: AtomicBool,
+    /// Why the last growth failed; read on the cold path only.
     growth_error: Mutex<Option<Error>>,
     hasher: S,
     _item: PhantomData<fn(&T)>,
@@ -154,7 +161,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             stages: ArcSwap::from_pointee(stages),
             plan,
             growing: AtomicBool::new(false),
-            exhausted: AtomicBool::new(false),
+            growth_failed: AtomicBool::new(false),
             growth_error: Mutex::new(None),
             hasher,
             _item: PhantomData,
@@ -176,7 +183,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             } else {
                 None
             };
-            let stage = Stage::new_filled(filter, fill);
+            let stage = Stage::new_filled(filter, fill, plan.exact_fill);
             memory_bytes = memory_bytes.saturating_add(stage.memory_bytes());
             stages.push(Arc::new(stage));
         }
@@ -197,7 +204,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             stages: ArcSwap::from_pointee(list),
             plan,
             growing: AtomicBool::new(false),
-            exhausted: AtomicBool::new(false),
+            growth_failed: AtomicBool::new(false),
             growth_error: Mutex::new(None),
             hasher,
             _item: PhantomData,
@@ -254,15 +261,28 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         outcome.new
     }
 
-    /// Inserts the item whose hash is `hash` unless that needs a stage that
-    /// would take the filter past `max_bytes`: the caller's own cap, on top
-    /// of the filter's memory limit (a server's per-filter limit, applied to
-    /// its clients' commands and not to replicated ones).
+    /// Inserts the item whose hash is `hash` as a single writer that wants
+    /// every copy of the filter to grow where it grows, within `max_bytes`
+    /// in all: the caller's own cap, on top of the filter's memory limit (a
+    /// server's per-filter limit, applied to its clients' commands and not
+    /// to replicated ones, which pass `usize::MAX`).
+    ///
+    /// Unlike [`insert_hash`](Self::insert_hash), which grows after the
+    /// insert that fills the newest stage, this grows before inserting a
+    /// new item into a full one (an item already present needs no room):
+    /// so a copy of the filter that is fed the same items grows at the
+    /// same item, whatever cap each copy applies, as long as neither
+    /// refused it. With [`exact_fill`](ScalableBloomFilterBuilder::exact_fill)
+    /// a stage is full by its bits alone, so a copy saved and loaded grows
+    /// at the same item too. A refused growth inserts nothing, and the
+    /// next new item tries again.
     ///
     /// # Errors
     ///
-    /// [`Error::MemoryLimitReached`] when the newest stage is full and the
-    /// next would pass `max_bytes`; nothing is inserted.
+    /// When the newest stage is full and the next would pass `max_bytes`
+    /// ([`Error::MemoryLimitReached`]), the filter's memory limit (the
+    /// same), or the allocator refused it ([`Error::AllocationFailed`]);
+    /// nothing is inserted.
     ///
     /// # Example
     ///
@@ -278,29 +298,15 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// ```
     pub fn insert_hash_within(&self, hash: u64, max_bytes: usize) -> Result<bool, Error> {
         let stages = self.list();
-        if stages.older_contain(hash) {
+        if stages.older_contain(hash) || stages.newest.contains_hash(hash) {
             return Ok(false);
         }
-        let after_growth = || -> Result<usize, Error> {
-            let next = self.plan.geometry(stages.len())?;
-            Ok(stages
-                .memory_bytes
-                .saturating_add(Stage::<T>::memory_bytes_for(next.blocks)))
-        };
         if stages.newest.is_full() {
-            let needed = after_growth()?;
-            if needed > max_bytes {
-                return Err(Error::MemoryLimitReached {
-                    limit: max_bytes,
-                    needed,
-                });
+            if let Some(grown) = self.grow_before_insert(&stages, max_bytes)? {
+                return Ok(grown.newest.insert_hash(hash).new);
             }
         }
-        let outcome = stages.newest.insert_hash(hash);
-        if outcome.full && after_growth().is_ok_and(|needed| needed <= max_bytes) {
-            self.grow(&stages);
-        }
-        Ok(outcome.new)
+        Ok(stages.newest.insert_hash(hash).new)
     }
 
     /// Whether the item whose hash is `hash` may be in the filter.
@@ -326,8 +332,9 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 .any(|stage| stage.contains_hash(hash))
     }
 
-    /// Why the filter stopped growing ([`Error::MemoryLimitReached`], or the
-    /// allocator's refusal), or `None` while it still grows.
+    /// Why the last growth failed ([`Error::MemoryLimitReached`], or the
+    /// allocator's refusal), or `None` while the filter grows (a growth
+    /// that succeeds after a refusal clears it).
     ///
     /// # Example
     ///
@@ -339,19 +346,20 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// ```
     pub fn growth_error(&self) -> Option<Error> {
         // Acquire: pairs with the Release after the error was stored.
-        if !self.exhausted.load(Ordering::Acquire) {
+        if !self.growth_failed.load(Ordering::Acquire) {
             return None;
         }
         lock(&self.growth_error).clone()
     }
 
-    /// Whether growth stopped for good (the memory limit): a relaxed load,
-    /// for hot paths that must not lock the error's mutex.
+    /// Whether the last growth failed, so the newest stage is filling past
+    /// its rate: a relaxed load, for hot paths that must not lock the
+    /// error's mutex.
     #[inline]
-    pub(crate) fn is_exhausted(&self) -> bool {
+    pub(crate) fn growth_failed(&self) -> bool {
         // Relaxed: a flag; the error it announces is read through
         // `growth_error`, which acquires.
-        self.exhausted.load(Ordering::Relaxed)
+        self.growth_failed.load(Ordering::Relaxed)
     }
 
     /// Number of stages (1 until the first stage fills).
@@ -540,10 +548,12 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
     ///
     /// # Errors
     ///
-    /// Once the filter is full and could not add a stage (the error
-    /// [`growth_error`](Self::growth_error) reports:
+    /// When the last growth failed and trying it again fails too (the
+    /// error [`growth_error`](Self::growth_error) reports:
     /// [`Error::MemoryLimitReached`], [`Error::AllocationFailed`] or
-    /// [`Error::TooLarge`]), returns it and inserts nothing.
+    /// [`Error::TooLarge`]), returns it and inserts nothing; an item
+    /// already present is `Ok(false)`. A refused allocation is tried again
+    /// at each call, so the filter grows once memory is free.
     ///
     /// # Example
     ///
@@ -559,10 +569,22 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_insert(&self, item: &T) -> Result<bool, Error> {
-        match self.growth_error() {
-            Some(error) => Err(error),
-            None => Ok(self.insert(item)),
+        let hash = self.hash_item(item);
+        if !self.growth_failed() {
+            return Ok(self.insert_hash(hash));
         }
+        // The newest stage filled and could not grow: a present item
+        // needs no room; a new one gets a stage now, or the error.
+        let stages = self.list();
+        if stages.older_contain(hash) || stages.newest.contains_hash(hash) {
+            return Ok(false);
+        }
+        if stages.newest.is_full() {
+            if let Some(grown) = self.grow_before_insert(&stages, usize::MAX)? {
+                return Ok(grown.newest.insert_hash(hash).new);
+            }
+        }
+        Ok(self.insert_hash(hash))
     }
 
     /// Whether `item` may be in the filter (any stage holds it).
