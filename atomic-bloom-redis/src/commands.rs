@@ -2,11 +2,17 @@
 //! out. The filters do the work (`value.rs`); the data type's callbacks are
 //! in `data_type.rs`.
 //!
-//! Replication: a command that only adds to an existing filter is
-//! propagated verbatim, and every replica and the AOF compute the same bits
-//! (the seed is the filter's). A command that creates a filter is
-//! propagated as a `BF.RESERVE` carrying the new filter's random `SEED`,
-//! then the command itself, so a replica's filter has the primary's bits.
+//! Replication: what the primary applied travels, never more. A command
+//! that creates a filter is propagated as a `BF.RESERVE` with the options
+//! the filter was built with (a capped rate as built) and its random
+//! `SEED`, so a replica's filter has the primary's bits. A command whose
+//! every item was taken (added or found present) is then propagated
+//! verbatim; one refused in part (the memory limit, a full `NONSCALING`
+//! filter, a stage the allocator refused) as `BF.INSERT key NOCREATE ITEMS`
+//! of the items it added, and one that added nothing not at all. Replicas
+//! and the AOF apply no memory limit, and a filter grows before the new
+//! item that needs room (`filter.rs`), so the same items in the same order
+//! build the same filter there.
 
 use redis_module::{
     key::{RedisKey, RedisKeyWritable},
@@ -65,7 +71,8 @@ fn found<'a>(key: &'a RedisKey) -> Result<Option<Found<'a>>, RedisError> {
 }
 
 /// Adds `items` to a RedisBloom filter as RedisBloom does: each in turn,
-/// stopping at the first refused.
+/// going on past an item that could not get a link ("problem inserting"),
+/// stopping at the first a full `NONSCALING` filter refuses.
 fn add_to_chain(chain: &mut Chain, items: &[&[u8]], cap: Option<usize>) -> Vec<Added> {
     let mut outcomes = Vec::with_capacity(items.len());
     for item in items {
@@ -76,7 +83,7 @@ fn add_to_chain(chain: &mut Chain, items: &[&[u8]], cap: Option<usize>) -> Vec<A
             ChainAdd::Failed => Added::Failed,
         };
         outcomes.push(outcome);
-        if !matches!(outcome, Added::Item(_)) {
+        if outcome == Added::Full {
             break;
         }
     }
@@ -141,16 +148,40 @@ fn replicate_creation(ctx: &Context, key: &RedisString, options: &Options) {
     ctx.replicate("BF.RESERVE", reserve.as_slice());
 }
 
-/// Propagates a write: verbatim, or after the creation it began with.
-fn replicate(ctx: &Context, name: &str, args: &[RedisString], created: Option<&Options>) {
-    match created {
-        None => ctx.replicate_verbatim(),
-        Some(options) => {
-            replicate_creation(ctx, &args[1], options);
-            let rest: Vec<&RedisString> = args[1..].iter().collect();
-            ctx.replicate(name, rest.as_slice());
-        }
+/// Propagates what adding `items` to the filter under `key` did (see the
+/// module docs): the creation it began with, then the command verbatim if
+/// it took every item, else the items it added.
+fn replicate_added(
+    ctx: &Context,
+    key: &RedisString,
+    created: Option<&Options>,
+    items: &[&[u8]],
+    outcomes: &[Added],
+) {
+    if let Some(options) = created {
+        replicate_creation(ctx, key, options);
     }
+    let took_all = outcomes.len() == items.len()
+        && outcomes
+            .iter()
+            .all(|outcome| matches!(outcome, Added::Item(_)));
+    let added = || {
+        items
+            .iter()
+            .zip(outcomes)
+            .filter(|(_, outcome)| **outcome == Added::Item(true))
+            .map(|(item, _)| *item)
+    };
+    if added().next().is_none() {
+        return;
+    }
+    if took_all && created.is_none() {
+        ctx.replicate_verbatim();
+        return;
+    }
+    let mut insert: Vec<&[u8]> = vec![key.as_slice(), b"NOCREATE", b"ITEMS"];
+    insert.extend(added());
+    ctx.replicate("BF.INSERT", insert.as_slice());
 }
 
 /// An array of one reply per outcome (it stops at the first `Full`),
@@ -183,18 +214,17 @@ fn reply_bools(ctx: &Context, values: &[bool]) -> RedisValue {
 /// if missing (and `create`).
 fn add_items(
     ctx: &Context,
-    name: &str,
-    args: &[RedisString],
+    key_name: &RedisString,
     items: &[&[u8]],
     options: Options,
     create_missing: bool,
 ) -> Result<Vec<Added>, RedisError> {
-    let key = ctx.open_key_writable(&args[1]);
+    let key = ctx.open_key_writable(key_name);
     let cap = memory_cap(ctx);
     let (value, created) = match found_mut(&key)? {
         Some(FoundMut::Theirs(chain)) => {
             let outcomes = add_to_chain(chain, items, cap);
-            ctx.replicate_verbatim();
+            replicate_added(ctx, key_name, None, items, &outcomes);
             return Ok(outcomes);
         }
         Some(FoundMut::Ours(value)) => (value, None),
@@ -205,7 +235,7 @@ fn add_items(
         return Err(error(LOADING));
     };
     let outcomes = bloom.add_many(items, cap.map(Value::filter_cap));
-    replicate(ctx, name, args, created.as_ref());
+    replicate_added(ctx, key_name, created.as_ref(), items, &outcomes);
     Ok(outcomes)
 }
 
@@ -215,7 +245,7 @@ pub(crate) fn bf_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let item = [args[2].as_slice()];
-    let outcomes = add_items(ctx, "BF.ADD", &args, &item, args::default_options(), true)?;
+    let outcomes = add_items(ctx, &args[1], &item, args::default_options(), true)?;
     match outcomes.first() {
         Some(Added::Item(new)) => Ok(RedisValue::Bool(*new)),
         Some(Added::OverLimit) => Err(error(OVER_LIMIT)),
@@ -231,8 +261,7 @@ pub(crate) fn bf_madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let outcomes = add_items(
         ctx,
-        "BF.MADD",
-        &args,
+        &args[1],
         &items(&args, 2),
         args::default_options(),
         true,
@@ -246,8 +275,7 @@ pub(crate) fn bf_insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let parsed = args::insert_args(&args)?;
     let outcomes = add_items(
         ctx,
-        "BF.INSERT",
-        &args,
+        &args[1],
         &items(&args, parsed.items_at),
         parsed.options,
         parsed.create,
@@ -263,15 +291,7 @@ pub(crate) fn bf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(error("ERR item exists"));
     }
     create(&key, options, memory_cap(ctx))?;
-    let seeded = args
-        .iter()
-        .skip(4)
-        .any(|arg| arg.as_slice().eq_ignore_ascii_case(b"SEED"));
-    if seeded {
-        ctx.replicate_verbatim();
-    } else {
-        replicate_creation(ctx, &args[1], &options);
-    }
+    replicate_creation(ctx, &args[1], &options);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 

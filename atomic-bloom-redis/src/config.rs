@@ -127,8 +127,12 @@ const NUMERIC: [Numeric; 3] = [
 /// A line for the server's log: a config the server would not register,
 /// or a value from the config file or `LOADEX` out of range.
 pub(crate) fn register(ctx: &Context, start: &Defaults) -> Result<(), String> {
-    // Relaxed: the module is loading; nothing else reads them yet.
-    ERROR_RATE.store(start.error_rate.to_bits(), Ordering::Relaxed);
+    // Relaxed: the module is loading; nothing else reads them yet. A rate
+    // over 0.25 is kept as 0.25, as RedisBloom keeps it.
+    ERROR_RATE.store(
+        start.error_rate.min(MAX_ERROR_RATE).to_bits(),
+        Ordering::Relaxed,
+    );
     // Relaxed: as above.
     INITIAL_SIZE.store(start.capacity as i64, Ordering::Relaxed);
     // Relaxed: as above.
@@ -270,26 +274,30 @@ extern "C" fn get_error_rate(
 }
 
 extern "C" fn set_error_rate(
-    _name: *const c_char,
+    name: *const c_char,
     value: *mut raw::RedisModuleString,
     _private: *mut c_void,
     error: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    // The server's own parser, as for the rate of `BF.RESERVE`.
+    // The server's own parser, as for the rate of `BF.RESERVE`, and
+    // RedisBloom's checks and texts: a rate over 0.25 is kept as 0.25.
+    // Safety (`name`, when read): the server passes its NUL-terminated name
+    // of the config.
+    let name = || unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
     let mut rate = 0.0;
-    let parsed = raw::string_to_double(value, &mut rate) == raw::Status::Ok;
-    match Some(rate).filter(|rate| parsed && *rate > 0.0 && *rate < 1.0) {
-        Some(rate) => {
-            // Relaxed: see `defaults`.
-            ERROR_RATE.store(rate.to_bits(), Ordering::Relaxed);
-            raw::REDISMODULE_OK as c_int
-        }
-        None => {
-            // Safety: the server frees the error string it is handed.
-            unsafe {
-                *error = server_string("bf-error-rate must be a number between 0 and 1 (exclusive)")
-            };
-            raw::REDISMODULE_ERR as c_int
-        }
-    }
+    let text = if raw::string_to_double(value, &mut rate) != raw::Status::Ok {
+        format!("Invalid value for `{}`", name())
+    } else if !(rate > 0.0 && rate < 1.0) {
+        format!(
+            "Value for `{}` must be in the range (0.000000, 1.000000)",
+            name()
+        )
+    } else {
+        // Relaxed: see `defaults`.
+        ERROR_RATE.store(rate.min(MAX_ERROR_RATE).to_bits(), Ordering::Relaxed);
+        return raw::REDISMODULE_OK as c_int;
+    };
+    // Safety: the server frees the error string it is handed.
+    unsafe { *error = server_string(&text) };
+    raw::REDISMODULE_ERR as c_int
 }

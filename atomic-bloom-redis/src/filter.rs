@@ -52,7 +52,9 @@ pub(crate) enum Added {
     /// The item needed a stage that would take the filter past
     /// `bf-memory-limit-per-filter`.
     OverLimit,
-    /// A RedisBloom filter could not make its next link.
+    /// The filter could not make its next stage (the allocator refused, or
+    /// a RedisBloom filter's next link is too large): RedisBloom's
+    /// "problem inserting"; the next new item tries again.
     Failed,
 }
 
@@ -79,6 +81,9 @@ impl Bloom {
                     .sizing(Sizing::Exact)
                     // Redis's maxmemory governs, as for every other type.
                     .unlimited_memory()
+                    // Full by its bits alone, so that a replica, a reload
+                    // and an AOF replay grow at the item the primary did.
+                    .exact_fill()
                     .seed(options.seed)
                     .build()?,
             ),
@@ -97,38 +102,39 @@ impl Bloom {
         })
     }
 
-    /// Adds `items` in order, prefetching their blocks in batches; stops
-    /// after the first item a full `NONSCALING` filter refuses, as
-    /// RedisBloom does, or the first that would need a stage past
-    /// `memory_cap` (a client's command under `bf-memory-limit-per-filter`).
+    /// Adds `items` in order, prefetching their blocks in batches, as
+    /// RedisBloom adds them: an item already present is 0 and needs no
+    /// room; a new one into a full `NONSCALING` filter is refused and ends
+    /// the command; a new one that needs a stage past `memory_cap` (a
+    /// client's command under `bf-memory-limit-per-filter`) or that the
+    /// allocator refuses is refused alone, and the items after it are
+    /// tried. A scaling filter grows before the new item that needs room,
+    /// never after the item that filled it, so that a replica fed the items
+    /// the primary accepted grows where the primary did.
     pub(crate) fn add_many(&mut self, items: &[&[u8]], memory_cap: Option<usize>) -> Vec<Added> {
-        let outcomes: Vec<Added> = match (&self.filter, memory_cap) {
-            (Filter::Scaling(filter), None) => filter
-                .insert_many(items)
+        let outcomes: Vec<Added> = match &self.filter {
+            Filter::Scaling(filter) => filter
+                .insert_many_within(items, memory_cap.unwrap_or(usize::MAX))
                 .into_iter()
-                .map(Added::Item)
+                .map(|outcome| match outcome {
+                    Ok(new) => Added::Item(new),
+                    Err(Error::MemoryLimitReached { .. }) => Added::OverLimit,
+                    Err(_) => Added::Failed,
+                })
                 .collect(),
-            (Filter::Scaling(filter), Some(cap)) => {
-                let (done, refused) = filter.insert_many_within(items, cap);
-                let mut outcomes: Vec<Added> = done.into_iter().map(Added::Item).collect();
-                if refused.is_some() {
-                    outcomes.push(Added::OverLimit);
-                }
-                outcomes
-            }
-            (Filter::Fixed(filter), _) => {
+            Filter::Fixed(filter) => {
                 let present = filter.contains_many(items);
                 let mut room = self.options.capacity.saturating_sub(self.items);
                 let mut outcomes = Vec::with_capacity(items.len());
                 for (item, present) in items.iter().zip(present) {
-                    if present {
+                    // Absent before the command, an item may have come in
+                    // earlier in it (a duplicate): present is present.
+                    if present || (room == 0 && filter.contains(item)) {
                         outcomes.push(Added::Item(false));
                     } else if room == 0 {
                         outcomes.push(Added::Full);
                         break;
                     } else {
-                        // A duplicate within the batch was absent before
-                        // the batch and is present now.
                         let new = filter.insert(item);
                         room -= u64::from(new);
                         outcomes.push(Added::Item(new));

@@ -181,8 +181,11 @@ impl Bloom {
         let envelope = Envelope::decode(&head)?;
         let mut filter_input = input.take(envelope.filter_bytes);
         let filter = match envelope.options.expansion {
+            // Full by its bits alone, as the filter it was saved from.
             Some(_) => Filter::Scaling(
-                ScalableBloomFilter::read_from(&mut filter_input).map_err(RecordError::Filter)?,
+                ScalableBloomFilter::read_from(&mut filter_input)
+                    .map_err(RecordError::Filter)?
+                    .with_exact_fill(),
             ),
             None => Filter::Fixed(
                 BloomFilter::read_from(&mut filter_input).map_err(RecordError::Filter)?,

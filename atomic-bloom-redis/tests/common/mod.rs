@@ -514,3 +514,34 @@ pub fn crc64(bytes: &[u8]) -> u64 {
     }
     crc
 }
+
+/// Waits (up to 30 s: a full sync waits out the primary's diskless delay)
+/// until the replica behind `replica` has acknowledged everything the
+/// primary behind `primary` sent, its link up; false if it never does.
+pub fn replica_caught_up(primary: &mut redis::Connection, replica: &mut redis::Connection) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let acked: i64 = redis::cmd("WAIT")
+            .arg(1)
+            .arg(100)
+            .query(primary)
+            .unwrap_or(0);
+        let link: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(replica)
+            .unwrap_or_default();
+        if acked == 1 && link.contains("master_link_status:up") {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// `DUMP key`'s payload, or `None` for a missing key.
+pub fn dump_payload(connection: &mut redis::Connection, key: &str) -> Option<Vec<u8>> {
+    redis::cmd("DUMP")
+        .arg(key)
+        .query::<Option<Vec<u8>>>(connection)
+        .expect("DUMP")
+}

@@ -1,0 +1,125 @@
+//! What the primary applied is what travels: a command refused in part
+//! (past `bf-memory-limit-per-filter`, into a full `NONSCALING` filter, at
+//! a capped error rate) reaches the replica and the AOF as its effect, so
+//! the replica and an AOF replay hold the primary's filter byte for byte
+//! (`DUMP`), answer its items and absent probes alike, and report the same
+//! `BF.INFO`, on Valkey and Redis 7.0.
+
+mod common;
+
+use common::{dump_payload, replica_caught_up, Server, KINDS};
+
+fn items(prefix: &str, range: std::ops::Range<u64>) -> Vec<String> {
+    range.map(|i| format!("{prefix}:{i}")).collect()
+}
+
+/// Sends `command` and ignores what it answers: errors (refusals) are the
+/// point here.
+fn send(c: &mut redis::Connection, command: &mut redis::Cmd) {
+    let _ = command.query::<redis::Value>(c);
+}
+
+/// The writes under test, with the primary's memory limit and a capped
+/// default rate in force: a growth past the limit in a scaling filter (the
+/// items after it refused one by one), a full `NONSCALING` filter, a key
+/// `BF.ADD` creates at the capped rate, and `BF.INSERT` creating one.
+fn refused_in_part(c: &mut redis::Connection) -> Vec<(&'static str, Vec<String>)> {
+    let mut keys = Vec::new();
+    send(c, redis::cmd("BF.RESERVE").arg(&["grows", "0.01", "500"]));
+    let grows = items("grows", 0..20_000);
+    for batch in grows.chunks(1000) {
+        send(c, redis::cmd("BF.MADD").arg("grows").arg(batch));
+    }
+    keys.push(("grows", grows));
+    send(
+        c,
+        redis::cmd("BF.RESERVE").arg(&["fixed", "0.001", "300", "NONSCALING"]),
+    );
+    let fixed = items("fixed", 0..400);
+    send(c, redis::cmd("BF.MADD").arg("fixed").arg(&fixed));
+    keys.push(("fixed", fixed));
+    let added = items("added", 0..3000);
+    for item in &added {
+        send(c, redis::cmd("BF.ADD").arg("added").arg(item));
+    }
+    keys.push(("added", added));
+    let inserted = items("inserted", 0..30_000);
+    send(
+        c,
+        redis::cmd("BF.INSERT")
+            .arg(&[
+                "inserted",
+                "CAPACITY",
+                "200",
+                "ERROR",
+                "0.4",
+                "EXPANSION",
+                "3",
+                "ITEMS",
+            ])
+            .arg(&inserted),
+    );
+    keys.push(("inserted", inserted));
+    keys
+}
+
+/// What a key answers: `BF.INFO`, its items and 10,000 absent probes.
+fn answers(c: &mut redis::Connection, key: &str, sent: &[String]) -> (redis::Value, Vec<bool>) {
+    let info: redis::Value = redis::cmd("BF.INFO").arg(key).query(c).unwrap();
+    let mut found = Vec::new();
+    let absent = items("absent", 0..10_000);
+    for batch in sent.chunks(2000).chain(absent.chunks(2000)) {
+        let answers: Vec<bool> = redis::cmd("BF.MEXISTS")
+            .arg(key)
+            .arg(batch)
+            .query(c)
+            .unwrap();
+        found.extend(answers);
+    }
+    (info, found)
+}
+
+#[test]
+fn a_replica_and_an_aof_replay_hold_what_the_primary_applied() {
+    for kind in KINDS {
+        let primary = Server::start(kind, &[], &["--appendonly", "yes"]);
+        let replica = Server::start(kind, &[], &[]);
+        let (mut p, mut r) = (primary.connect(), replica.connect());
+        let _: String = redis::cmd("REPLICAOF")
+            .arg(&["127.0.0.1", &primary.port.to_string()])
+            .query(&mut r)
+            .unwrap();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: no sync");
+        for (config, value) in [
+            ("bf.bf-memory-limit-per-filter", "65536"),
+            ("bf.bf-error-rate", "0.3"),
+        ] {
+            let _: () = redis::cmd("CONFIG")
+                .arg(&["SET", config, value])
+                .query(&mut p)
+                .unwrap();
+        }
+        let keys = refused_in_part(&mut p);
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
+        // The primary refused some of every key's items: what is tested.
+        let card: i64 = redis::cmd("BF.CARD").arg("grows").query(&mut p).unwrap();
+        assert!(
+            card > 1000 && card < 20_000,
+            "{kind:?}: {card} of 20,000 taken"
+        );
+        let mut on_primary = Vec::new();
+        for (key, sent) in &keys {
+            let here = (dump_payload(&mut p, key), answers(&mut p, key, sent));
+            let there = (dump_payload(&mut r, key), answers(&mut r, key, sent));
+            assert!(here.0.is_some(), "{kind:?} {key}: missing");
+            assert!(here == there, "{kind:?} {key}: the replica differs");
+            on_primary.push(here);
+        }
+        // The AOF holds the same effects: a replay rebuilds the same keys.
+        let _: String = redis::cmd("DEBUG").arg("LOADAOF").query(&mut p).unwrap();
+        for ((key, sent), before) in keys.iter().zip(&on_primary) {
+            let after = (dump_payload(&mut p, key), answers(&mut p, key, sent));
+            assert!(&after == before, "{kind:?} {key}: the AOF replay differs");
+        }
+    }
+}
