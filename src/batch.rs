@@ -5,7 +5,7 @@
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
-use crate::{BloomFilter, Error, ScalableBloomFilter};
+use crate::{BloomFilter, Error, ScalableBloomFilter, WindowedBloomFilter};
 
 /// Items hashed and prefetched together: enough misses in flight to cover
 /// memory latency, few enough for the CPU's fill buffers.
@@ -140,6 +140,56 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
                 let stages = self.prefetcher();
                 move |hash| stages.prefetch_hash(hash)
             },
+            work,
+        );
+    }
+}
+
+impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
+    /// Whether each item may have been inserted within the window, as
+    /// [`contains`](Self::contains) one at a time would say, with the
+    /// blocks of 16 items fetched from memory together.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<str> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// w.insert("a");
+    /// assert_eq!(w.contains_many(&["a", "b"]), vec![true, false]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn contains_many<Q: Borrow<T>>(&self, items: &[Q]) -> Vec<bool> {
+        let mut found = Vec::with_capacity(items.len());
+        self.for_each_prefetched(items, |hash| found.push(self.contains_hash(hash)));
+        found
+    }
+
+    /// Inserts each item, as [`insert`](Self::insert) one at a time would
+    /// (rotating as needed), and returns whether each was new; blocks are
+    /// prefetched as in [`contains_many`](Self::contains_many). A
+    /// duplicate within the slice is new only the first time.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(w.insert_many(&[1, 2, 1]), vec![true, true, false]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn insert_many<Q: Borrow<T>>(&self, items: &[Q]) -> Vec<bool> {
+        let mut new = Vec::with_capacity(items.len());
+        self.for_each_prefetched(items, |hash| new.push(self.insert_hash(hash)));
+        new
+    }
+
+    #[inline(always)]
+    fn for_each_prefetched<Q: Borrow<T>>(&self, items: &[Q], work: impl FnMut(u64)) {
+        for_each_prefetched(
+            items,
+            |item| self.hash_item(item),
+            || |hash| self.prefetch_hash(hash),
             work,
         );
     }

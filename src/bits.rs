@@ -147,8 +147,10 @@ impl BitArray {
         self.blocks.prefetch(block_index);
     }
 
+    /// Word `word` of line `block_index`: for the windowed filter, which
+    /// places generations' bits itself (`src/windowed/probe.rs`).
     #[inline(always)]
-    fn word(&self, block_index: usize, word: usize) -> &AtomicU64 {
+    pub(crate) fn word(&self, block_index: usize, word: usize) -> &AtomicU64 {
         &self.blocks.get(block_index).0[word]
     }
 

@@ -100,6 +100,29 @@ pub enum Error {
         /// Bytes the filter would take with its next stage.
         needed: usize,
     },
+    /// A windowed filter was asked to remember a window of 0 items.
+    ZeroWindow,
+    /// A windowed filter's time window was zero, or too long to count in
+    /// nanoseconds (more than about 292 years).
+    InvalidWindowDuration {
+        /// The duration that was passed.
+        duration: std::time::Duration,
+    },
+    /// A windowed filter's generation count does not suit its layout: 2,
+    /// 4 or 8 for [`Layout::CacheLine`](crate::Layout::CacheLine), 2 to 16
+    /// for [`Layout::Compact`](crate::Layout::Compact).
+    InvalidGenerations {
+        /// The count that was passed.
+        generations: u32,
+        /// The layout it was passed with.
+        layout: crate::Layout,
+    },
+    /// A windowed filter was asked for a layout it does not have
+    /// ([`Layout::Word`](crate::Layout::Word)).
+    UnsupportedWindowLayout {
+        /// The layout that was passed.
+        layout: crate::Layout,
+    },
     /// Reading or writing a saved filter failed in the operating system
     /// (file not found, permission denied, disk full, ...).
     Io {
@@ -325,6 +348,31 @@ impl fmt::Display for Error {
                 "the filter is full and its next stage would take it to {needed} bytes, \
                  past its memory limit of {limit}: raise `.memory_limit(..)`, or accept a \
                  rising false-positive rate (`insert` keeps adding to the last stage)"
+            ),
+            Error::ZeroWindow => write!(
+                f,
+                "a window of 0 items remembers nothing: pass the number of most recent items \
+                 the filter must remember (for a time window, the most items inserted in one \
+                 window)"
+            ),
+            Error::InvalidWindowDuration { duration } => write!(
+                f,
+                "time window {duration:?} is zero or too long: pass a duration from 1 ns to \
+                 about 292 years, such as Duration::from_secs(3600)"
+            ),
+            Error::InvalidGenerations {
+                generations,
+                layout,
+            } => write!(
+                f,
+                "{generations} generations do not suit a windowed {layout:?} filter: pass 2, 4 \
+                 or 8 for Layout::CacheLine, 2 to 16 for Layout::Compact, or leave it unset for \
+                 the layout's least memory"
+            ),
+            Error::UnsupportedWindowLayout { layout } => write!(
+                f,
+                "a windowed filter has no {layout:?} layout: use Layout::CacheLine (the \
+                 default, fastest) or Layout::Compact (least memory)"
             ),
             Error::Io { kind, message } => write!(
                 f,

@@ -126,6 +126,18 @@ impl BlockIndex {
         }
     }
 
+    /// The index of `blocks` blocks of `lines_per_block` lines each, sized
+    /// as `sizing` says: for arrays that are not one `Geometry`'s (the
+    /// windowed filter's generations).
+    pub(crate) fn of(blocks: usize, sizing: Sizing, lines_per_block: usize) -> Self {
+        let exact = sizing == Sizing::Exact;
+        BlockIndex {
+            blocks_or_mask: if exact { blocks } else { blocks - 1 },
+            exact,
+            line_shift: lines_per_block.trailing_zeros(),
+        }
+    }
+
     /// The first line of the block of `hash`.
     #[inline(always)]
     pub(crate) fn line(self, hash: u64) -> usize {

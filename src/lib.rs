@@ -136,6 +136,7 @@ mod scalable;
 mod sizing;
 mod sync;
 mod tally;
+mod windowed;
 mod wire;
 
 pub use bloom::BloomFilter;
@@ -147,6 +148,7 @@ pub use hash::DefaultHasher;
 pub use layout::{Layout, Sizing};
 pub use persist::{FrontierItem, SaveCursor};
 pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder, StageStats};
+pub use windowed::{Rotation, WindowedBloomFilter, WindowedBloomFilterBuilder};
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]

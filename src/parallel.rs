@@ -5,7 +5,7 @@ use std::hash::{BuildHasher, Hash};
 
 use rayon::iter::{IntoParallelIterator, ParallelIterator};
 
-use crate::{BloomFilter, CountingBloomFilter, ScalableBloomFilter};
+use crate::{BloomFilter, CountingBloomFilter, ScalableBloomFilter, WindowedBloomFilter};
 
 /// `par_insert` on a filter type whose `insert(&T) -> bool` says whether the
 /// item was new: one definition for every filter, with the type's example.
@@ -55,4 +55,8 @@ par_insert!(
 par_insert!(
     ScalableBloomFilter,
     "ScalableBloomFilter::new(1_000, 0.01)?"
+);
+par_insert!(
+    WindowedBloomFilter,
+    "WindowedBloomFilter::new(100_000, 0.01)?"
 );

@@ -94,6 +94,7 @@ mod frontier;
 mod scalable;
 #[cfg(feature = "serde")]
 mod serde;
+mod windowed;
 
 pub use chunks::SaveCursor;
 pub use frontier::FrontierItem;
@@ -199,6 +200,7 @@ pub(crate) enum Kind {
     Counting = 2,
     Scalable = 3,
     Frontier = 4,
+    Windowed = 5,
 }
 
 impl Kind {
@@ -208,6 +210,7 @@ impl Kind {
             2 => Ok(Kind::Counting),
             3 => Ok(Kind::Scalable),
             4 => Ok(Kind::Frontier),
+            5 => Ok(Kind::Windowed),
             found => Err(Error::UnknownKind { found }),
         }
     }
@@ -218,6 +221,7 @@ impl Kind {
             Kind::Counting => "CountingBloomFilter",
             Kind::Scalable => "ScalableBloomFilter",
             Kind::Frontier => "Frontier",
+            Kind::Windowed => "WindowedBloomFilter",
         }
     }
 }

@@ -10,7 +10,10 @@ use serde::ser::{self, Serializer};
 use serde::{Deserialize, Serialize};
 
 use super::{FrontierItem, Saved};
-use crate::{BloomFilter, CountingBloomFilter, DefaultHasher, Frontier, ScalableBloomFilter};
+use crate::{
+    BloomFilter, CountingBloomFilter, DefaultHasher, Frontier, ScalableBloomFilter,
+    WindowedBloomFilter,
+};
 
 fn serialize<V: Saved, Z: Serializer>(value: &V, serializer: Z) -> Result<Z::Ok, Z::Error> {
     let bytes = super::write_to(value, Vec::new()).map_err(ser::Error::custom)?;
@@ -78,4 +81,5 @@ serde_through_format!(
     [T: ?Sized] CountingBloomFilter<T, DefaultHasher>,
     [T: ?Sized] ScalableBloomFilter<T, DefaultHasher>,
     [T: FrontierItem] Frontier<T, DefaultHasher>,
+    [T: ?Sized] WindowedBloomFilter<T, DefaultHasher>,
 );

@@ -22,8 +22,10 @@
 //! block ([`Sizing::Exact`]).
 
 mod rate;
+mod window;
 
 use rate::{rate_at_load, ProbeHitTable};
+pub(crate) use window::{plan_window, WindowGeometry, SHARED_BLOCK_LINES};
 
 use crate::block::{BLOCK_BYTES, WORDS_PER_BLOCK};
 use crate::hash::POSITIONS_PER_WORD;

@@ -45,6 +45,28 @@ pub(super) fn rate_at_load(scheme: Scheme, load: f64, table: &mut ProbeHitTable)
     .clamp(0.0, 1.0)
 }
 
+/// Expected false-positive rate of a pair probe at `load` items per
+/// segment: `h` bits in one of `words_per_half` words of the segment's first
+/// half and `h` in one of its second half (the cache-line scheme is 4 words
+/// per half). As there, the items hitting both of a probe's words, only its
+/// first and only its second are independent Poisson variables.
+pub(super) fn pair_rate_at_load(load: f64, words_per_half: u32, table: &mut ProbeHitTable) -> f64 {
+    let w = f64::from(words_per_half);
+    let both = Poisson::new(load / (w * w));
+    let one = Poisson::new(load * (w - 1.0) / (w * w));
+    table.extend_to(both.last() + one.last());
+    both.terms()
+        .map(|(shared, p_shared)| {
+            let word: f64 = one
+                .terms()
+                .map(|(own, p_own)| p_own * table.get(shared + own))
+                .sum();
+            p_shared * word * word
+        })
+        .sum::<f64>()
+        .clamp(0.0, 1.0)
+}
+
 /// `q(j)`: the probability that a probe's `h` throws all land on set slots
 /// of a group of `slots` slots that `j` items (each throwing `h` times,
 /// with replacement) went into.

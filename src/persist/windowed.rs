@@ -1,0 +1,263 @@
+//! `WindowedBloomFilter`'s body: its shape, its rotation state and its
+//! bits (`FORMAT.md`, kind 5).
+
+use std::io::{Read, Write};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::{
+    read_sizing, sizing_byte, to_usize, Decoder, Encoder, Kind, Saved, Stored, BIT_LAYOUTS,
+};
+use crate::bits::BitArray;
+use crate::sizing::WindowGeometry;
+use crate::windowed::{monotonic_clock, timing, Rotation, Timing};
+use crate::{DefaultHasher, Error, Layout, WindowedBloomFilter};
+
+/// The rotation byte.
+fn rotation_byte(rotation: Rotation) -> u8 {
+    match rotation {
+        Rotation::Count => 0,
+        Rotation::Time(_) => 1,
+        Rotation::Manual => 2,
+    }
+}
+
+/// Nanoseconds since the Unix epoch now (0 if the clock is before it).
+fn unix_nanos() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos().min(u128::from(u64::MAX)) as u64)
+}
+
+/// The most epochs a saved filter may be at: room to keep counting.
+const MAX_EPOCH: u64 = 1 << 60;
+
+impl<T: ?Sized> Saved for WindowedBloomFilter<T, DefaultHasher> {
+    const KIND: Kind = Kind::Windowed;
+
+    fn seed(&self) -> u64 {
+        self.hasher().seed()
+    }
+
+    fn write_body<W: Write>(&self, out: &mut Encoder<W>) -> Result<(), Error> {
+        let geometry = self.geometry();
+        out.u8(Stored::Bits(geometry.layout).byte())?;
+        out.u8(sizing_byte(geometry.sizing))?;
+        out.u8(geometry.generations as u8)?;
+        out.u8(rotation_byte(self.rotation()))?;
+        out.u32(geometry.bits_per_word)?;
+        out.usize(self.window())?;
+        out.f64(self.target_fpr())?;
+        out.usize(geometry.generation_capacity)?;
+        out.usize(geometry.blocks)?;
+        // One reading of the state: the bits written after it hold every
+        // insert that completed before the save began.
+        let (epoch, rotating, len, ends) = self.ring_snapshot();
+        let now = self.now();
+        let (window_nanos, saved_at) = match self.timing() {
+            Timing::Time { window, .. } => (window.as_nanos() as u64, unix_nanos()),
+            _ => (0, 0),
+        };
+        out.u64(window_nanos)?;
+        out.u64(saved_at)?;
+        for end in ends {
+            let left = if window_nanos == 0 {
+                0
+            } else {
+                end.saturating_sub(now)
+            };
+            out.u64(left as u64)?;
+        }
+        out.u64(epoch)?;
+        out.u8(u8::from(rotating))?;
+        out.u64(len)?;
+        let set_bits = self.bits().write_words(out)?;
+        out.u64(set_bits)
+    }
+
+    fn read_body<R: Read>(input: &mut Decoder<R>, seed: u64) -> Result<Self, Error> {
+        input.part("window parameters");
+        let layout = match Stored::from_byte(input.u8()?, &BIT_LAYOUTS, input)? {
+            Stored::Bits(layout @ (Layout::CacheLine | Layout::Compact)) => layout,
+            other => {
+                return Err(Error::InvalidField {
+                    field: "layout",
+                    value: u64::from(other.byte()),
+                })
+            }
+        };
+        let sizing = read_sizing(input)?;
+        let generations = u32::from(input.u8()?);
+        let rotation = input.u8()?;
+        let bits_per_word = input.u32()?;
+        let window = to_usize(input.u64()?, "window")?;
+        let rate = input.f64()?;
+        if !(rate > 0.0 && rate < 1.0) {
+            return Err(Error::InvalidStoredRate { rate });
+        }
+        let generation_capacity = to_usize(input.u64()?, "generation capacity")?;
+        let blocks = to_usize(input.u64()?, "block count")?;
+        let geometry = WindowGeometry {
+            layout,
+            sizing,
+            generations,
+            bits_per_word,
+            blocks,
+            generation_capacity,
+        };
+        geometry.check()?;
+        if window == 0 || generation_capacity != window.div_ceil(generations as usize - 1) {
+            return Err(Error::InvalidField {
+                field: "window",
+                value: window as u64,
+            });
+        }
+        let window_nanos = input.u64()?;
+        let saved_at = input.u64()?;
+        let rotation = match (rotation, window_nanos) {
+            (0, 0) => Rotation::Count,
+            (2, 0) => Rotation::Manual,
+            (1, nanos) if nanos > 0 => Rotation::Time(Duration::from_nanos(nanos)),
+            _ => {
+                return Err(Error::InvalidField {
+                    field: "rotation",
+                    value: u64::from(rotation),
+                })
+            }
+        };
+        let clock = monotonic_clock();
+        // Time windows: the ends are kept relative to the save, and the
+        // time the filter spent saved counts as passed.
+        let now = clock().as_nanos() as i64;
+        let downtime = unix_nanos()
+            .saturating_sub(saved_at)
+            .min(i64::MAX as u64 / 4) as i64;
+        let mut ends = Vec::with_capacity(generations as usize);
+        for _ in 0..generations {
+            let left = input.u64()? as i64;
+            ends.push(match rotation {
+                Rotation::Time(_) => now.saturating_add(left).saturating_sub(downtime),
+                _ => i64::MIN / 4,
+            });
+        }
+        let timing = timing(rotation, &geometry, Some(clock))?;
+        let epoch = input.u64()?;
+        if epoch > MAX_EPOCH {
+            return Err(Error::InvalidField {
+                field: "epoch",
+                value: epoch,
+            });
+        }
+        let rotating = match input.u8()? {
+            0 => false,
+            1 => true,
+            other => {
+                return Err(Error::InvalidField {
+                    field: "rotating",
+                    value: u64::from(other),
+                })
+            }
+        };
+        let len = input.u64()?;
+        if len >= 1 << 40 {
+            return Err(Error::InvalidField {
+                field: "generation length",
+                value: len,
+            });
+        }
+        input.part("bit array");
+        let (bits, counted) = BitArray::read_words(geometry.lines(), input)?;
+        input.part("set-bit count");
+        let stored = input.u64()?;
+        input.expect_count("set bits", stored, counted);
+        let filter = WindowedBloomFilter::from_state(
+            bits,
+            geometry,
+            rate,
+            window,
+            timing,
+            DefaultHasher::with_seed(seed),
+            epoch,
+            len,
+            ends,
+        );
+        if rotating {
+            filter.finish_saved_rotation();
+        }
+        Ok(filter)
+    }
+}
+
+saving_methods! {
+    /// # Saving and loading
+    ///
+    /// In the format of `FORMAT.md` (kind 5): the bits of every generation
+    /// and the rotation state, so a loaded filter answers and rotates
+    /// exactly as the saved one would have. Only filters with the
+    /// [`DefaultHasher`] save. A time window is saved with how long each
+    /// generation had left, and the time the filter spends saved counts
+    /// as passed (a filter loaded a day later has forgotten a one-hour
+    /// window); a custom clock is not saved (the loaded filter reads
+    /// `std::time::Instant`).
+    impl[T: ?Sized] WindowedBloomFilter<T, DefaultHasher>,
+        "WindowedBloomFilter",
+        "WindowedBloomFilter::<str>",
+        "WindowedBloomFilter::<str>::new(1000, 0.01)?"
+    {
+        /// Writes the filter to `out` (wrap a file in a `BufWriter`, or use
+        /// [`save`](Self::save)).
+        ///
+        /// # Consistency
+        ///
+        /// Other threads may insert while it writes. Every insert that
+        /// happened-before the call is in the output. The epoch is read
+        /// once, first: an insert racing the save may or may not be in the
+        /// output, and if a rotation completes during the save, items
+        /// inserted after it may be saved in the slot of the oldest
+        /// generation (remembered for fewer generations once loaded). A
+        /// rotation under way is completed by the loader.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Io`] when `out` fails.
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// use atomic_bloom::WindowedBloomFilter;
+        ///
+        /// let w: WindowedBloomFilter<str> = WindowedBloomFilter::builder(1000, 0.01).seed(7).build()?;
+        /// w.insert("a");
+        /// let mut bytes = Vec::new();
+        /// w.write_to(&mut bytes)?;
+        /// let v: WindowedBloomFilter<str> = WindowedBloomFilter::read_from(bytes.as_slice())?;
+        /// assert!(v.contains("a"));
+        /// assert_eq!(v.epoch(), w.epoch());
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        fn write_to;
+
+        /// Reads a filter that [`write_to`](Self::write_to) wrote, checking
+        /// every field and both checksums; allocates only as the input
+        /// delivers bytes.
+        ///
+        /// # Errors
+        ///
+        /// Those of [`BloomFilter::read_from`](crate::BloomFilter::read_from),
+        /// and [`Error::InvalidField`] for a window, a rotation or an epoch
+        /// no filter has.
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// use atomic_bloom::{BloomFilter, Error, WindowedBloomFilter};
+        ///
+        /// let plain: BloomFilter<str> = BloomFilter::new(1000, 0.01)?;
+        /// let mut bytes = Vec::new();
+        /// plain.write_to(&mut bytes)?;
+        /// let err = WindowedBloomFilter::<str>::read_from(bytes.as_slice()).unwrap_err();
+        /// assert!(matches!(err, Error::WrongKind { .. }));
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        fn read_from;
+    }
+}

@@ -1,0 +1,769 @@
+//! `WindowedBloomFilter`: a lock-free Bloom filter over a sliding window,
+//! which forgets on schedule.
+
+mod builder;
+mod probe;
+mod ring;
+
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+use std::time::Duration;
+
+pub(crate) use builder::{monotonic_clock, timing};
+pub use builder::{Rotation, WindowedBloomFilterBuilder};
+use probe::{Placement, SlotProbe};
+use ring::MAX_CHUNKS;
+use ring::{Counted, Ring};
+
+use crate::bits::BitArray;
+use crate::block::BLOCK_BYTES;
+use crate::sizing::WindowGeometry;
+use crate::{DefaultHasher, Error, Layout, Sizing};
+
+/// A clock: monotonic time since a fixed instant.
+pub(crate) type Clock = Box<dyn Fn() -> Duration + Send + Sync>;
+
+/// What ends a generation, with what a time window needs.
+pub(crate) enum Timing {
+    Count,
+    Manual,
+    Time {
+        window: Duration,
+        /// A generation's length, in clock nanoseconds.
+        span: i64,
+        /// How long a generation stays live after it ends: `(g - 1) span`.
+        lifetime: i64,
+        clock: Clock,
+    },
+}
+
+/// A Bloom filter that remembers the last `window` items (or every item
+/// inserted in the last `T`) and forgets older ones, shared by any number
+/// of threads through `&self`, without locks.
+///
+/// It keeps `g` generations (4 by default) and answers yes when any of
+/// them holds the item. Inserts go into the current generation. Once it
+/// holds its share of the window, `G = ⌈window / (g − 1)⌉` new items (or
+/// once its share of the time window has passed), the next generation
+/// starts and the oldest is cleared: so the `g − 1` generations before the
+/// current one always hold the last `(g − 1) G ≥ window` items.
+///
+/// # Window and forget horizon
+///
+/// * **Count windows.** An item is found until at least `(g − 1) G ≥
+///   window` new items have been inserted after it, and is forgotten (it
+///   answers exactly as if never inserted) once `g G − 1` have: the
+///   horizon is `window × g / (g − 1)` items, 1.33 × the window at the
+///   default 4 generations. "New" means new to the current generation:
+///   an item inserted again moves into the current generation (its
+///   lifetime starts over) and takes a place in it; repeats within one
+///   generation take none. With several threads a generation may take a
+///   few items more before its rotation is noticed (at most a 512th of
+///   `G` and 8 items), which only lengthens both bounds.
+/// * **Time windows** ([`time_window`](WindowedBloomFilterBuilder::time_window)):
+///   a generation lasts `T (1 + 1/256) / (g − 1)`. An item is found for
+///   at least `T` after its insert, and is forgotten `T (1 + 1/256) g /
+///   (g − 1)` after it at the latest. The clock is read on every insert
+///   and on every lookup that finds the item, so an item is forgotten on
+///   time even when nothing rotates the filter.
+///
+/// # Memory and speed
+///
+/// | layout | generations | bits per window item at 1% | lines read per lookup |
+/// |---|---|---|---|
+/// | [`CacheLine`](Layout::CacheLine) (default) | 4 | 19.4 | 2 (adjacent) |
+/// | [`Compact`](Layout::Compact) | 5 | 17.2 | 5 |
+/// | two plain filters, each the whole window at 0.5% | 2 | 22 and up | 2 |
+///
+/// (Sized exactly. A Bloom filter that forgets pays twice over a plain
+/// one: for the generations it holds beyond the window, `g / (g − 1)`, and
+/// for the union of `g` lookups, each at a `g`th of the rate: at 1%, no
+/// union of generations goes below about 16 bits per item even unblocked.)
+///
+/// # Example
+///
+/// ```
+/// use atomic_bloom::WindowedBloomFilter;
+///
+/// // A stream consumer that drops redeliveries among the last 100k messages.
+/// let recent: WindowedBloomFilter<str> = WindowedBloomFilter::new(100_000, 0.01)?;
+/// assert!(recent.insert("msg-1"));
+/// assert!(!recent.insert("msg-1")); // a redelivery
+/// for i in 0..200_000 {
+///     recent.insert(&format!("msg-{}", i + 2));
+/// }
+/// assert!(!recent.contains("msg-1")); // long forgotten
+/// assert!(recent.contains("msg-200001"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Consistency
+///
+/// An insert is placed in the generation that is current when it
+/// completes: one that raced a rotation and landed in a generation that
+/// has since ended is inserted again into the current one. So an insert
+/// that happens-before a lookup is found by it unless the window has
+/// passed over it in between, whatever rotations raced either of them.
+/// Rotation takes no lock: whichever thread fills a generation begins the
+/// next, and clearing the oldest generation is shared, a chunk at a time,
+/// by every thread that inserts meanwhile (inserts go on into the full
+/// generation until the last chunk is cleared). Two threads racing to
+/// insert the same absent item may both be told it was new.
+pub struct WindowedBloomFilter<T: ?Sized, S = DefaultHasher> {
+    bits: BitArray,
+    ring: Ring,
+    placement: Placement,
+    /// Blocks a chunk of a rotation clears.
+    chunk_blocks: usize,
+    geometry: WindowGeometry,
+    rate: f64,
+    window: usize,
+    timing: Timing,
+    hasher: S,
+    _item: PhantomData<fn(&T)>,
+}
+
+impl<T: ?Sized> WindowedBloomFilter<T, DefaultHasher> {
+    /// A filter that remembers at least the last `window` items at
+    /// false-positive rate `rate`, with cache-line blocks, the generations
+    /// that take the least memory, exact sizing and a random seed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroWindow`], [`Error::InvalidFalsePositiveRate`] (not in
+    /// (0, 1), or NaN), [`Error::TooLarge`], [`Error::AllocationFailed`],
+    /// [`Error::SeedUnavailable`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::WindowedBloomFilter;
+    ///
+    /// let w: WindowedBloomFilter<str> = WindowedBloomFilter::new(1_000_000, 0.01)?;
+    /// assert!(w.insert("a"));
+    /// assert!(w.contains("a"));
+    /// assert_eq!(w.window(), 1_000_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(window: usize, rate: f64) -> Result<Self, Error> {
+        Self::builder(window, rate).build()
+    }
+
+    /// A builder: seed or hasher, layout, sizing, generations, a time
+    /// window or manual rotation, a clock.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{Layout, WindowedBloomFilter};
+    ///
+    /// let w: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(10_000, 0.001)
+    ///     .seed(7)
+    ///     .layout(Layout::Compact)
+    ///     .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(window: usize, rate: f64) -> WindowedBloomFilterBuilder<T, DefaultHasher> {
+        WindowedBloomFilterBuilder::new(window, rate)
+    }
+}
+
+impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
+    /// An empty filter of `geometry`.
+    pub(crate) fn from_parts(
+        geometry: WindowGeometry,
+        rate: f64,
+        window: usize,
+        timing: Timing,
+        hasher: S,
+    ) -> Result<Self, Error> {
+        let bits = BitArray::new(geometry.lines())?;
+        let mut ends = vec![i64::MIN / 4; geometry.generations as usize];
+        if let Timing::Time { span, clock, .. } = &timing {
+            ends[0] = clock_nanos(clock).saturating_add(*span);
+        }
+        Ok(Self::from_state(
+            bits, geometry, rate, window, timing, hasher, 0, 0, ends,
+        ))
+    }
+
+    /// A filter over `bits` at `epoch`, its current generation holding
+    /// `count` items, its slots ending at `ends` (time windows).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_state(
+        bits: BitArray,
+        geometry: WindowGeometry,
+        rate: f64,
+        window: usize,
+        timing: Timing,
+        hasher: S,
+        epoch: u64,
+        count: u64,
+        ends: Vec<i64>,
+    ) -> Self {
+        let placement = Placement::new(&geometry);
+        // Chunks of 16 KiB, fewer and larger past MAX_CHUNKS.
+        let chunk_blocks = placement
+            .blocks_per_chunk()
+            .max(geometry.blocks.div_ceil(MAX_CHUNKS as usize));
+        let chunks = geometry.blocks.div_ceil(chunk_blocks) as u64;
+        let ring = Ring::new(
+            geometry.generations,
+            epoch,
+            count,
+            chunks,
+            geometry.generation_capacity as u64,
+            ends,
+        );
+        WindowedBloomFilter {
+            bits,
+            ring,
+            placement,
+            chunk_blocks,
+            geometry,
+            rate,
+            window,
+            timing,
+            hasher,
+            _item: PhantomData,
+        }
+    }
+
+    pub(crate) fn bits(&self) -> &BitArray {
+        &self.bits
+    }
+
+    pub(crate) fn geometry(&self) -> &WindowGeometry {
+        &self.geometry
+    }
+
+    pub(crate) fn timing(&self) -> &Timing {
+        &self.timing
+    }
+
+    /// The epoch, whether a rotation is clearing, the current count and
+    /// every slot's end: what a save records, read once.
+    pub(crate) fn ring_snapshot(&self) -> (u64, bool, u64, Vec<i64>) {
+        let state = self.ring.load();
+        (
+            state.epoch(),
+            state.rotating(),
+            self.ring.len(state.epoch()),
+            self.ring.ends(),
+        )
+    }
+
+    /// Clock nanoseconds now (time windows; 0 otherwise).
+    pub(crate) fn now(&self) -> i64 {
+        match &self.timing {
+            Timing::Time { clock, .. } => clock_nanos(clock),
+            _ => 0,
+        }
+    }
+
+    /// Inserts the item whose hash is `hash`; true if no live generation
+    /// held it.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<str> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// let hash = w.hash_item("a");
+    /// assert!(w.insert_hash(hash));
+    /// assert!(w.contains_hash(hash));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn insert_hash(&self, hash: u64) -> bool {
+        self.insert_hash_then(hash, |_| ())
+    }
+
+    /// [`insert_hash`](Self::insert_hash), calling `placed` with the
+    /// epoch of the generation the item was placed in, just before it
+    /// returns.
+    #[inline(always)]
+    fn insert_hash_then(&self, hash: u64, placed: impl FnOnce(u64)) -> bool {
+        if self.placement.is_shared() {
+            self.insert_probe(self.placement.shared(hash), placed)
+        } else {
+            self.insert_probe(self.placement.separate(hash), placed)
+        }
+    }
+
+    /// Whether the item whose hash is `hash` may be in the window.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<str> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// w.insert("a");
+    /// assert!(w.contains_hash(w.hash_item("a")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        if self.placement.is_shared() {
+            self.contains_probe(self.placement.shared(hash))
+        } else {
+            self.contains_probe(self.placement.separate(hash))
+        }
+    }
+
+    /// Starts loading the lines of `hash` into cache.
+    #[inline(always)]
+    pub(crate) fn prefetch_hash(&self, hash: u64) {
+        let all = (1u32 << self.geometry.generations) - 1;
+        if self.placement.is_shared() {
+            self.placement.shared(hash).prefetch(&self.bits, all);
+        } else {
+            self.placement.separate(hash).prefetch(&self.bits, all);
+        }
+    }
+
+    /// The insert protocol (`src/PROTOCOLS.md`, "Windowed filter").
+    #[inline(always)]
+    fn insert_probe<P: SlotProbe>(&self, probe: P, placed: impl FnOnce(u64)) -> bool {
+        let now = match &self.timing {
+            Timing::Time { clock, .. } => Some(clock_nanos(clock)),
+            _ => None,
+        };
+        let mut state = self.ring.load();
+        if let Some(now) = now {
+            let current = self.ring.slot(state.epoch());
+            if !state.rotating() && now >= self.ring.end(current) {
+                self.rotate(state.epoch(), now);
+                state = self.ring.load();
+            }
+        }
+        let mut answer = None;
+        loop {
+            if state.rotating() {
+                // Share the clearing: one chunk per insert that meets it.
+                self.clear_chunks(1);
+                state = self.ring.load();
+            }
+            let epoch = state.epoch();
+            let current = self.ring.slot(epoch);
+            let mut live = self.ring.live(state);
+            if let (Some(now), Timing::Time { lifetime, .. }) = (now, &self.timing) {
+                live &= !self.ring.expired(now, *lifetime) | 1 << current;
+            }
+            let hits = probe.hits(&self.bits, live);
+            let new_here = hits & 1 << current == 0 && probe.set(&self.bits, current);
+            let was_new = *answer.get_or_insert(hits == 0);
+            let counted = if new_here {
+                self.ring.count(epoch)
+            } else {
+                Counted::Room
+            };
+            // The re-check: the item counts as inserted when the epoch it
+            // went into is still current here; if a rotation completed
+            // meanwhile, its slot may belong to an older generation (or
+            // have been cleared under it), so insert again.
+            let recheck = self.ring.load();
+            if recheck.epoch() == epoch {
+                placed(epoch);
+                if matches!(counted, Counted::Full) && matches!(self.timing, Timing::Count) {
+                    self.rotate(epoch, 0);
+                }
+                return was_new;
+            }
+            state = recheck;
+        }
+    }
+
+    #[inline(always)]
+    fn contains_probe<P: SlotProbe>(&self, probe: P) -> bool {
+        let state = self.ring.load();
+        let hits = probe.hits(&self.bits, self.ring.live(state));
+        if hits == 0 {
+            return false;
+        }
+        match &self.timing {
+            Timing::Time {
+                lifetime, clock, ..
+            } => hits & !self.ring.expired(clock_nanos(clock), *lifetime) != 0,
+            _ => true,
+        }
+    }
+
+    /// Begins the rotation from `epoch` (if still current and none is
+    /// under way) and clears until no chunk is left unclaimed. `now`: the
+    /// clock, for a time window's next end.
+    fn rotate(&self, epoch: u64, now: i64) {
+        let end = match &self.timing {
+            Timing::Time { span, .. } => {
+                let end = self.ring.end(self.ring.slot(epoch));
+                let periods = if now < end { 1 } else { (now - end) / span + 1 };
+                Some(end.saturating_add(periods.saturating_mul(*span)))
+            }
+            _ => None,
+        };
+        self.ring.begin(epoch, end);
+        self.clear_chunks(u64::MAX);
+    }
+
+    /// Completes a rotation that was under way when the filter was saved
+    /// (its slot was saved half cleared); the filter is not yet shared.
+    pub(crate) fn finish_saved_rotation(&self) {
+        let epoch = self.ring.load().epoch();
+        self.ring.begin(epoch, None);
+        self.clear_chunks(u64::MAX);
+    }
+
+    /// Clears up to `most` chunks of the rotation under way.
+    fn clear_chunks(&self, most: u64) {
+        let per_chunk = self.chunk_blocks;
+        for _ in 0..most {
+            let Some((slot, chunk)) = self.ring.claim() else {
+                return;
+            };
+            let first = chunk as usize * per_chunk;
+            let last = (first + per_chunk).min(self.geometry.blocks);
+            self.placement.clear(&self.bits, slot, first..last);
+            self.ring.finish();
+        }
+    }
+
+    /// Ends the current generation now: the oldest is forgotten and an
+    /// empty one becomes current. For [`Rotation::Manual`], the only way a
+    /// generation ends; with the other rotations, an early end.
+    ///
+    /// If another thread's rotation is under way, this call helps it
+    /// rather than beginning another. A rotation is complete when its last
+    /// chunk is cleared: by this call, unless another thread still clears
+    /// a chunk it claimed.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::WindowedBloomFilter;
+    ///
+    /// let w: WindowedBloomFilter<str> =
+    ///     WindowedBloomFilter::builder(1000, 0.01).generations(2).manual_rotation().build()?;
+    /// w.insert("a");
+    /// w.advance();
+    /// assert!(w.contains("a")); // in the previous generation
+    /// w.advance();
+    /// assert!(!w.contains("a")); // forgotten
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn advance(&self) {
+        let state = self.ring.load();
+        if !state.rotating() {
+            self.rotate(state.epoch(), self.now());
+        } else {
+            self.clear_chunks(u64::MAX);
+        }
+    }
+
+    /// The current generation's number: rotations since the filter was
+    /// built (a saved filter keeps its count).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::builder(30, 0.01).generations(4).build()?;
+    /// for i in 0..25u64 {
+    ///     w.insert(&i);
+    /// }
+    /// assert_eq!(w.epoch(), 2); // 10 items per generation
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn epoch(&self) -> u64 {
+        self.ring.load().epoch()
+    }
+
+    /// New items counted in the current generation (a snapshot under
+    /// concurrent inserts).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// w.insert(&1);
+    /// w.insert(&1);
+    /// assert_eq!(w.generation_len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn generation_len(&self) -> usize {
+        self.ring.len(self.ring.load().epoch()) as usize
+    }
+
+    /// New items a generation takes before a count window starts the
+    /// next: `G = ⌈window / (g − 1)⌉`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::builder(1000, 0.01).generations(4).build()?;
+    /// assert_eq!(w.generation_capacity(), 334);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn generation_capacity(&self) -> usize {
+        self.geometry.generation_capacity
+    }
+
+    /// The number of generations `g`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(w.generations(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn generations(&self) -> u32 {
+        self.geometry.generations
+    }
+
+    /// The window asked for: items always remembered (for a time window,
+    /// the most items expected in it).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(w.window(), 1000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn window(&self) -> usize {
+        self.window
+    }
+
+    /// What starts a generation.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{Rotation, WindowedBloomFilter};
+    /// let w: WindowedBloomFilter<u64> = WindowedBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(w.rotation(), Rotation::Count);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rotation(&self) -> Rotation {
+        match &self.timing {
+            Timing::Count => Rotation::Count,
+            Timing::Manual => Rotation::Manual,
+            Timing::Time { window, .. } => Rotation::Time(*window),
+        }
+    }
+
+    /// The false-positive rate the filter was built for: the rate of the
+    /// union of its generations, each full.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(w.target_fpr(), 0.01);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn target_fpr(&self) -> f64 {
+        self.rate
+    }
+
+    /// Bytes the filter allocated: its bit array and the few cache lines
+    /// of its generation ring.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1_000_000, 0.01)?;
+    /// assert!(w.memory_bytes() * 8 < 20 * 1_000_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn memory_bytes(&self) -> usize {
+        self.bits.memory_bytes() + self.ring.bytes()
+    }
+
+    /// Bits of the array per window item: the memory price of forgetting.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1_000_000, 0.01)?;
+    /// assert!(w.bits_per_item() > 15.0 && w.bits_per_item() < 20.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bits_per_item(&self) -> f64 {
+        (self.geometry.lines() * BLOCK_BYTES * 8) as f64 / self.window as f64
+    }
+
+    /// k: the bits an item sets in a generation.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(w.num_hashes(), 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_hashes(&self) -> u32 {
+        match self.geometry.layout {
+            Layout::Compact => self.geometry.bits_per_word,
+            _ => 2 * self.geometry.bits_per_word,
+        }
+    }
+
+    /// The layout: [`Layout::CacheLine`] or [`Layout::Compact`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{Layout, WindowedBloomFilter};
+    /// let w: WindowedBloomFilter<u64> = WindowedBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(w.layout(), Layout::CacheLine);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn layout(&self) -> Layout {
+        self.geometry.layout
+    }
+
+    /// How the size was rounded ([`Sizing::Exact`] unless asked).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{Sizing, WindowedBloomFilter};
+    /// let w: WindowedBloomFilter<u64> = WindowedBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(w.sizing(), Sizing::Exact);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sizing(&self) -> Sizing {
+        self.geometry.sizing
+    }
+
+    /// The hasher items are hashed with.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::WindowedBloomFilter;
+    /// let w: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(1000, 0.01).seed(9).build()?;
+    /// assert_eq!(w.hasher().seed(), 9);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hasher(&self) -> &S {
+        &self.hasher
+    }
+
+    /// The false-positive rate expected at the worst moment of the cycle,
+    /// just before a rotation, when every generation holds its
+    /// `generation_capacity()` items (the figure the filter is sized to
+    /// keep at or under [`target_fpr`](Self::target_fpr)).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1_000_000, 0.01)?;
+    /// assert!(w.expected_fpr() <= 0.01 && w.expected_fpr() > 0.009);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn expected_fpr(&self) -> f64 {
+        self.geometry
+            .expected_rate(self.geometry.generation_capacity as f64)
+    }
+
+    #[doc(hidden)]
+    #[cfg(atomic_bloom_loom)]
+    /// Inserts `item`, calling `placed` with the epoch of the generation
+    /// the insert settled in, at the moment it settled: for loom models.
+    pub fn __insert_then(&self, item: &T, placed: impl FnOnce(u64)) -> bool
+    where
+        T: Hash,
+        S: BuildHasher,
+    {
+        self.insert_hash_then(self.hash_item(item), placed)
+    }
+}
+
+/// Nanoseconds on `clock`, saturating.
+fn clock_nanos(clock: &Clock) -> i64 {
+    i64::try_from(clock().as_nanos()).unwrap_or(i64::MAX / 4)
+}
+
+impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
+    /// Inserts `item` into the current generation; returns true if no live
+    /// generation held it (it was not seen within the window).
+    ///
+    /// An item seen only in an older generation is inserted again into the
+    /// current one, so its lifetime starts over (and `false` is returned).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<str> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// assert!(w.insert("a"));
+    /// assert!(!w.insert("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn insert(&self, item: &T) -> bool {
+        self.insert_hash(self.hash_item(item))
+    }
+
+    /// Whether `item` may have been inserted within the window: always
+    /// true for an item inserted within it, true for others at about the
+    /// filter's false-positive rate.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<[u8]> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// w.insert(b"key");
+    /// assert!(w.contains(b"key"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn contains(&self, item: &T) -> bool {
+        self.contains_hash(self.hash_item(item))
+    }
+
+    /// The 64-bit hash all of `item`'s positions come from.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<str> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// assert_eq!(w.hash_item("a"), w.hash_item("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn hash_item(&self, item: &T) -> u64 {
+        self.hasher.hash_one(item)
+    }
+}
+
+impl<T: ?Sized, S: fmt::Debug> fmt::Debug for WindowedBloomFilter<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WindowedBloomFilter")
+            .field("window", &self.window)
+            .field("target_fpr", &self.rate)
+            .field("rotation", &self.rotation())
+            .field("layout", &self.layout())
+            .field("generations", &self.generations())
+            .field("generation_capacity", &self.generation_capacity())
+            .field("epoch", &self.epoch())
+            .field("generation_len", &self.generation_len())
+            .field("memory_bytes", &self.memory_bytes())
+            .field("hasher", &self.hasher)
+            .finish()
+    }
+}

@@ -1,0 +1,268 @@
+//! Where an item's bits lie in each generation slot of a windowed filter
+//! (the shapes are in `src/sizing/window.rs`).
+//!
+//! Every generation uses the same positions for an item (one hash gives
+//! them all), so a probe is computed once and tested against each slot.
+
+use crate::bits::BitArray;
+use crate::block::WORDS_PER_BLOCK;
+use crate::hash::{bit_mask_pair, position_words};
+use crate::layout::{BlockIndex, CompactProbe};
+use crate::sizing::WindowGeometry;
+use crate::sync::Ordering;
+
+/// What a windowed filter asks of a probe: which slots hold the item, and
+/// setting it in one slot.
+pub(crate) trait SlotProbe: Copy {
+    /// The slots, among those in `live` (bit `i` for slot `i`), whose words
+    /// hold every bit of the item.
+    fn hits(&self, bits: &BitArray, live: u32) -> u32;
+
+    /// Sets the item's bits in `slot`, test before set; returns whether a
+    /// bit was missing (the item was new to the slot).
+    fn set(&self, bits: &BitArray, slot: u32) -> bool;
+
+    /// Starts loading the lines the item's bits lie in, in `slots`.
+    fn prefetch(&self, bits: &BitArray, slots: u32);
+}
+
+/// The layout-independent part of a probe: the block of an item.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Placement {
+    index: BlockIndex,
+    generations: u32,
+    bits_per_word: u32,
+    /// Cache-line shape: words per half of a slot's segment. Compact: the
+    /// lines of one generation's array.
+    stride: usize,
+    /// The cache-line shape (else compact).
+    shared: bool,
+}
+
+impl Placement {
+    pub(crate) fn new(geometry: &WindowGeometry) -> Self {
+        match geometry.layout {
+            crate::Layout::Compact => Placement {
+                index: BlockIndex::of(geometry.blocks, geometry.sizing, 1),
+                generations: geometry.generations,
+                bits_per_word: geometry.bits_per_word,
+                stride: geometry.blocks,
+                shared: false,
+            },
+            _ => Placement {
+                index: BlockIndex::of(
+                    geometry.blocks,
+                    geometry.sizing,
+                    crate::sizing::SHARED_BLOCK_LINES,
+                ),
+                generations: geometry.generations,
+                bits_per_word: geometry.bits_per_word,
+                stride: geometry.words_per_half() as usize,
+                shared: true,
+            },
+        }
+    }
+
+    /// The cache-line probe of `hash`.
+    #[inline(always)]
+    pub(crate) fn shared(&self, hash: u64) -> SharedProbe {
+        let (low, high) = position_words(hash);
+        let (low_mask, high_mask) = bit_mask_pair(low, high, self.bits_per_word);
+        let half = self.stride as u64;
+        let g = self.generations as usize;
+        SharedProbe {
+            line: self.index.line(hash),
+            low_word: (low & (half - 1)) as usize * g,
+            low_mask,
+            high_word: (high & (half - 1)) as usize * g,
+            high_mask,
+        }
+    }
+
+    /// The compact probe of `hash`.
+    #[inline(always)]
+    pub(crate) fn separate(&self, hash: u64) -> SeparateProbe {
+        let probe = CompactProbe::<WORDS_PER_BLOCK>::new(hash, self.index, self.bits_per_word);
+        let mut masks = [0u64; WORDS_PER_BLOCK];
+        probe.all_bits(|word, mask| {
+            masks[word] |= mask;
+            true
+        });
+        SeparateProbe {
+            block: probe.first_line,
+            stride: self.stride,
+            masks,
+        }
+    }
+
+    /// Blocks cleared per chunk of a rotation.
+    pub(crate) fn blocks_per_chunk(&self) -> usize {
+        if self.shared {
+            SHARED_CHUNK_BLOCKS
+        } else {
+            SEPARATE_CHUNK_LINES
+        }
+    }
+
+    /// The cache-line shape (else compact).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    /// Clears slot `slot`'s words in blocks `blocks` (a chunk of a
+    /// rotation): the caller's rotation has made the slot unused.
+    pub(crate) fn clear(&self, bits: &BitArray, slot: u32, blocks: std::ops::Range<usize>) {
+        if self.is_shared() {
+            let g = self.generations as usize;
+            for block in blocks {
+                for line in [2 * block, 2 * block + 1] {
+                    for word in (slot as usize..WORDS_PER_BLOCK).step_by(g) {
+                        // Relaxed: the rotation publishes its clears through
+                        // `done` and the epoch (src/windowed/ring.rs).
+                        bits.word(line, word).store(0, Ordering::Relaxed);
+                    }
+                }
+            }
+        } else {
+            let first = slot as usize * self.stride;
+            for line in blocks {
+                for word in 0..WORDS_PER_BLOCK {
+                    // Relaxed: as above.
+                    bits.word(first + line, word).store(0, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// Two-line blocks cleared per chunk (16 KiB).
+const SHARED_CHUNK_BLOCKS: usize = 128;
+
+/// Lines of a compact generation cleared per chunk (16 KiB).
+const SEPARATE_CHUNK_LINES: usize = 256;
+
+/// An item under the cache-line shape: `h` bits in one word of its
+/// block's first line and `h` in one of its second, at the same positions
+/// in every slot. Slot `s` owns words `s, s + g, ...` of each line.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SharedProbe {
+    line: usize,
+    low_word: usize,
+    low_mask: u64,
+    high_word: usize,
+    high_mask: u64,
+}
+
+impl SlotProbe for SharedProbe {
+    #[inline(always)]
+    fn hits(&self, bits: &BitArray, live: u32) -> u32 {
+        let mut hits = 0;
+        let mut slots = live;
+        while slots != 0 {
+            let slot = slots.trailing_zeros();
+            slots &= slots - 1;
+            let s = slot as usize;
+            // Relaxed: bits set by an insert that happens-before this call
+            // are seen (coherence); the epoch, read with Acquire, orders the
+            // rest (src/windowed/ring.rs).
+            let low = bits
+                .word(self.line, self.low_word + s)
+                .load(Ordering::Relaxed);
+            // Relaxed: as above.
+            let high = bits
+                .word(self.line + 1, self.high_word + s)
+                .load(Ordering::Relaxed);
+            let hit =
+                (low & self.low_mask == self.low_mask) & (high & self.high_mask == self.high_mask);
+            hits |= u32::from(hit) << slot;
+        }
+        hits
+    }
+
+    #[inline(always)]
+    fn set(&self, bits: &BitArray, slot: u32) -> bool {
+        let s = slot as usize;
+        let (low, high) = (
+            bits.word(self.line, self.low_word + s),
+            bits.word(self.line + 1, self.high_word + s),
+        );
+        // Relaxed: a stale 0 only costs a redundant OR; see `hits`.
+        let missing_low = self.low_mask & !low.load(Ordering::Relaxed);
+        // Relaxed: as above.
+        let missing_high = self.high_mask & !high.load(Ordering::Relaxed);
+        if missing_low != 0 {
+            // Relaxed: bits only go 0 -> 1 while the slot is in use; the
+            // epoch orders them against the slot's clearing.
+            low.fetch_or(self.low_mask, Ordering::Relaxed);
+        }
+        if missing_high != 0 {
+            // Relaxed: as above.
+            high.fetch_or(self.high_mask, Ordering::Relaxed);
+        }
+        missing_low | missing_high != 0
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, bits: &BitArray, _slots: u32) {
+        bits.prefetch(self.line);
+        bits.prefetch(self.line + 1);
+    }
+}
+
+/// An item under the compact shape: `k` bits anywhere in its 512-bit block,
+/// gathered as one mask per word; slot `s`'s block is line
+/// `s * blocks + block`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SeparateProbe {
+    block: usize,
+    stride: usize,
+    masks: [u64; WORDS_PER_BLOCK],
+}
+
+impl SlotProbe for SeparateProbe {
+    #[inline(always)]
+    fn hits(&self, bits: &BitArray, live: u32) -> u32 {
+        let mut hits = 0;
+        let mut slots = live;
+        while slots != 0 {
+            let slot = slots.trailing_zeros();
+            slots &= slots - 1;
+            let line = slot as usize * self.stride + self.block;
+            let hit = self.masks.iter().enumerate().all(|(word, &mask)| {
+                // Relaxed: as in `SharedProbe::hits`.
+                mask == 0 || bits.word(line, word).load(Ordering::Relaxed) & mask == mask
+            });
+            hits |= u32::from(hit) << slot;
+        }
+        hits
+    }
+
+    #[inline(always)]
+    fn set(&self, bits: &BitArray, slot: u32) -> bool {
+        let line = slot as usize * self.stride + self.block;
+        let mut new = false;
+        for (word, &mask) in self.masks.iter().enumerate() {
+            if mask == 0 {
+                continue;
+            }
+            let word = bits.word(line, word);
+            // Relaxed: as in `SharedProbe::set`.
+            if word.load(Ordering::Relaxed) & mask != mask {
+                // Relaxed: as in `SharedProbe::set`.
+                word.fetch_or(mask, Ordering::Relaxed);
+                new = true;
+            }
+        }
+        new
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, bits: &BitArray, slots: u32) {
+        let mut slots = slots;
+        while slots != 0 {
+            let slot = slots.trailing_zeros() as usize;
+            slots &= slots - 1;
+            bits.prefetch(slot * self.stride + self.block);
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! The generation ring of a windowed filter: which generation is current,
+//! the count of the current one, and rotation. The protocol, and why each
+//! ordering is enough, is in `src/PROTOCOLS.md` ("Windowed filter").
+//!
+//! Generation `e` lives in slot `e % g`. The state word holds the current
+//! epoch `E` and a flag: set while slot `(E + 1) % g` (the oldest
+//! generation's) is being cleared for generation `E + 1`. Any thread
+//! clears: a chunk of blocks at a time, claimed with a `fetch_add` on a
+//! cursor that names the rotation; whoever clears the last chunk publishes
+//! `E + 1`.
+
+use crossbeam::utils::CachePadded;
+
+use crate::sync::{thread_ticket, AtomicU64, Ordering};
+use crate::tally::SLOTS;
+
+/// Bits of an epoch kept beside a count or a cursor: equal tags mean the
+/// same epoch, since counts are reset at every rotation and a cursor names
+/// the one rotation under way (a thread would have to stall through 2^24
+/// rotations inside one compare-and-swap to be fooled).
+const TAG_BITS: u32 = 24;
+const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+
+/// A count beside its tag.
+const COUNT_BITS: u32 = 64 - TAG_BITS;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
+/// A cursor: tag, slot (5 bits: up to 16 generations), chunk index.
+const CURSOR_SLOT_SHIFT: u32 = 35;
+const CURSOR_TAG_SHIFT: u32 = 40;
+const CURSOR_INDEX_MASK: u64 = (1 << CURSOR_SLOT_SHIFT) - 1;
+
+/// The most chunks a rotation may have, and the index of a cursor with no
+/// rotation under way: claims past the last chunk keep adding to the
+/// index, and this leaves room for 2^34 of them.
+pub(crate) const MAX_CHUNKS: u64 = 1 << 34;
+const IDLE_CURSOR: u64 = MAX_CHUNKS;
+
+/// The state word: `epoch << 1 | rotating`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct State(u64);
+
+impl State {
+    pub(crate) fn epoch(self) -> u64 {
+        self.0 >> 1
+    }
+
+    /// A rotation to `epoch() + 1` is clearing its slot.
+    pub(crate) fn rotating(self) -> bool {
+        self.0 & 1 != 0
+    }
+
+    fn of(epoch: u64, rotating: bool) -> Self {
+        State(epoch << 1 | u64::from(rotating))
+    }
+}
+
+fn pack_count(epoch: u64, count: u64) -> u64 {
+    (epoch & TAG_MASK) << COUNT_BITS | count.min(COUNT_MASK)
+}
+
+/// What [`Ring::count`] found.
+pub(crate) enum Counted {
+    /// Counted; the generation is not known to be full.
+    Room,
+    /// Counted, and the generation holds its capacity: rotate.
+    Full,
+    /// Not counted: the epoch has moved on (the caller inserts again).
+    Stale,
+}
+
+pub(crate) struct Ring {
+    generations: u32,
+    state: CachePadded<AtomicU64>,
+    cursor: CachePadded<AtomicU64>,
+    done: CachePadded<AtomicU64>,
+    /// Per thread ticket: new items counted in the current generation,
+    /// tagged with its epoch.
+    counts: Box<[CachePadded<AtomicU64>]>,
+    /// A count carried over from a saved filter, tagged the same way.
+    base: CachePadded<AtomicU64>,
+    /// Time windows: the instant (clock nanoseconds, as `i64` bits) at
+    /// which each slot's generation stopped, or will stop, being current.
+    ends: Box<[AtomicU64]>,
+    /// Chunks a rotation clears.
+    chunks: u64,
+    capacity: u64,
+    /// A thread sums the counts when its own passes a multiple of this.
+    step: u64,
+}
+
+impl Ring {
+    /// A ring at `epoch`, its current generation holding `count` items;
+    /// rotations clear `chunks` chunks; a generation is full at
+    /// `capacity` items. `ends` for time windows (per slot).
+    pub(crate) fn new(
+        generations: u32,
+        epoch: u64,
+        count: u64,
+        chunks: u64,
+        capacity: u64,
+        ends: Vec<i64>,
+    ) -> Self {
+        debug_assert!((2..=16).contains(&generations));
+        Ring {
+            generations,
+            state: CachePadded::new(AtomicU64::new(State::of(epoch, false).0)),
+            // No rotation under way: an index past any chunk count, far
+            // from overflowing into the slot bits.
+            cursor: CachePadded::new(AtomicU64::new(IDLE_CURSOR)),
+            done: CachePadded::new(AtomicU64::new(0)),
+            counts: (0..SLOTS)
+                .map(|_| CachePadded::new(AtomicU64::new(pack_count(epoch, 0))))
+                .collect(),
+            base: CachePadded::new(AtomicU64::new(pack_count(epoch, count))),
+            ends: ends
+                .into_iter()
+                .map(|end| AtomicU64::new(end as u64))
+                .collect(),
+            chunks: chunks.max(1),
+            capacity,
+            step: Self::step_for(capacity),
+        }
+    }
+
+    /// How often a thread sums the counts: a generation is seen full at
+    /// most [`SLOTS`] steps late (a 512th of it, or fewer than `SLOTS`
+    /// items when it is small).
+    pub(crate) fn step_for(capacity: u64) -> u64 {
+        (capacity / (SLOTS as u64 * 512)).max(1)
+    }
+
+    /// Items a generation may take past its capacity before a rotation
+    /// is noticed: what the sizing leaves room for.
+    pub(crate) fn overfill(capacity: usize) -> usize {
+        SLOTS * Self::step_for(capacity as u64) as usize
+    }
+
+    /// Bytes the ring takes beside the bits.
+    pub(crate) fn bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.counts.len() * std::mem::size_of::<CachePadded<AtomicU64>>()
+            + self.ends.len() * 8
+    }
+
+    #[inline(always)]
+    pub(crate) fn load(&self) -> State {
+        // Acquire: pairs with the Release that published this epoch, so the
+        // clearing of its slot happens-before this thread's writes into it.
+        State(self.state.load(Ordering::Acquire))
+    }
+
+    #[inline(always)]
+    pub(crate) fn slot(&self, epoch: u64) -> u32 {
+        (epoch % u64::from(self.generations)) as u32
+    }
+
+    /// The slots a lookup reads at `state`: all but the one being cleared.
+    #[inline(always)]
+    pub(crate) fn live(&self, state: State) -> u32 {
+        let all = (1u32 << self.generations) - 1;
+        if state.rotating() {
+            all & !(1 << self.slot(state.epoch() + 1))
+        } else {
+            all
+        }
+    }
+
+    /// Counts a new item into generation `epoch`, on the calling thread's
+    /// slot.
+    #[inline]
+    pub(crate) fn count(&self, epoch: u64) -> Counted {
+        let slot = &self.counts[thread_ticket() & (self.counts.len() - 1)];
+        let tag = epoch & TAG_MASK;
+        // Relaxed: a count publishes nothing; the CAS below decides.
+        let mut current = slot.load(Ordering::Relaxed);
+        let count = loop {
+            if current >> COUNT_BITS != tag {
+                // Reset for a later epoch: this insert is stale.
+                return Counted::Stale;
+            }
+            let next = current + u64::from(current & COUNT_MASK < COUNT_MASK);
+            // Relaxed: the tag check and the add are one RMW, so no count is
+            // lost to a thread sharing the slot and none lands in a later
+            // epoch's reset count.
+            match slot.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => break next & COUNT_MASK,
+                Err(actual) => current = actual,
+            }
+        };
+        let base = self.base_count(epoch);
+        let due = count % self.step == 0 || count + base >= self.capacity;
+        if due && self.len(epoch) >= self.capacity {
+            Counted::Full
+        } else {
+            Counted::Room
+        }
+    }
+
+    fn base_count(&self, epoch: u64) -> u64 {
+        // Relaxed: as in `count`.
+        let base = self.base.load(Ordering::Relaxed);
+        if base >> COUNT_BITS == epoch & TAG_MASK {
+            base & COUNT_MASK
+        } else {
+            0
+        }
+    }
+
+    /// New items counted in generation `epoch` (a snapshot: exact once
+    /// inserts quiesce).
+    pub(crate) fn len(&self, epoch: u64) -> u64 {
+        let tag = epoch & TAG_MASK;
+        let counted: u64 = self
+            .counts
+            .iter()
+            // Relaxed: a snapshot of independent counts.
+            .map(|slot| slot.load(Ordering::Relaxed))
+            .filter(|&slot| slot >> COUNT_BITS == tag)
+            .map(|slot| slot & COUNT_MASK)
+            .sum();
+        counted + self.base_count(epoch)
+    }
+
+    /// Begins the rotation from `epoch` to `epoch + 1` if none is under
+    /// way and `epoch` is still current; `end` is the new generation's
+    /// end (time windows). True if this call began it.
+    pub(crate) fn begin(&self, epoch: u64, end: Option<i64>) -> bool {
+        let began = self.state.compare_exchange(
+            State::of(epoch, false).0,
+            State::of(epoch, true).0,
+            // AcqRel: one thread begins each rotation; Acquire sees the
+            // previous rotation's completion (its done count, its resets).
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        if began.is_err() {
+            return false;
+        }
+        let next = epoch + 1;
+        if let Some(end) = end {
+            // Relaxed: published with the epoch (the cursor's Release, then
+            // the done chain, then the epoch's Release).
+            self.ends[self.slot(next) as usize].store(end as u64, Ordering::Relaxed);
+        }
+        // Relaxed: ordered before the cursor's Release store, which every
+        // clearer acquires before it adds to `done`.
+        self.done.store(0, Ordering::Relaxed);
+        let cursor =
+            (next & TAG_MASK) << CURSOR_TAG_SHIFT | u64::from(self.slot(next)) << CURSOR_SLOT_SHIFT;
+        // Release: a thread that claims a chunk of this rotation sees `done`
+        // reset and the new end.
+        self.cursor.store(cursor, Ordering::Release);
+        true
+    }
+
+    /// Claims the next chunk of the rotation under way: its slot and index;
+    /// `None` when every chunk is claimed (or no rotation is under way).
+    pub(crate) fn claim(&self) -> Option<(u32, u64)> {
+        // Acquire: pairs with `begin`'s Release (an RMW reads the latest
+        // value, so a claim after the store belongs to its rotation; a
+        // claim before it finds the last rotation's chunks all taken).
+        let claimed = self.cursor.fetch_add(1, Ordering::Acquire);
+        let index = claimed & CURSOR_INDEX_MASK;
+        if index >= self.chunks {
+            return None;
+        }
+        let slot = ((claimed >> CURSOR_SLOT_SHIFT) & 0x1f) as u32;
+        Some((slot, index))
+    }
+
+    /// Records a claimed chunk as cleared; the last one completes the
+    /// rotation. True if this call completed it.
+    pub(crate) fn finish(&self) -> bool {
+        // AcqRel: Release hands this chunk's clears to the completer;
+        // Acquire (for the last) gathers every chunk's clears.
+        let finished = self.done.fetch_add(1, Ordering::AcqRel) + 1;
+        if finished != self.chunks {
+            return false;
+        }
+        // Relaxed: the state cannot change while a rotation is under way,
+        // and the chain above orders this after `begin`.
+        let state = State(self.state.load(Ordering::Relaxed));
+        debug_assert!(state.rotating());
+        let next = state.epoch() + 1;
+        for slot in self.counts.iter() {
+            // Relaxed: published by the epoch's Release below; a stale add
+            // after it finds the tag changed.
+            slot.store(pack_count(next, 0), Ordering::Relaxed);
+        }
+        // Relaxed: as above.
+        self.base.store(pack_count(next, 0), Ordering::Relaxed);
+        // Release: the clears (gathered through `done`), the new end and
+        // the reset counts happen-before every insert that reads the new
+        // epoch with Acquire and writes into its slot.
+        self.state
+            .store(State::of(next, false).0, Ordering::Release);
+        true
+    }
+
+    /// The end of slot `slot`'s generation (time windows).
+    #[inline]
+    pub(crate) fn end(&self, slot: u32) -> i64 {
+        // Relaxed: read after the epoch's Acquire, which orders the end of
+        // the current generation; an older slot's end only ever moves later.
+        self.ends[slot as usize].load(Ordering::Relaxed) as i64
+    }
+
+    /// The slots whose generation ended `lifetime` or more before `now`.
+    #[inline]
+    pub(crate) fn expired(&self, now: i64, lifetime: i64) -> u32 {
+        (0..self.generations)
+            .filter(|&slot| self.end(slot).saturating_add(lifetime) <= now)
+            .fold(0, |mask, slot| mask | 1 << slot)
+    }
+
+    /// The ends of every slot (time windows), for saving.
+    pub(crate) fn ends(&self) -> Vec<i64> {
+        (0..self.ends.len() as u32)
+            .map(|slot| self.end(slot))
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Ring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.load();
+        f.debug_struct("Ring")
+            .field("epoch", &state.epoch())
+            .field("rotating", &state.rotating())
+            .field("generation_len", &self.len(state.epoch()))
+            .finish()
+    }
+}

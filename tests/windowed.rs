@@ -1,0 +1,532 @@
+//! `WindowedBloomFilter`: the window and the forget horizon (count and
+//! time), the false-positive rate at steady state, inserts racing
+//! rotations, bad input, saving and loading. Every test runs each shape.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use atomic_bloom::{Error, Layout, Rotation, Sizing, WindowedBloomFilter};
+
+/// Every shape: a layout and its generations.
+const SHAPES: [(Layout, u32); 6] = [
+    (Layout::CacheLine, 2),
+    (Layout::CacheLine, 4),
+    (Layout::CacheLine, 8),
+    (Layout::Compact, 2),
+    (Layout::Compact, 5),
+    (Layout::Compact, 9),
+];
+
+fn filter(
+    window: usize,
+    rate: f64,
+    (layout, generations): (Layout, u32),
+) -> WindowedBloomFilter<u64> {
+    WindowedBloomFilter::builder(window, rate)
+        .seed(7)
+        .layout(layout)
+        .generations(generations)
+        .build()
+        .unwrap()
+}
+
+/// An item never inserted by any test: the top half of the key space.
+fn absent(i: u64) -> u64 {
+    (1 << 63) | i
+}
+
+/// The bound on a measured rate over `probes` probes: 15% over the
+/// target, plus six standard deviations.
+fn rate_bound(target: f64, probes: u64) -> f64 {
+    target * 1.15 + 6.0 * (target * (1.0 - target) / probes as f64).sqrt()
+}
+
+#[test]
+fn the_last_window_items_are_always_found() {
+    for shape in SHAPES {
+        for sizing in [Sizing::Exact, Sizing::PowerOfTwo] {
+            let window = 3_000;
+            let f: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(window, 0.01)
+                .seed(11)
+                .layout(shape.0)
+                .generations(shape.1)
+                .sizing(sizing)
+                .build()
+                .unwrap();
+            let mut last = VecDeque::new();
+            for i in 0..4 * window as u64 {
+                f.insert(&i);
+                last.push_back(i);
+                if last.len() > window {
+                    last.pop_front();
+                }
+                if i % 97 == 0 {
+                    let missing = last.iter().filter(|&&item| !f.contains(&item)).count();
+                    assert_eq!(missing, 0, "{shape:?} {sizing:?} after {i}");
+                }
+            }
+            assert!(
+                f.epoch() >= 4 * (shape.1 as u64 - 1) - 1,
+                "{shape:?}: it rotated"
+            );
+        }
+    }
+}
+
+/// Items of generations that have been cleared answer exactly as in a
+/// filter that never saw them: a filter given only the live generations'
+/// items, rotated at the same places.
+#[test]
+fn items_past_the_horizon_answer_as_never_inserted() {
+    for shape in SHAPES {
+        let window = 2_000;
+        let f = filter(window, 0.01, shape);
+        let g = u64::from(shape.1);
+        let mut placed = Vec::new();
+        for i in 0..10 * window as u64 {
+            let epoch = f.epoch();
+            f.insert(&i);
+            placed.push((i, epoch));
+        }
+        let now = f.epoch();
+        // Each finished generation took exactly G new items: the rotation
+        // comes on the G-th (a few items may add no bit, being false
+        // positives in the generation, and are not counted).
+        for epoch in 1..now {
+            let items = placed.iter().filter(|&&(_, e)| e == epoch).count();
+            let capacity = f.generation_capacity();
+            assert!(
+                items >= capacity && items <= capacity + capacity / 50,
+                "{shape:?}: generation {epoch} got {items} items for {capacity}"
+            );
+        }
+        let reference: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(window, 0.01)
+            .seed(7)
+            .layout(shape.0)
+            .generations(shape.1)
+            .manual_rotation()
+            .build()
+            .unwrap();
+        for epoch in now + 1 - g..=now {
+            if epoch > now + 1 - g {
+                reference.advance();
+            }
+            for &(item, _) in placed.iter().filter(|&&(_, e)| e == epoch) {
+                reference.insert(&item);
+            }
+        }
+        let forgotten = placed.iter().filter(|&&(_, e)| e + g <= now).count();
+        assert!(forgotten >= 3 * window, "{shape:?}: {forgotten} forgotten");
+        let differ = (0..10 * window as u64)
+            .chain((0..200_000).map(absent))
+            .filter(|item| f.contains(item) != reference.contains(item))
+            .count();
+        assert_eq!(differ, 0, "{shape:?}");
+        // And the forgotten items are found at about the false-positive
+        // rate, not more.
+        let found = placed
+            .iter()
+            .filter(|&&(item, e)| e + g <= now && f.contains(&item))
+            .count();
+        assert!(
+            (found as f64) < forgotten as f64 * 0.03,
+            "{shape:?}: {found} of {forgotten} forgotten items found"
+        );
+    }
+}
+
+/// Inserts until the current generation is one item short of full: every
+/// generation holds its share, the worst moment of the cycle.
+fn fill_to_the_worst_moment(f: &WindowedBloomFilter<u64>, next: &mut u64) {
+    for _ in 0..3 * f.window() {
+        f.insert(next);
+        *next += 1;
+    }
+    while f.generation_len() + 1 < f.generation_capacity() {
+        f.insert(next);
+        *next += 1;
+    }
+}
+
+#[test]
+fn the_false_positive_rate_at_steady_state_is_at_most_the_target() {
+    let probes = 1_000_000u64;
+    for (shape, rate) in [
+        ((Layout::CacheLine, 4), 0.01),
+        ((Layout::CacheLine, 2), 0.01),
+        ((Layout::Compact, 5), 0.01),
+        ((Layout::CacheLine, 4), 0.001),
+        ((Layout::Compact, 7), 0.001),
+    ] {
+        let f = filter(200_000, rate, shape);
+        let mut next = 0;
+        fill_to_the_worst_moment(&f, &mut next);
+        let found = (0..probes).filter(|&i| f.contains(&absent(i))).count();
+        let measured = found as f64 / probes as f64;
+        assert!(
+            measured <= rate_bound(rate, probes),
+            "{shape:?} at {rate}: measured {measured}"
+        );
+        assert!(
+            measured > rate * 0.7,
+            "{shape:?} at {rate}: measured {measured}, oversized?"
+        );
+    }
+}
+
+/// One pinned count: a change to hashing, placement or sizing shows here.
+#[test]
+fn golden_false_positive_count() {
+    let f = filter(100_000, 0.01, (Layout::CacheLine, 4));
+    let mut next = 0;
+    fill_to_the_worst_moment(&f, &mut next);
+    assert_eq!(f.epoch(), 8);
+    let found = (0..1_000_000).filter(|&i| f.contains(&absent(i))).count();
+    assert_eq!(found, GOLDEN_FALSE_POSITIVES);
+}
+
+const GOLDEN_FALSE_POSITIVES: usize = 9_851;
+
+/// Two threads insert while generations rotate every few hundred items.
+/// An insert lands in the generation current when it completes, so an
+/// item is found as long as fewer than g - 1 rotations have begun since
+/// its insert began.
+#[test]
+fn inserts_racing_rotations_are_found_until_their_generation_ends() {
+    for shape in [(Layout::CacheLine, 4), (Layout::Compact, 3)] {
+        let f = Arc::new(filter(600, 0.01, shape));
+        let g = u64::from(shape.1);
+        let workers: Vec<_> = (0..2u64)
+            .map(|worker| {
+                let f = Arc::clone(&f);
+                std::thread::spawn(move || {
+                    let mut recent: VecDeque<(u64, u64)> = VecDeque::new();
+                    let mut lost = 0;
+                    for i in 0..150_000u64 {
+                        let item = i * 2 + worker;
+                        let before = f.epoch();
+                        f.insert(&item);
+                        recent.push_back((item, before));
+                        let missed: Vec<u64> = recent
+                            .iter()
+                            .rev()
+                            .take(8)
+                            .filter(|(x, _)| !f.contains(x))
+                            .map(|&(_, e)| e)
+                            .collect();
+                        // Read after the lookups: an item is owed to them
+                        // if its generation (at least the epoch before its
+                        // insert) had not begun to be cleared by then.
+                        let after = f.epoch();
+                        lost += missed.iter().filter(|&&e| after <= e + g - 2).count();
+                        while recent.front().is_some_and(|&(_, e)| e + g - 2 < after) {
+                            recent.pop_front();
+                        }
+                    }
+                    lost
+                })
+            })
+            .collect();
+        let lost: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        assert_eq!(lost, 0, "{shape:?}");
+        assert!(f.epoch() > 500, "{shape:?}: rotated {} times", f.epoch());
+    }
+}
+
+/// A clock the test moves: nanoseconds in an atomic.
+fn test_clock() -> (
+    Arc<AtomicU64>,
+    impl Fn() -> Duration + Send + Sync + 'static,
+) {
+    let nanos = Arc::new(AtomicU64::new(0));
+    let read = Arc::clone(&nanos);
+    (nanos, move || {
+        Duration::from_nanos(read.load(Ordering::Relaxed))
+    })
+}
+
+#[test]
+fn a_time_window_remembers_its_duration_and_forgets_by_its_horizon() {
+    let window = Duration::from_secs(100);
+    let t = window.as_nanos() as u64;
+    for shape in [
+        (Layout::CacheLine, 4),
+        (Layout::Compact, 5),
+        (Layout::CacheLine, 2),
+    ] {
+        let (now, clock) = test_clock();
+        let f: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(2_000, 0.01)
+            .seed(3)
+            .layout(shape.0)
+            .generations(shape.1)
+            .time_window(window)
+            .clock(clock)
+            .build()
+            .unwrap();
+        let g = u64::from(shape.1);
+        let horizon = t + t / 256;
+        let horizon = horizon * g / (g - 1) + 1;
+        // 1000 items per window, one every t / 1000, for ten windows.
+        let mut inserted: Vec<(u64, u64)> = Vec::new();
+        let (mut missing, mut stale_found, mut stale) = (0, 0, 0);
+        for i in 0..10_000u64 {
+            let at = i * (t / 1000);
+            now.store(at, Ordering::Relaxed);
+            f.insert(&i);
+            inserted.push((i, at));
+            if i % 50 == 0 {
+                for &(item, when) in &inserted {
+                    if at - when < t {
+                        missing += usize::from(!f.contains(&item));
+                    } else if at - when >= horizon {
+                        stale += 1;
+                        stale_found += usize::from(f.contains(&item));
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            missing, 0,
+            "{shape:?}: items younger than the window missed"
+        );
+        assert!(stale > 100_000, "{shape:?}");
+        assert!(
+            (stale_found as f64) < stale as f64 * rate_bound(0.01, stale as u64),
+            "{shape:?}: {stale_found} of {stale} items past the horizon found"
+        );
+        // After a long idle stretch every generation has expired: nothing
+        // is found, though nothing rotated meanwhile.
+        let epoch = f.epoch();
+        now.store(200 * t, Ordering::Relaxed);
+        let found = (0..10_000u64).filter(|i| f.contains(i)).count();
+        assert_eq!(found, 0, "{shape:?}");
+        assert_eq!(f.epoch(), epoch, "{shape:?}: a lookup rotated");
+        // The next insert rotates once and starts afresh.
+        assert!(f.insert(&1));
+        assert_eq!(f.epoch(), epoch + 1);
+        assert!(f.contains(&1) && !f.contains(&2));
+    }
+}
+
+#[test]
+fn manual_rotation_moves_only_on_advance_and_replays_exactly() {
+    let make = || -> WindowedBloomFilter<u64> {
+        WindowedBloomFilter::builder(1_000, 0.01)
+            .seed(5)
+            .manual_rotation()
+            .build()
+            .unwrap()
+    };
+    let (primary, replica) = (make(), make());
+    assert_eq!(primary.rotation(), Rotation::Manual);
+    for i in 0..20_000u64 {
+        let new = primary.insert(&i);
+        assert_eq!(replica.insert(&i), new);
+        if i % 700 == 699 {
+            primary.advance();
+            replica.advance();
+        }
+    }
+    assert_eq!(primary.epoch(), 28);
+    assert_eq!(primary.epoch(), replica.epoch());
+    assert_eq!(primary.generation_len(), replica.generation_len());
+    assert_eq!(primary.generation_len(), 20_000 - 28 * 700);
+    let differ = (0..20_000u64)
+        .chain((0..100_000).map(absent))
+        .filter(|i| primary.contains(i) != replica.contains(i))
+        .count();
+    assert_eq!(differ, 0);
+}
+
+#[test]
+fn an_item_inserted_again_starts_its_lifetime_over() {
+    let f = filter(100, 0.01, (Layout::CacheLine, 4));
+    assert!(f.insert(&u64::MAX));
+    for i in 0..10_000u64 {
+        f.insert(&i);
+        if i % 50 == 0 {
+            assert!(!f.insert(&u64::MAX), "seen within the window");
+        }
+    }
+    assert!(f.contains(&u64::MAX));
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    let build = |window, rate| WindowedBloomFilter::<u64>::builder(window, rate).seed(1);
+    assert_eq!(build(0, 0.01).build().unwrap_err(), Error::ZeroWindow);
+    for rate in [0.0, 1.0, -0.5, f64::NAN, 2.0] {
+        assert!(matches!(
+            build(100, rate).build(),
+            Err(Error::InvalidFalsePositiveRate { .. })
+        ));
+    }
+    for (layout, generations) in [
+        (Layout::CacheLine, 0),
+        (Layout::CacheLine, 1),
+        (Layout::CacheLine, 3),
+        (Layout::CacheLine, 16),
+        (Layout::Compact, 1),
+        (Layout::Compact, 17),
+    ] {
+        assert_eq!(
+            build(100, 0.01)
+                .layout(layout)
+                .generations(generations)
+                .build()
+                .unwrap_err(),
+            Error::InvalidGenerations {
+                generations,
+                layout
+            }
+        );
+    }
+    assert_eq!(
+        build(100, 0.01).layout(Layout::Word).build().unwrap_err(),
+        Error::UnsupportedWindowLayout {
+            layout: Layout::Word
+        }
+    );
+    for duration in [
+        Duration::ZERO,
+        Duration::MAX,
+        Duration::from_secs(u64::MAX / 2),
+    ] {
+        assert!(matches!(
+            build(100, 0.01).time_window(duration).build(),
+            Err(Error::InvalidWindowDuration { .. })
+        ));
+    }
+    assert!(matches!(
+        build(usize::MAX, 0.01).build(),
+        Err(Error::TooLarge { .. })
+    ));
+    for err in [
+        Error::ZeroWindow,
+        Error::InvalidWindowDuration {
+            duration: Duration::ZERO,
+        },
+        Error::InvalidGenerations {
+            generations: 3,
+            layout: Layout::CacheLine,
+        },
+    ] {
+        assert!(err.to_string().contains("pass"), "{err}");
+    }
+}
+
+#[test]
+fn a_saved_filter_answers_and_rotates_as_the_original() {
+    for shape in SHAPES {
+        let f = filter(5_000, 0.01, shape);
+        for i in 0..23_456u64 {
+            f.insert(&i);
+        }
+        let mut bytes = Vec::new();
+        f.write_to(&mut bytes).unwrap();
+        let g = WindowedBloomFilter::<u64>::read_from(bytes.as_slice()).unwrap();
+        assert_eq!(format!("{g:?}"), format!("{f:?}"));
+        assert_eq!(
+            (g.epoch(), g.generation_len()),
+            (f.epoch(), f.generation_len())
+        );
+        // Both go on alike: same answers, same rotations.
+        for i in 20_000..40_000u64 {
+            assert_eq!(f.insert(&i), g.insert(&i), "{shape:?} at {i}");
+        }
+        assert_eq!(f.epoch(), g.epoch());
+        let differ = (0..40_000u64)
+            .chain((0..50_000).map(absent))
+            .filter(|i| f.contains(i) != g.contains(i))
+            .count();
+        assert_eq!(differ, 0, "{shape:?}");
+    }
+}
+
+#[test]
+fn a_saved_time_window_keeps_its_rotation_and_its_items() {
+    let f: WindowedBloomFilter<str> = WindowedBloomFilter::builder(1_000, 0.01)
+        .seed(9)
+        .time_window(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    f.insert("kept");
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    let g = WindowedBloomFilter::<str>::read_from(bytes.as_slice()).unwrap();
+    assert_eq!(g.rotation(), Rotation::Time(Duration::from_secs(3600)));
+    assert!(g.contains("kept"));
+    assert!(!g.contains("never"));
+    let manual: WindowedBloomFilter<str> = WindowedBloomFilter::builder(1_000, 0.01)
+        .manual_rotation()
+        .build()
+        .unwrap();
+    let mut bytes = Vec::new();
+    manual.write_to(&mut bytes).unwrap();
+    let loaded = WindowedBloomFilter::<str>::read_from(bytes.as_slice()).unwrap();
+    assert_eq!(loaded.rotation(), Rotation::Manual);
+}
+
+#[test]
+fn damaged_saved_filters_are_refused() {
+    let f = filter(1_000, 0.01, (Layout::CacheLine, 4));
+    f.insert(&1);
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    // A bit in the bit array (a flip in a field is refused by its check).
+    let mut flipped = bytes.clone();
+    let in_the_bits = bytes.len() - 100;
+    flipped[in_the_bits] ^= 1;
+    assert!(matches!(
+        WindowedBloomFilter::<u64>::read_from(flipped.as_slice()),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+    assert!(matches!(
+        WindowedBloomFilter::<u64>::read_from(&bytes[..bytes.len() - 10]),
+        Err(Error::Truncated { .. })
+    ));
+    assert!(matches!(
+        atomic_bloom::BloomFilter::<u64>::read_from(bytes.as_slice()),
+        Err(Error::WrongKind {
+            found: "WindowedBloomFilter",
+            ..
+        })
+    ));
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn serde_round_trip() {
+    let f = filter(1_000, 0.01, (Layout::Compact, 5));
+    for i in 0..3_000u64 {
+        f.insert(&i);
+    }
+    let json = serde_json::to_string(&f).unwrap();
+    let g: WindowedBloomFilter<u64> = serde_json::from_str(&json).unwrap();
+    assert_eq!(g.epoch(), f.epoch());
+    assert!((2_000..3_000u64).all(|i| g.contains(&i)));
+}
+
+#[test]
+fn bulk_and_parallel_inserts_agree_with_one_at_a_time() {
+    use rayon::prelude::*;
+    let items: Vec<u64> = (0..5_000).collect();
+    let one = filter(10_000, 0.01, (Layout::CacheLine, 4));
+    let many = filter(10_000, 0.01, (Layout::CacheLine, 4));
+    let expected: Vec<bool> = items.iter().map(|i| one.insert(i)).collect();
+    assert_eq!(many.insert_many(&items), expected);
+    assert_eq!(many.contains_many(&items), vec![true; items.len()]);
+    let par = filter(10_000, 0.01, (Layout::Compact, 5));
+    let new = par.par_insert(items.par_iter());
+    assert!(new > 4_950);
+    assert!(items.iter().all(|i| par.contains(i)));
+}
+
+#[test]
+fn it_is_send_and_sync() {
+    fn shared<F: Send + Sync>() {}
+    shared::<WindowedBloomFilter<str>>();
+    shared::<WindowedBloomFilter<[u8]>>();
+}
