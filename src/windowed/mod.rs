@@ -277,18 +277,17 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// ```
     #[inline]
     pub fn insert_hash(&self, hash: u64) -> bool {
-        self.insert_hash_then(hash, |_| ())
+        self.insert_hash_then(hash, || ())
     }
 
-    /// [`insert_hash`](Self::insert_hash), calling `placed` with the
-    /// epoch of the generation the item was placed in, just before it
-    /// returns.
+    /// [`insert_hash`](Self::insert_hash), calling `settling` after the
+    /// bits are set and before each re-check of the epoch.
     #[inline(always)]
-    fn insert_hash_then(&self, hash: u64, placed: impl FnOnce(u64)) -> bool {
+    fn insert_hash_then(&self, hash: u64, settling: impl Fn()) -> bool {
         if self.placement.is_shared() {
-            self.insert_probe(self.placement.shared(hash), placed)
+            self.insert_probe(self.placement.shared(hash), settling)
         } else {
-            self.insert_probe(self.placement.separate(hash), placed)
+            self.insert_probe(self.placement.separate(hash), settling)
         }
     }
 
@@ -325,7 +324,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
 
     /// The insert protocol (`src/PROTOCOLS.md`, "Windowed filter").
     #[inline(always)]
-    fn insert_probe<P: SlotProbe>(&self, probe: P, placed: impl FnOnce(u64)) -> bool {
+    fn insert_probe<P: SlotProbe>(&self, probe: P, settling: impl Fn()) -> bool {
         let now = match &self.timing {
             Timing::Time { clock, .. } => Some(clock_nanos(clock)),
             _ => None,
@@ -363,9 +362,9 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             // went into is still current here; if a rotation completed
             // meanwhile, its slot may belong to an older generation (or
             // have been cleared under it), so insert again.
+            settling();
             let recheck = self.ring.load();
             if recheck.epoch() == epoch {
-                placed(epoch);
                 if matches!(counted, Counted::Full) && matches!(self.timing, Timing::Count) {
                     self.rotate(epoch, 0);
                 }
@@ -680,14 +679,15 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
 
     #[doc(hidden)]
     #[cfg(atomic_bloom_loom)]
-    /// Inserts `item`, calling `placed` with the epoch of the generation
-    /// the insert settled in, at the moment it settled: for loom models.
-    pub fn __insert_then(&self, item: &T, placed: impl FnOnce(u64)) -> bool
+    /// Inserts `item`, calling `settling` once its bits are set, before
+    /// each re-check of the epoch: for loom models that must know when an
+    /// insert completes.
+    pub fn __insert_then(&self, item: &T, settling: impl Fn()) -> bool
     where
         T: Hash,
         S: BuildHasher,
     {
-        self.insert_hash_then(self.hash_item(item), placed)
+        self.insert_hash_then(self.hash_item(item), settling)
     }
 }
 
@@ -761,6 +761,7 @@ impl<T: ?Sized, S: fmt::Debug> fmt::Debug for WindowedBloomFilter<T, S> {
             .field("generations", &self.generations())
             .field("generation_capacity", &self.generation_capacity())
             .field("epoch", &self.epoch())
+            .field("rotating", &self.ring.load().rotating())
             .field("generation_len", &self.generation_len())
             .field("memory_bytes", &self.memory_bytes())
             .field("hasher", &self.hasher)

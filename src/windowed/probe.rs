@@ -136,10 +136,19 @@ impl Placement {
 }
 
 /// Two-line blocks cleared per chunk (16 KiB).
+#[cfg(not(atomic_bloom_loom))]
 const SHARED_CHUNK_BLOCKS: usize = 128;
 
 /// Lines of a compact generation cleared per chunk (16 KiB).
+#[cfg(not(atomic_bloom_loom))]
 const SEPARATE_CHUNK_LINES: usize = 256;
+
+/// Under loom, a chunk per block: a model of a few blocks has several
+/// chunks, cleared by different threads.
+#[cfg(atomic_bloom_loom)]
+const SHARED_CHUNK_BLOCKS: usize = 1;
+#[cfg(atomic_bloom_loom)]
+const SEPARATE_CHUNK_LINES: usize = 1;
 
 /// An item under the cache-line shape: `h` bits in one word of its
 /// block's first line and `h` in one of its second, at the same positions

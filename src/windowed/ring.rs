@@ -36,6 +36,13 @@ const CURSOR_INDEX_MASK: u64 = (1 << CURSOR_SLOT_SHIFT) - 1;
 pub(crate) const MAX_CHUNKS: u64 = 1 << 34;
 const IDLE_CURSOR: u64 = MAX_CHUNKS;
 
+/// Count slots: one per thread ticket; under loom, where every thread
+/// takes ticket 0, one.
+#[cfg(not(atomic_bloom_loom))]
+const COUNT_SLOTS: usize = SLOTS;
+#[cfg(atomic_bloom_loom)]
+const COUNT_SLOTS: usize = 1;
+
 /// The state word: `epoch << 1 | rotating`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct State(u64);
@@ -109,7 +116,7 @@ impl Ring {
             // from overflowing into the slot bits.
             cursor: CachePadded::new(AtomicU64::new(IDLE_CURSOR)),
             done: CachePadded::new(AtomicU64::new(0)),
-            counts: (0..SLOTS)
+            counts: (0..COUNT_SLOTS)
                 .map(|_| CachePadded::new(AtomicU64::new(pack_count(epoch, 0))))
                 .collect(),
             base: CachePadded::new(AtomicU64::new(pack_count(epoch, count))),
@@ -243,14 +250,18 @@ impl Ring {
             // the done chain, then the epoch's Release).
             self.ends[self.slot(next) as usize].store(end as u64, Ordering::Relaxed);
         }
-        // Relaxed: ordered before the cursor's Release store, which every
-        // clearer acquires before it adds to `done`.
-        self.done.store(0, Ordering::Relaxed);
+        // Relaxed: ordered before the cursor's Release swap, which every
+        // clearer acquires before it adds to `done`. (Resets here are
+        // swaps, not stores: every write to these words is then a
+        // read-modify-write, and loom, which orders a plain store and
+        // another thread's RMW only partially, sees the one order the
+        // hardware gives.)
+        self.done.swap(0, Ordering::Relaxed);
         let cursor =
             (next & TAG_MASK) << CURSOR_TAG_SHIFT | u64::from(self.slot(next)) << CURSOR_SLOT_SHIFT;
         // Release: a thread that claims a chunk of this rotation sees `done`
         // reset and the new end.
-        self.cursor.store(cursor, Ordering::Release);
+        self.cursor.swap(cursor, Ordering::Release);
         true
     }
 
@@ -258,7 +269,7 @@ impl Ring {
     /// `None` when every chunk is claimed (or no rotation is under way).
     pub(crate) fn claim(&self) -> Option<(u32, u64)> {
         // Acquire: pairs with `begin`'s Release (an RMW reads the latest
-        // value, so a claim after the store belongs to its rotation; a
+        // value, so a claim after the swap belongs to its rotation; a
         // claim before it finds the last rotation's chunks all taken).
         let claimed = self.cursor.fetch_add(1, Ordering::Acquire);
         let index = claimed & CURSOR_INDEX_MASK;
@@ -285,11 +296,11 @@ impl Ring {
         let next = state.epoch() + 1;
         for slot in self.counts.iter() {
             // Relaxed: published by the epoch's Release below; a stale add
-            // after it finds the tag changed.
-            slot.store(pack_count(next, 0), Ordering::Relaxed);
+            // after it finds the tag changed (a swap, as in `begin`).
+            slot.swap(pack_count(next, 0), Ordering::Relaxed);
         }
         // Relaxed: as above.
-        self.base.store(pack_count(next, 0), Ordering::Relaxed);
+        self.base.swap(pack_count(next, 0), Ordering::Relaxed);
         // Release: the clears (gathered through `done`), the new end and
         // the reset counts happen-before every insert that reads the new
         // epoch with Acquire and writes into its slot.
