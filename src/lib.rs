@@ -13,6 +13,9 @@
 //!   counters updated by compare-and-swap, sticky when they saturate.
 //! * [`ScalableBloomFilter`]: grows stage by stage without a capacity
 //!   guess, lock-free, keeping the total false-positive rate it was given.
+//! * [`WindowedBloomFilter`]: remembers the last `window` items (or the
+//!   last `T` of time) and forgets older ones on schedule: generations
+//!   rotated without locks.
 //! * [`Frontier`]: a crawler's to-visit queue that drops what it has seen:
 //!   a filter in front of a lock-free queue.
 //!

@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use atomic_bloom::{Error, Layout, Rotation, Sizing, WindowedBloomFilter};
 
+#[path = "common/saved.rs"]
+mod saved;
+
 /// Every shape: a layout and its generations.
 const SHAPES: [(Layout, u32); 6] = [
     (Layout::CacheLine, 2),
@@ -494,6 +497,44 @@ fn damaged_saved_filters_are_refused() {
             ..
         })
     ));
+}
+
+/// Found by the fuzzer: a count window with a non-zero end loaded and
+/// wrote back other bytes; a time window with an end near `i64::MIN`
+/// overflowed at its next rotation.
+#[test]
+fn saved_generation_ends_are_checked() {
+    // Offsets of FORMAT.md, kind 5: the ends follow 56 bytes of fields.
+    let ends_at = saved::body_start() + 56;
+    let count = filter(1_000, 0.01, (Layout::CacheLine, 4));
+    let mut bytes = Vec::new();
+    count.write_to(&mut bytes).unwrap();
+    bytes[ends_at + 7] = 0x40;
+    saved::reseal(&mut bytes);
+    assert_eq!(
+        WindowedBloomFilter::<u64>::read_from(bytes.as_slice()).unwrap_err(),
+        Error::InvalidField {
+            field: "generation end",
+            value: 0x40 << 56
+        }
+    );
+    let timed: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(1_000, 0.01)
+        .seed(1)
+        .time_window(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    timed.insert(&1);
+    let mut bytes = Vec::new();
+    timed.write_to(&mut bytes).unwrap();
+    bytes[ends_at..ends_at + 8].copy_from_slice(&i64::MIN.to_le_bytes());
+    saved::reseal(&mut bytes);
+    let loaded = WindowedBloomFilter::<u64>::read_from(bytes.as_slice()).unwrap();
+    assert!(
+        loaded.insert(&2),
+        "an expired generation rotates without overflow"
+    );
+    assert!(!loaded.contains(&1));
+    loaded.advance();
 }
 
 #[cfg(feature = "serde")]

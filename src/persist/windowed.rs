@@ -9,7 +9,7 @@ use super::{
 };
 use crate::bits::BitArray;
 use crate::sizing::WindowGeometry;
-use crate::windowed::{monotonic_clock, timing, Rotation, Timing};
+use crate::windowed::{monotonic_clock, timing, Rotation, Timing, MAX_EPOCH};
 use crate::{DefaultHasher, Error, Layout, WindowedBloomFilter};
 
 /// The rotation byte.
@@ -27,9 +27,6 @@ fn unix_nanos() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos().min(u128::from(u64::MAX)) as u64)
 }
-
-/// The most epochs a saved filter may be at: room to keep counting.
-const MAX_EPOCH: u64 = 1 << 60;
 
 impl<T: ?Sized> Saved for WindowedBloomFilter<T, DefaultHasher> {
     const KIND: Kind = Kind::Windowed;
@@ -113,10 +110,10 @@ impl<T: ?Sized> Saved for WindowedBloomFilter<T, DefaultHasher> {
         }
         let window_nanos = input.u64()?;
         let saved_at = input.u64()?;
-        let rotation = match (rotation, window_nanos) {
-            (0, 0) => Rotation::Count,
-            (2, 0) => Rotation::Manual,
-            (1, nanos) if nanos > 0 => Rotation::Time(Duration::from_nanos(nanos)),
+        let rotation = match (rotation, window_nanos, saved_at) {
+            (0, 0, 0) => Rotation::Count,
+            (2, 0, 0) => Rotation::Manual,
+            (1, nanos, _) if nanos > 0 => Rotation::Time(Duration::from_nanos(nanos)),
             _ => {
                 return Err(Error::InvalidField {
                     field: "rotation",
@@ -133,9 +130,19 @@ impl<T: ?Sized> Saved for WindowedBloomFilter<T, DefaultHasher> {
             .min(i64::MAX as u64 / 4) as i64;
         let mut ends = Vec::with_capacity(generations as usize);
         for _ in 0..generations {
-            let left = input.u64()? as i64;
+            let left = input.u64()?;
             ends.push(match rotation {
-                Rotation::Time(_) => now.saturating_add(left).saturating_sub(downtime),
+                // Kept far from i64's ends, where the clock's sums saturate.
+                Rotation::Time(_) => now
+                    .saturating_add(left as i64)
+                    .saturating_sub(downtime)
+                    .clamp(i64::MIN / 4, i64::MAX / 4),
+                _ if left != 0 => {
+                    return Err(Error::InvalidField {
+                        field: "generation end",
+                        value: left,
+                    })
+                }
                 _ => i64::MIN / 4,
             });
         }

@@ -43,22 +43,33 @@ const COUNT_SLOTS: usize = SLOTS;
 #[cfg(atomic_bloom_loom)]
 const COUNT_SLOTS: usize = 1;
 
-/// The state word: `epoch << 1 | rotating`.
+/// The state word: `epoch << 5 | slot << 1 | rotating`, the slot being
+/// `epoch % g`, kept so that no operation divides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct State(u64);
 
+/// The most epochs the state word holds.
+pub(crate) const MAX_EPOCH: u64 = (1 << 59) - 1;
+
 impl State {
     pub(crate) fn epoch(self) -> u64 {
-        self.0 >> 1
+        self.0 >> 5
+    }
+
+    /// The current generation's slot, `epoch % g`.
+    #[inline(always)]
+    pub(crate) fn slot(self) -> u32 {
+        (self.0 >> 1 & 0xf) as u32
     }
 
     /// A rotation to `epoch() + 1` is clearing its slot.
+    #[inline(always)]
     pub(crate) fn rotating(self) -> bool {
         self.0 & 1 != 0
     }
 
-    fn of(epoch: u64, rotating: bool) -> Self {
-        State(epoch << 1 | u64::from(rotating))
+    fn of(epoch: u64, slot: u32, rotating: bool) -> Self {
+        State(epoch << 5 | u64::from(slot) << 1 | u64::from(rotating))
     }
 }
 
@@ -111,7 +122,9 @@ impl Ring {
         debug_assert!((2..=16).contains(&generations));
         Ring {
             generations,
-            state: CachePadded::new(AtomicU64::new(State::of(epoch, false).0)),
+            state: CachePadded::new(AtomicU64::new(
+                State::of(epoch, (epoch % u64::from(generations)) as u32, false).0,
+            )),
             // No rotation under way: an index past any chunk count, far
             // from overflowing into the slot bits.
             cursor: CachePadded::new(AtomicU64::new(IDLE_CURSOR)),
@@ -130,11 +143,12 @@ impl Ring {
         }
     }
 
-    /// How often a thread sums the counts: a generation is seen full at
-    /// most [`SLOTS`] steps late (a 512th of it, or fewer than `SLOTS`
-    /// items when it is small).
+    /// How often a thread sums the counts, a power of two: a generation
+    /// is seen full at most [`SLOTS`] steps late (a 512th of it at most,
+    /// or fewer than `SLOTS` items when it is small).
     pub(crate) fn step_for(capacity: u64) -> u64 {
-        (capacity / (SLOTS as u64 * 512)).max(1)
+        let step = (capacity / (SLOTS as u64 * 512)).max(1);
+        1 << step.ilog2()
     }
 
     /// Items a generation may take past its capacity before a rotation
@@ -157,9 +171,14 @@ impl Ring {
         State(self.state.load(Ordering::Acquire))
     }
 
+    /// The slot after `slot`.
     #[inline(always)]
-    pub(crate) fn slot(&self, epoch: u64) -> u32 {
-        (epoch % u64::from(self.generations)) as u32
+    fn next_slot(&self, slot: u32) -> u32 {
+        if slot + 1 == self.generations {
+            0
+        } else {
+            slot + 1
+        }
     }
 
     /// The slots a lookup reads at `state`: all but the one being cleared.
@@ -167,7 +186,7 @@ impl Ring {
     pub(crate) fn live(&self, state: State) -> u32 {
         let all = (1u32 << self.generations) - 1;
         if state.rotating() {
-            all & !(1 << self.slot(state.epoch() + 1))
+            all & !(1 << self.next_slot(state.slot()))
         } else {
             all
         }
@@ -196,7 +215,7 @@ impl Ring {
             }
         };
         let base = self.base_count(epoch);
-        let due = count % self.step == 0 || count + base >= self.capacity;
+        let due = count & (self.step - 1) == 0 || count + base >= self.capacity;
         if due && self.len(epoch) >= self.capacity {
             Counted::Full
         } else {
@@ -232,10 +251,13 @@ impl Ring {
     /// Begins the rotation from `epoch` to `epoch + 1` if none is under
     /// way and `epoch` is still current; `end` is the new generation's
     /// end (time windows). True if this call began it.
-    pub(crate) fn begin(&self, epoch: u64, end: Option<i64>) -> bool {
+    pub(crate) fn begin(&self, state: State, end: Option<i64>) -> bool {
+        if state.epoch() >= MAX_EPOCH {
+            return false;
+        }
         let began = self.state.compare_exchange(
-            State::of(epoch, false).0,
-            State::of(epoch, true).0,
+            State::of(state.epoch(), state.slot(), false).0,
+            State::of(state.epoch(), state.slot(), true).0,
             // AcqRel: one thread begins each rotation; Acquire sees the
             // previous rotation's completion (its done count, its resets).
             Ordering::AcqRel,
@@ -244,11 +266,11 @@ impl Ring {
         if began.is_err() {
             return false;
         }
-        let next = epoch + 1;
+        let (next, slot) = (state.epoch() + 1, self.next_slot(state.slot()));
         if let Some(end) = end {
             // Relaxed: published with the epoch (the cursor's Release, then
             // the done chain, then the epoch's Release).
-            self.ends[self.slot(next) as usize].store(end as u64, Ordering::Relaxed);
+            self.ends[slot as usize].store(end as u64, Ordering::Relaxed);
         }
         // Relaxed: ordered before the cursor's Release swap, which every
         // clearer acquires before it adds to `done`. (Resets here are
@@ -257,8 +279,7 @@ impl Ring {
         // another thread's RMW only partially, sees the one order the
         // hardware gives.)
         self.done.swap(0, Ordering::Relaxed);
-        let cursor =
-            (next & TAG_MASK) << CURSOR_TAG_SHIFT | u64::from(self.slot(next)) << CURSOR_SLOT_SHIFT;
+        let cursor = (next & TAG_MASK) << CURSOR_TAG_SHIFT | u64::from(slot) << CURSOR_SLOT_SHIFT;
         // Release: a thread that claims a chunk of this rotation sees `done`
         // reset and the new end.
         self.cursor.swap(cursor, Ordering::Release);
@@ -293,11 +314,11 @@ impl Ring {
         // and the chain above orders this after `begin`.
         let state = State(self.state.load(Ordering::Relaxed));
         debug_assert!(state.rotating());
-        let next = state.epoch() + 1;
-        for slot in self.counts.iter() {
+        let (next, slot) = (state.epoch() + 1, self.next_slot(state.slot()));
+        for count in self.counts.iter() {
             // Relaxed: published by the epoch's Release below; a stale add
             // after it finds the tag changed (a swap, as in `begin`).
-            slot.swap(pack_count(next, 0), Ordering::Relaxed);
+            count.swap(pack_count(next, 0), Ordering::Relaxed);
         }
         // Relaxed: as above.
         self.base.swap(pack_count(next, 0), Ordering::Relaxed);
@@ -305,7 +326,7 @@ impl Ring {
         // the reset counts happen-before every insert that reads the new
         // epoch with Acquire and writes into its slot.
         self.state
-            .store(State::of(next, false).0, Ordering::Release);
+            .store(State::of(next, slot, false).0, Ordering::Release);
         true
     }
 
