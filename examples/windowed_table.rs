@@ -24,6 +24,7 @@ fn main() {
     let shapes = [2, 4, 8]
         .map(|g| (Layout::CacheLine, g))
         .into_iter()
+        .chain([2, 4, 8].map(|g| (Layout::Word, g)))
         .chain((2..=10).map(|g| (Layout::Compact, g)));
     for (layout, generations) in shapes {
         let filter: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(WINDOW, rate)

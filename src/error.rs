@@ -109,18 +109,13 @@ pub enum Error {
         duration: std::time::Duration,
     },
     /// A windowed filter's generation count does not suit its layout: 2,
-    /// 4 or 8 for [`Layout::CacheLine`](crate::Layout::CacheLine), 2 to 16
-    /// for [`Layout::Compact`](crate::Layout::Compact).
+    /// 4 or 8 for [`Layout::CacheLine`](crate::Layout::CacheLine) and
+    /// [`Layout::Word`](crate::Layout::Word), 2 to 16 for
+    /// [`Layout::Compact`](crate::Layout::Compact).
     InvalidGenerations {
         /// The count that was passed.
         generations: u32,
         /// The layout it was passed with.
-        layout: crate::Layout,
-    },
-    /// A windowed filter was asked for a layout it does not have
-    /// ([`Layout::Word`](crate::Layout::Word)).
-    UnsupportedWindowLayout {
-        /// The layout that was passed.
         layout: crate::Layout,
     },
     /// Reading or writing a saved filter failed in the operating system
@@ -366,13 +361,8 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "{generations} generations do not suit a windowed {layout:?} filter: pass 2, 4 \
-                 or 8 for Layout::CacheLine, 2 to 16 for Layout::Compact, or leave it unset for \
-                 the layout's least memory"
-            ),
-            Error::UnsupportedWindowLayout { layout } => write!(
-                f,
-                "a windowed filter has no {layout:?} layout: use Layout::CacheLine (the \
-                 default, fastest) or Layout::Compact (least memory)"
+                 or 8 for Layout::CacheLine or Layout::Word, 2 to 16 for Layout::Compact, or \
+                 leave it unset for the layout's least memory"
             ),
             Error::Io { kind, message } => write!(
                 f,

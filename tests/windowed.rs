@@ -13,10 +13,13 @@ use atomic_bloom::{Error, Layout, Rotation, Sizing, WindowedBloomFilter};
 mod saved;
 
 /// Every shape: a layout and its generations.
-const SHAPES: [(Layout, u32); 6] = [
+const SHAPES: [(Layout, u32); 9] = [
     (Layout::CacheLine, 2),
     (Layout::CacheLine, 4),
     (Layout::CacheLine, 8),
+    (Layout::Word, 2),
+    (Layout::Word, 4),
+    (Layout::Word, 8),
     (Layout::Compact, 2),
     (Layout::Compact, 5),
     (Layout::Compact, 9),
@@ -160,6 +163,7 @@ fn the_false_positive_rate_at_steady_state_is_at_most_the_target() {
         ((Layout::CacheLine, 4), 0.01),
         ((Layout::CacheLine, 2), 0.01),
         ((Layout::Compact, 5), 0.01),
+        ((Layout::Word, 4), 0.01),
         ((Layout::CacheLine, 4), 0.001),
         ((Layout::Compact, 7), 0.001),
     ] {
@@ -198,7 +202,11 @@ const GOLDEN_FALSE_POSITIVES: usize = 9_851;
 /// its insert began.
 #[test]
 fn inserts_racing_rotations_are_found_until_their_generation_ends() {
-    for shape in [(Layout::CacheLine, 4), (Layout::Compact, 3)] {
+    for shape in [
+        (Layout::CacheLine, 4),
+        (Layout::Word, 4),
+        (Layout::Compact, 3),
+    ] {
         let f = Arc::new(filter(600, 0.01, shape));
         let g = u64::from(shape.1);
         let workers: Vec<_> = (0..2u64)
@@ -343,6 +351,42 @@ fn manual_rotation_moves_only_on_advance_and_replays_exactly() {
     assert_eq!(differ, 0);
 }
 
+/// Under `Layout::Word` one `fetch_or` decides: of two threads inserting
+/// the same items at once, exactly one is told each is new (no rotation
+/// falls between them here).
+#[test]
+fn word_layout_tells_exactly_one_racing_insert_it_is_new() {
+    for refresh in [true, false] {
+        let f = Arc::new(filter(1_000_000, 0.01, (Layout::Word, 4)));
+        let racers: Vec<_> = (0..2)
+            .map(|_| {
+                let f = Arc::clone(&f);
+                std::thread::spawn(move || {
+                    (0..200_000u64)
+                        .map(|i| {
+                            if refresh {
+                                f.insert(&i)
+                            } else {
+                                f.insert_if_new(&i)
+                            }
+                        })
+                        .collect::<Vec<bool>>()
+                })
+            })
+            .collect();
+        let results: Vec<Vec<bool>> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+        let both = (0..200_000)
+            .filter(|&i| results[0][i] && results[1][i])
+            .count();
+        let either = (0..200_000)
+            .filter(|&i| results[0][i] || results[1][i])
+            .count();
+        assert_eq!(both, 0, "refresh {refresh}: an item new to both racers");
+        assert!(either > 199_000, "refresh {refresh}: {either}");
+        assert_eq!(f.epoch(), 0);
+    }
+}
+
 #[test]
 fn an_item_inserted_again_starts_its_lifetime_over() {
     let f = filter(100, 0.01, (Layout::CacheLine, 4));
@@ -387,8 +431,13 @@ fn bad_input_is_an_error() {
         );
     }
     assert_eq!(
-        build(100, 0.01).layout(Layout::Word).build().unwrap_err(),
-        Error::UnsupportedWindowLayout {
+        build(100, 0.01)
+            .layout(Layout::Word)
+            .generations(5)
+            .build()
+            .unwrap_err(),
+        Error::InvalidGenerations {
+            generations: 5,
             layout: Layout::Word
         }
     );
@@ -535,6 +584,35 @@ fn saved_generation_ends_are_checked() {
     );
     assert!(!loaded.contains(&1));
     loaded.advance();
+}
+
+#[test]
+fn a_windowed_frontier_saves_its_queue_and_its_window() {
+    let filter = WindowedBloomFilter::builder(1_000, 0.01)
+        .seed(4)
+        .layout(Layout::Word)
+        .build()
+        .unwrap();
+    let frontier: atomic_bloom::Frontier<u64> = atomic_bloom::Frontier::from_windowed(filter);
+    for i in 0..1_500u64 {
+        frontier.push(i);
+    }
+    for _ in 0..700 {
+        frontier.pop();
+    }
+    let mut bytes = Vec::new();
+    frontier.write_to(&mut bytes).unwrap();
+    let loaded = atomic_bloom::Frontier::<u64>::read_from(bytes.as_slice()).unwrap();
+    assert_eq!(loaded.len(), frontier.len());
+    assert_eq!(loaded.capacity(), 1_000);
+    let differ = (0..3_000u64)
+        .filter(|i| loaded.seen(i) != frontier.seen(i))
+        .count();
+    assert_eq!(differ, 0);
+    // Both re-admit alike as they go on.
+    for i in 0..3_000u64 {
+        assert_eq!(loaded.push(i), frontier.push(i), "at {i}");
+    }
 }
 
 #[cfg(feature = "serde")]

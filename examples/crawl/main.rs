@@ -21,6 +21,18 @@
 //! an exact record of every URL beside the filter), throughput, and the
 //! frontier's memory beside that of an exact `HashSet<String>`.
 //!
+//! With `--revisit-after N` the frontier forgets (`Frontier::windowed`):
+//! a page is admitted again once N other pages have been admitted after
+//! it, so each page is crawled again, and never sooner than N pages after
+//! its last visit, until `--max-pages` pages are crawled. The report then
+//! gives the re-visits and the pages between visits, checked against an
+//! exact map of every page's last visit, and the filter's memory beside
+//! that map's (`revisit.rs`).
+//!
+//! ```text
+//! cargo run --release --example crawl -- --revisit-after 200000
+//! ```
+//!
 //! With `--redis URL` (feature `redis`) the workers share a
 //! `FleetFrontier` instead, and so do all the crawl processes started
 //! against the same server or cluster (`fleet.rs`): together they crawl
@@ -30,6 +42,7 @@
 mod fleet;
 mod links;
 mod report;
+mod revisit;
 mod site;
 mod web;
 
@@ -39,13 +52,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use atomic_bloom::{BloomFilter, Frontier, Layout, ScalableBloomFilter};
+use atomic_bloom::{BloomFilter, Frontier, Layout, ScalableBloomFilter, WindowedBloomFilter};
 use clap::{Parser, ValueEnum};
 use indicatif::{HumanCount, ProgressBar, ProgressStyle};
 use url::Url;
 
 use links::{extract_links, resolve};
 use report::{ExactRecord, Tally};
+use revisit::Revisits;
 use site::Site;
 
 /// Crawl a synthetic web (or a directory of HTML files) with worker threads
@@ -82,6 +96,16 @@ struct Args {
     /// A scalable filter that starts at capacity/64 and grows.
     #[arg(long)]
     scalable: bool,
+    /// Crawl each page again once N other pages have been crawled since
+    /// its last visit, and never sooner: the frontier forgets on schedule
+    /// (a windowed filter, word layout: a link found by two workers at once
+    /// is admitted once; --layout does not apply).
+    #[arg(long, value_name = "N", conflicts_with_all = ["scalable", "verify", "redis"])]
+    revisit_after: Option<usize>,
+    /// With --revisit-after: pages to crawl before stopping [default: 3 x
+    /// the pages of the web].
+    #[arg(long, value_name = "PAGES", requires = "revisit_after")]
+    max_pages: Option<u64>,
     /// Crawl this directory of HTML files instead, from its index.html.
     #[arg(long, value_name = "PATH")]
     dir: Option<PathBuf>,
@@ -135,6 +159,8 @@ struct Crawl<'a> {
     /// the crawl is over.
     pending: AtomicUsize,
     exact: Option<ExactRecord>,
+    /// `--revisit-after`: the page count, the stop, the exact last visits.
+    revisits: Option<Revisits>,
     progress: ProgressBar,
 }
 
@@ -193,6 +219,10 @@ impl Crawl<'_> {
         let mut idle = 0u32;
         let mut done = 0;
         loop {
+            if self.revisits.as_ref().is_some_and(Revisits::stopped) {
+                self.progress.inc((done % PROGRESS_EVERY) as u64);
+                return tally;
+            }
             let Some(url) = self.frontier.pop() else {
                 // Relaxed: the count only says when to stop. Each page's
                 // links are counted before they are pushed and the page
@@ -211,6 +241,11 @@ impl Crawl<'_> {
                 continue;
             };
             idle = 0;
+            if let Some(revisits) = &self.revisits {
+                if !revisits.visit(&url, &mut tally.gaps) {
+                    continue;
+                }
+            }
             self.visit(&url, &mut found, &mut tally);
             // Relaxed: see above; a push and its pop order the two counts.
             self.pending.fetch_add(found.len(), Ordering::Relaxed);
@@ -256,23 +291,39 @@ fn run(args: &Args) -> Result<(), String> {
     }
     let frontier =
         build_frontier(args, capacity).map_err(|e| format!("cannot build the frontier: {e}"))?;
-    let setup = format!(
-        "{what}\nfrontier: {:?} layout, {} capacity {} at target rate {}%, {} threads",
-        frontier.layout(),
-        if args.scalable {
-            "scalable, initial"
-        } else {
-            "fixed"
-        },
-        HumanCount(frontier.capacity() as u64),
-        args.rate * 100.0,
-        args.threads,
-    );
+    let setup = match args.revisit_after {
+        Some(after) => format!(
+            "{what}\nfrontier: windowed, {:?} layout, re-admits a page after {} others \
+             (--revisit-after {} + 4 per thread in flight) at target rate {}%, {} threads",
+            frontier.layout(),
+            HumanCount(frontier.capacity() as u64),
+            HumanCount(after as u64),
+            args.rate * 100.0,
+            args.threads,
+        ),
+        None => format!(
+            "{what}\nfrontier: {:?} layout, {} capacity {} at target rate {}%, {} threads",
+            frontier.layout(),
+            if args.scalable {
+                "scalable, initial"
+            } else {
+                "fixed"
+            },
+            HumanCount(frontier.capacity() as u64),
+            args.rate * 100.0,
+            args.threads,
+        ),
+    };
+    let revisits = args.revisit_after.map(|after| {
+        let max_pages = args.max_pages.unwrap_or(3 * site.size() as u64);
+        Revisits::new(after, max_pages)
+    });
     let crawl = Crawl {
         site: &site,
         frontier: &frontier,
         pending: AtomicUsize::new(0),
         exact: args.verify.then(ExactRecord::new),
+        revisits,
         progress: spinner(),
     };
     let mut tally = Tally::default();
@@ -297,7 +348,14 @@ fn run(args: &Args) -> Result<(), String> {
     for worker in joined {
         tally.add(&worker.map_err(|_| "a worker thread panicked".to_string())?);
     }
-    report::print(&setup, &tally, elapsed, &frontier, crawl.exact.as_ref());
+    report::print(
+        &setup,
+        &tally,
+        elapsed,
+        &frontier,
+        crawl.exact.as_ref(),
+        crawl.revisits.as_ref(),
+    );
     Ok(())
 }
 
@@ -390,6 +448,19 @@ fn run_fleet(_: &Args, _: &str, _: &Site, _: &str, _: usize) -> Result<(), Strin
 
 /// The frontier the arguments ask for, seeded with `--seed`.
 fn build_frontier(args: &Args, capacity: usize) -> Result<Frontier<String>, atomic_bloom::Error> {
+    if let Some(after) = args.revisit_after {
+        // Pages are admitted by the filter then queued, and numbered after
+        // they are popped: each worker may hold one page between admission
+        // and queue and one between pop and number, which can bring two
+        // visits up to 4 per thread closer than their admissions were; the
+        // window takes that much more than the promise.
+        let filter =
+            WindowedBloomFilter::builder(after.saturating_add(4 * args.threads), args.rate)
+                .seed(args.seed)
+                .layout(Layout::Word)
+                .build()?;
+        return Ok(Frontier::from_windowed(filter));
+    }
     let layout = match args.layout {
         LayoutArg::Word => Layout::Word,
         LayoutArg::CacheLine => Layout::CacheLine,

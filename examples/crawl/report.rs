@@ -8,6 +8,8 @@ use std::time::Duration;
 use atomic_bloom::Frontier;
 use indicatif::{HumanBytes, HumanCount};
 
+use crate::revisit::{Gaps, Revisits};
+
 /// What one worker counted; summed over the workers at the end.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -28,6 +30,8 @@ pub struct Tally {
     pub queued_bytes: usize,
     /// URLs popped a second time (with `--verify`).
     pub popped_again: usize,
+    /// Pages between visits of a page (with `--revisit-after`).
+    pub gaps: Gaps,
 }
 
 impl Tally {
@@ -41,6 +45,7 @@ impl Tally {
         self.queued += other.queued;
         self.queued_bytes += other.queued_bytes;
         self.popped_again += other.popped_again;
+        self.gaps.add(&other.gaps);
     }
 }
 
@@ -120,6 +125,7 @@ pub fn print(
     elapsed: Duration,
     frontier: &Frontier<String>,
     exact: Option<&ExactRecord>,
+    revisits: Option<&Revisits>,
 ) {
     let percent = |part: usize, whole: usize| 100.0 * part as f64 / whole.max(1) as f64;
     let per_second = |count: usize| HumanCount((count as f64 / elapsed.as_secs_f64()) as u64);
@@ -181,6 +187,10 @@ pub fn print(
         ),
     );
     let filter_bytes = frontier.memory_bytes();
+    if let Some(revisits) = revisits {
+        print_revisits(tally, revisits, filter_bytes, frontier);
+        return;
+    }
     let set_bytes = hash_set_bytes(distinct, set_bytes);
     row(
         "memory",
@@ -206,5 +216,63 @@ pub fn print(
         } else {
             "no"
         },
+    );
+}
+
+/// The re-visit rows: the gaps between visits against the promise, and
+/// the windowed filter's memory beside the exact map of last visits.
+fn print_revisits(
+    tally: &Tally,
+    revisits: &Revisits,
+    filter_bytes: usize,
+    frontier: &Frontier<String>,
+) {
+    let gaps = &tally.gaps;
+    let (pages, map_bytes) = revisits.map_bytes();
+    row(
+        "re-visits",
+        format_args!(
+            "{} of {} pages crawled, {} distinct pages",
+            HumanCount(gaps.revisits as u64),
+            HumanCount(tally.pages as u64),
+            HumanCount(pages as u64)
+        ),
+    );
+    if gaps.revisits > 0 {
+        row(
+            "pages between visits",
+            format_args!(
+                "shortest {}, mean {}, longest {} (promised: at least {})",
+                HumanCount(gaps.shortest.unwrap_or(0)),
+                HumanCount(gaps.total / gaps.revisits as u64),
+                HumanCount(gaps.longest),
+                HumanCount(revisits.after as u64)
+            ),
+        );
+    }
+    row(
+        "re-visited too soon",
+        format_args!(
+            "{} (by the exact map of last visits; pages are numbered as they are popped, \
+             so a worker descheduled between admitting and queueing a page, or popping and \
+             numbering it, can make a gap look shorter than the admissions it spanned)",
+            gaps.too_soon
+        ),
+    );
+    row(
+        "memory",
+        format_args!(
+            "frontier's windowed filter {}, the exact map of last visits {}: {:.0}x",
+            HumanBytes(filter_bytes as u64),
+            HumanBytes(map_bytes as u64),
+            map_bytes as f64 / filter_bytes.max(1) as f64
+        ),
+    );
+    row(
+        "target FPR",
+        format_args!(
+            "{}% (a page whose visit is due is dropped at this rate, and found again by its next link)",
+            frontier.target_fpr() * 100.0
+        ),
     );
 }

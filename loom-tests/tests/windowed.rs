@@ -16,7 +16,7 @@
 //! to two threads.
 #![cfg(atomic_bloom_loom)]
 
-use atomic_bloom::WindowedBloomFilter;
+use atomic_bloom::{Layout, WindowedBloomFilter};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
@@ -151,4 +151,30 @@ fn two_blocks_of_eight() -> WindowedBloomFilter<u64> {
     let lines = filter.bits_per_item() * window as f64 / 512.0;
     assert_eq!(lines.round() as usize, 4, "the model's block count");
     filter
+}
+
+/// Under `Layout::Word` an item's bits in a generation are one word, and
+/// the `fetch_or` that turns them on decides: of two threads inserting the
+/// same absent item, exactly one is told it is new. Checked to fail when
+/// the answer is taken from the loads alone (as under `CacheLine`).
+#[test]
+fn word_layout_racing_inserts_of_one_item_exactly_one_is_new() {
+    loom::model(|| {
+        let filter = Arc::new(
+            WindowedBloomFilter::builder(2, 0.01)
+                .seed(7)
+                .layout(Layout::Word)
+                .generations(2)
+                .manual_rotation()
+                .build()
+                .unwrap(),
+        );
+        let other = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || filter.insert(&X))
+        };
+        let mine = filter.insert(&X);
+        let theirs = other.join().unwrap();
+        assert!(mine ^ theirs, "new to both or to neither: {mine} {theirs}");
+    });
 }

@@ -9,7 +9,7 @@ use std::hash::{BuildHasher, Hash};
 pub(crate) use seen::Seen;
 
 use crate::sync::{AtomicBool, Ordering, Queue};
-use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter};
+use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter, WindowedBloomFilter};
 
 /// A crawler's to-visit queue: [`push`](Self::push) drops an item that was
 /// pushed before, [`pop`](Self::pop) hands out the others, and every
@@ -17,7 +17,8 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter};
 ///
 /// It is a Bloom filter of everything ever pushed in front of crossbeam's
 /// lock-free `SegQueue`. Popping does not forget: an item is pushed at most
-/// once in the frontier's life. A false positive of the filter drops a new
+/// once in the frontier's life, unless the frontier is
+/// [windowed](Self::windowed). A false positive of the filter drops a new
 /// item, at the filter's rate; nothing accepted is ever lost.
 ///
 /// # Which filter
@@ -32,6 +33,14 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter};
 /// * [`Frontier::scalable`]: a [`ScalableBloomFilter`] (also
 ///   [`Layout::Word`]) when no capacity can be guessed. Exactly-once holds
 ///   except for racing pushes that straddle a growth.
+/// * [`Frontier::windowed`]: a [`WindowedBloomFilter`] (also
+///   [`Layout::Word`]), for re-visits: an item is admitted again once
+///   `window` other items have been admitted after it, and never sooner,
+///   so a crawler fetches each page again after at least `window` other
+///   pages. A push of an item seen within the window is dropped without
+///   refreshing it, so a page linked from everywhere is still re-visited
+///   on time. Exactly-once holds except for racing pushes that straddle a
+///   rotation.
 ///
 /// Past its capacity a fixed filter's rate rises above the target: the
 /// frontier logs one warning through the `log` crate and
@@ -116,7 +125,65 @@ impl<T: Hash> Frontier<T, DefaultHasher> {
     }
 }
 
+impl<T: Hash> Frontier<T, DefaultHasher> {
+    /// A frontier that admits an item again once `window` other items have
+    /// been admitted after it (and forgets it by `window × 4/3`), on a
+    /// [`WindowedBloomFilter`] with [`Layout::Word`] at false-positive rate
+    /// `rate`, with a random seed. For a time window or other generations,
+    /// build the filter and use [`from_windowed`](Self::from_windowed).
+    ///
+    /// Popped items are crawled in the order they were admitted, so with
+    /// one queue the pages fetched between two visits of a page number at
+    /// least `window`.
+    ///
+    /// # Errors
+    ///
+    /// As [`WindowedBloomFilter::new`]: [`Error::ZeroWindow`],
+    /// [`Error::InvalidFalsePositiveRate`], [`Error::TooLarge`],
+    /// [`Error::AllocationFailed`], [`Error::SeedUnavailable`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u64> = atomic_bloom::Frontier::windowed(1_000, 0.01)?;
+    /// assert!(frontier.push(7));
+    /// assert!(!frontier.push(7)); // within the window: dropped
+    /// for page in 0..2_000u64 {
+    ///     frontier.push(1_000_000 + page);
+    /// }
+    /// assert!(frontier.push(7)); // left the window: admitted again
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn windowed(window: usize, rate: f64) -> Result<Self, Error> {
+        let filter = WindowedBloomFilter::builder(window, rate)
+            .layout(Layout::Word)
+            .build()?;
+        Ok(Self::from_windowed(filter))
+    }
+}
+
 impl<T, S> Frontier<T, S> {
+    /// A frontier that re-admits items on `filter`'s schedule (a count or a
+    /// time window, any layout, seed or hasher). Items already in the
+    /// filter count as seen.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use atomic_bloom::{Frontier, WindowedBloomFilter};
+    ///
+    /// let daily = WindowedBloomFilter::builder(1_000_000, 0.01)
+    ///     .time_window(Duration::from_secs(24 * 3600))
+    ///     .build()?;
+    /// let frontier: Frontier<String> = Frontier::from_windowed(daily);
+    /// assert_eq!(frontier.capacity(), 1_000_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_windowed(filter: WindowedBloomFilter<T, S>) -> Self {
+        Self::from_seen(Seen::Windowed(Box::new(filter)))
+    }
+
     /// A frontier on `filter`, built with any layout, seed or hasher.
     /// Items already in the filter count as seen.
     ///

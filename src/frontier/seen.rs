@@ -1,15 +1,19 @@
-//! The frontier's seen-filter: a fixed filter with its fill mark, or a
-//! scalable one, behind one set of methods.
+//! The frontier's seen-filter: a fixed filter with its fill mark, a
+//! scalable one, or a windowed one, behind one set of methods.
 
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use crate::fill::Tracked;
-use crate::{BloomFilter, Layout, ScalableBloomFilter};
+use crate::{BloomFilter, Layout, ScalableBloomFilter, WindowedBloomFilter};
 
 pub(crate) enum Seen<T, S> {
     Fixed(Tracked<T, S>),
     Scalable(ScalableBloomFilter<T, S>),
+    /// Forgets: an item is admitted again once it has left the window.
+    /// Boxed: its ring's cache-padded words make it several times the size
+    /// of the others.
+    Windowed(Box<WindowedBloomFilter<T, S>>),
 }
 
 /// What inserting into the seen-filter did.
@@ -32,6 +36,7 @@ impl<T, S> Seen<T, S> {
         match self {
             Seen::Fixed(tracked) => tracked.is_full(),
             Seen::Scalable(filter) => filter.growth_failed(),
+            Seen::Windowed(_) => false,
         }
     }
 
@@ -39,6 +44,7 @@ impl<T, S> Seen<T, S> {
         match self {
             Seen::Fixed(tracked) => tracked.filter().capacity(),
             Seen::Scalable(filter) => filter.capacity(),
+            Seen::Windowed(filter) => filter.window(),
         }
     }
 
@@ -46,6 +52,7 @@ impl<T, S> Seen<T, S> {
         match self {
             Seen::Fixed(tracked) => tracked.filter().target_fpr(),
             Seen::Scalable(filter) => filter.target_fpr(),
+            Seen::Windowed(filter) => filter.target_fpr(),
         }
     }
 
@@ -53,6 +60,7 @@ impl<T, S> Seen<T, S> {
         match self {
             Seen::Fixed(tracked) => tracked.filter().estimated_fpr(),
             Seen::Scalable(filter) => filter.estimated_fpr(),
+            Seen::Windowed(filter) => filter.expected_fpr(),
         }
     }
 
@@ -60,6 +68,10 @@ impl<T, S> Seen<T, S> {
         match self {
             Seen::Fixed(tracked) => tracked.filter().len_estimate(),
             Seen::Scalable(filter) => filter.len_estimate(),
+            // Every ended generation took its capacity of new items.
+            Seen::Windowed(filter) => (filter.epoch() as usize)
+                .saturating_mul(filter.generation_capacity())
+                .saturating_add(filter.generation_len()),
         }
     }
 
@@ -67,6 +79,7 @@ impl<T, S> Seen<T, S> {
         match self {
             Seen::Fixed(tracked) => tracked.memory_bytes(),
             Seen::Scalable(filter) => filter.memory_bytes(),
+            Seen::Windowed(filter) => filter.memory_bytes(),
         }
     }
 
@@ -74,6 +87,7 @@ impl<T, S> Seen<T, S> {
         match self {
             Seen::Fixed(tracked) => tracked.filter().layout(),
             Seen::Scalable(filter) => filter.layout(),
+            Seen::Windowed(filter) => filter.layout(),
         }
     }
 }
@@ -97,6 +111,11 @@ impl<T, S: BuildHasher> Seen<T, S> {
                     over_capacity: new && filter.growth_failed(),
                 }
             }
+            Seen::Windowed(filter) => Inserted {
+                // Seen within the window: dropped, and its age kept.
+                new: filter.insert_hash_if_new(filter.hasher().hash_one(item)),
+                over_capacity: false,
+            },
         }
     }
 
@@ -106,6 +125,7 @@ impl<T, S: BuildHasher> Seen<T, S> {
         match self {
             Seen::Fixed(tracked) => tracked.contains_hash(tracked.filter().hasher().hash_one(item)),
             Seen::Scalable(filter) => filter.contains_hash(filter.hasher().hash_one(item)),
+            Seen::Windowed(filter) => filter.contains_hash(filter.hasher().hash_one(item)),
         }
     }
 }
@@ -115,6 +135,7 @@ impl<T, S: fmt::Debug> fmt::Debug for Seen<T, S> {
         match self {
             Seen::Fixed(tracked) => tracked.filter().fmt(f),
             Seen::Scalable(filter) => filter.fmt(f),
+            Seen::Windowed(filter) => filter.fmt(f),
         }
     }
 }

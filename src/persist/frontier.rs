@@ -6,7 +6,7 @@ use super::bloom::{read_bits, write_bits};
 use super::scalable::{read_stages, write_stages};
 use super::{reserve_as_read, to_usize, Decoder, Encoder, Kind, Saved};
 use crate::frontier::Seen;
-use crate::{DefaultHasher, Error, Frontier};
+use crate::{DefaultHasher, Error, Frontier, WindowedBloomFilter};
 
 /// How a [`Frontier`]'s queued items are saved: as bytes that
 /// [`decode`](FrontierItem::decode) turns back into the item.
@@ -120,6 +120,7 @@ fn seen_kind<T, S>(seen: &Seen<T, S>) -> Kind {
     match seen {
         Seen::Fixed(_) => Kind::Bloom,
         Seen::Scalable(_) => Kind::Scalable,
+        Seen::Windowed(_) => Kind::Windowed,
     }
 }
 
@@ -130,6 +131,7 @@ impl<T: FrontierItem> Saved for Frontier<T, DefaultHasher> {
         match self.seen_filter() {
             Seen::Fixed(tracked) => tracked.filter().hasher().seed(),
             Seen::Scalable(filter) => filter.hasher().seed(),
+            Seen::Windowed(filter) => filter.hasher().seed(),
         }
     }
 
@@ -148,6 +150,9 @@ impl<T: FrontierItem> Saved for Frontier<T, DefaultHasher> {
         let seen = match input.u8()? {
             kind if kind == Kind::Bloom as u8 => Seen::fixed(read_bits(input, hasher)?),
             kind if kind == Kind::Scalable as u8 => Seen::Scalable(read_stages(input, hasher)?),
+            kind if kind == Kind::Windowed as u8 => {
+                Seen::Windowed(Box::new(WindowedBloomFilter::read_body(input, seed)?))
+            }
             other => {
                 return Err(Error::InvalidField {
                     field: "frontier's filter kind",
@@ -189,6 +194,7 @@ fn write_seen_and_items<T: FrontierItem, W: Write>(
     match seen {
         Seen::Fixed(tracked) => write_bits(out, tracked.filter())?,
         Seen::Scalable(filter) => write_stages(out, filter)?,
+        Seen::Windowed(filter) => filter.write_body(out)?,
     }
     out.usize(items.len())?;
     let mut bytes = Vec::new();

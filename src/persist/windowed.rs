@@ -10,7 +10,7 @@ use super::{
 use crate::bits::BitArray;
 use crate::sizing::WindowGeometry;
 use crate::windowed::{monotonic_clock, timing, Rotation, Timing, MAX_EPOCH};
-use crate::{DefaultHasher, Error, Layout, WindowedBloomFilter};
+use crate::{DefaultHasher, Error, WindowedBloomFilter};
 
 /// The rotation byte.
 fn rotation_byte(rotation: Rotation) -> u8 {
@@ -73,14 +73,8 @@ impl<T: ?Sized> Saved for WindowedBloomFilter<T, DefaultHasher> {
 
     fn read_body<R: Read>(input: &mut Decoder<R>, seed: u64) -> Result<Self, Error> {
         input.part("window parameters");
-        let layout = match Stored::from_byte(input.u8()?, &BIT_LAYOUTS, input)? {
-            Stored::Bits(layout @ (Layout::CacheLine | Layout::Compact)) => layout,
-            other => {
-                return Err(Error::InvalidField {
-                    field: "layout",
-                    value: u64::from(other.byte()),
-                })
-            }
+        let Stored::Bits(layout) = Stored::from_byte(input.u8()?, &BIT_LAYOUTS, input)? else {
+            unreachable!("BIT_LAYOUTS holds bit-array layouts only")
         };
         let sizing = read_sizing(input)?;
         let generations = u32::from(input.u8()?);

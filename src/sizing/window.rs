@@ -16,6 +16,9 @@
 //!   word of each half of its segment (the first half in the first line,
 //!   the second in the second line). `g` is 2, 4 or 8. A lookup reads two
 //!   adjacent lines, whatever `g`.
+//! * [`Layout::Word`]: the same blocks, an item's `k` bits all in one
+//!   word of its segment, so that one `fetch_or` decides which of several
+//!   racing inserts of an item is the new one.
 //! * [`Layout::Compact`]: each generation has its own array of 512-bit
 //!   blocks and an item's `k` bits fall anywhere in its block, as in a
 //!   compact `BloomFilter`. `g` from 2 to 16; a lookup reads `g` lines.
@@ -47,13 +50,14 @@ const GENERATIONS_GAIN: f64 = 0.03;
 /// The shape of a windowed filter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct WindowGeometry {
-    /// [`Layout::CacheLine`] (shared blocks) or [`Layout::Compact`]
-    /// (an array per generation).
+    /// [`Layout::CacheLine`] or [`Layout::Word`] (shared blocks), or
+    /// [`Layout::Compact`] (an array per generation).
     pub(crate) layout: Layout,
     pub(crate) sizing: Sizing,
     /// Generations queried together: `g`.
     pub(crate) generations: u32,
-    /// `h` bits in each of two words (cache-line) or `k` bits (compact).
+    /// `h` bits in each of two words (cache-line) or `k` bits (word,
+    /// compact).
     pub(crate) bits_per_word: u32,
     /// Blocks per generation: two-line shared blocks (cache-line) or lines
     /// (compact).
@@ -98,10 +102,7 @@ impl WindowGeometry {
                 value: u64::from(self.generations),
             }
         })?;
-        let max_bits = match self.layout {
-            Layout::Compact => super::MAX_COMPACT_BITS,
-            _ => POSITIONS_PER_WORD,
-        };
+        let max_bits = Shape::of(self.layout, self.generations).max_bits_per_word();
         if self.bits_per_word == 0 {
             return Err(Error::ZeroHashes);
         }
@@ -189,10 +190,9 @@ fn bits_per_window_item(layout: Layout, generations: u32, rate: f64) -> f64 {
 
 fn check_generations(layout: Layout, generations: Option<u32>) -> Result<(), Error> {
     match (layout, generations) {
-        (Layout::Word, _) => Err(Error::UnsupportedWindowLayout { layout }),
         (_, None) => Ok(()),
         (Layout::Compact, Some(g)) if (2..=MAX_SEPARATE_GENERATIONS).contains(&g) => Ok(()),
-        (Layout::CacheLine, Some(g)) if SHARED_GENERATIONS.contains(&g) => Ok(()),
+        (Layout::CacheLine | Layout::Word, Some(g)) if SHARED_GENERATIONS.contains(&g) => Ok(()),
         (layout, Some(generations)) => Err(Error::InvalidGenerations {
             generations,
             layout,
@@ -247,7 +247,8 @@ impl Shape {
     fn max_bits_per_word(self) -> u32 {
         match self.layout {
             Layout::Compact => super::MAX_COMPACT_BITS,
-            _ => POSITIONS_PER_WORD,
+            Layout::Word => 2 * POSITIONS_PER_WORD,
+            Layout::CacheLine => POSITIONS_PER_WORD,
         }
     }
 
@@ -262,7 +263,14 @@ impl Shape {
     fn rate(self, load: f64, table: &mut ProbeHitTable) -> f64 {
         match self.layout {
             Layout::Compact => rate_at_load(Scheme::Compact { lines: 1 }, load, table),
-            _ => pair_rate_at_load(
+            // Items spread over the segment's words; each word is a word
+            // filter.
+            Layout::Word => rate_at_load(
+                Scheme::Word,
+                load / (SHARED_BLOCK_WORDS as u32 / self.generations) as f64,
+                table,
+            ),
+            Layout::CacheLine => pair_rate_at_load(
                 load,
                 SHARED_BLOCK_WORDS as u32 / self.generations / 2,
                 table,
@@ -323,7 +331,7 @@ mod tests {
 
     #[test]
     fn the_union_of_full_generations_reaches_the_target_at_capacity() {
-        for layout in [Layout::CacheLine, Layout::Compact] {
+        for layout in [Layout::CacheLine, Layout::Word, Layout::Compact] {
             for rate in [0.1, 0.01, 0.001] {
                 let geometry =
                     plan_window(layout, Sizing::Exact, 1_000_000, rate, None, |_| 0).unwrap();
@@ -337,6 +345,7 @@ mod tests {
     #[test]
     fn defaults_take_the_least_memory() {
         assert_eq!(default_generations(Layout::CacheLine, 0.01), 4);
+        assert_eq!(default_generations(Layout::Word, 0.01), 4);
         let compact = default_generations(Layout::Compact, 0.01);
         assert!((4..=8).contains(&compact), "{compact}");
     }
@@ -353,9 +362,10 @@ mod tests {
             Err(Error::InvalidGenerations { .. })
         ));
         assert!(matches!(
-            plan(Layout::Word, 4),
-            Err(Error::UnsupportedWindowLayout { .. })
+            plan(Layout::Word, 3),
+            Err(Error::InvalidGenerations { .. })
         ));
+        assert!(plan(Layout::Word, 8).is_ok());
         assert!(plan(Layout::Compact, 16).is_ok());
     }
 }

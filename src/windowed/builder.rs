@@ -113,9 +113,11 @@ impl<T: ?Sized> WindowedBloomFilterBuilder<T, DefaultHasher> {
 impl<T: ?Sized, S> WindowedBloomFilterBuilder<T, S> {
     /// [`Layout::CacheLine`] (the default): every generation of an item in
     /// one block of two adjacent lines, so a lookup reads two lines;
-    /// [`Layout::Compact`]: each generation its own compact array, the
-    /// least memory, a lookup reading one line per generation.
-    /// [`Layout::Word`] is refused at `build`.
+    /// [`Layout::Word`]: the same blocks, an item's bits in one word per
+    /// generation, so that of several threads racing to insert an absent
+    /// item exactly one is told it was new (what a frontier needs), for
+    /// more memory; [`Layout::Compact`]: each generation its own compact
+    /// array, the least memory, a lookup reading one line per generation.
     ///
     /// # Example
     ///
@@ -152,7 +154,8 @@ impl<T: ?Sized, S> WindowedBloomFilterBuilder<T, S> {
     }
 
     /// The number of generations `g` (2, 4 or 8 for
-    /// [`Layout::CacheLine`], 2 to 16 for [`Layout::Compact`]); unset, the
+    /// [`Layout::CacheLine`] and [`Layout::Word`], 2 to 16 for
+    /// [`Layout::Compact`]); unset, the
     /// layout's least memory at the rate (4 for cache-line blocks at 1%).
     /// More generations forget sooner after the window (an item is kept
     /// for at most `window × g / (g − 1)` items) and, past the best count,
@@ -278,7 +281,7 @@ impl<T: ?Sized, S> WindowedBloomFilterBuilder<T, S> {
     /// # Errors
     ///
     /// [`Error::ZeroWindow`], [`Error::InvalidFalsePositiveRate`],
-    /// [`Error::InvalidGenerations`], [`Error::UnsupportedWindowLayout`],
+    /// [`Error::InvalidGenerations`],
     /// [`Error::InvalidWindowDuration`], [`Error::TooLarge`],
     /// [`Error::AllocationFailed`], [`Error::SeedUnavailable`].
     ///

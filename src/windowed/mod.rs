@@ -12,7 +12,7 @@ use std::time::Duration;
 
 pub(crate) use builder::{monotonic_clock, timing};
 pub use builder::{Rotation, WindowedBloomFilterBuilder};
-use probe::{Placement, SlotProbe};
+use probe::{Kind, Placement, SlotProbe};
 use ring::MAX_CHUNKS;
 pub(crate) use ring::MAX_EPOCH;
 use ring::{Counted, Ring, State};
@@ -79,6 +79,7 @@ pub(crate) enum Timing {
 /// |---|---|---|---|---|---|
 /// | [`CacheLine`](Layout::CacheLine) (default) | 4 | 19.5 (31.2) | 1.01% | 2, adjacent | 1.33 × window |
 /// | `CacheLine` | 2 / 8 | 24.4 / 20.7 | 1.01% / 0.99% | 2, adjacent | 2 / 1.14 × |
+/// | [`Word`](Layout::Word) (exactly-once inserts) | 4 | 24.7 (47.2) | 1.00% | 1 | 1.33 × |
 /// | [`Compact`](Layout::Compact) | 5 (its default at 1%) | 17.3 (25.0) | 1.00% | 5 | 1.25 × |
 /// | `Compact` | 7 | 17.1 (24.5) | 0.97% | 7 | 1.17 × |
 ///
@@ -125,7 +126,9 @@ pub(crate) enum Timing {
 /// next, and clearing the oldest generation is shared, a chunk at a time,
 /// by every thread that inserts meanwhile (inserts go on into the full
 /// generation until the last chunk is cleared). Two threads racing to
-/// insert the same absent item may both be told it was new.
+/// insert the same absent item may both be told it was new, except under
+/// [`Layout::Word`], where exactly one is (unless a rotation completes
+/// between their inserts).
 pub struct WindowedBloomFilter<T: ?Sized, S = DefaultHasher> {
     bits: BitArray,
     ring: Ring,
@@ -293,17 +296,42 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// ```
     #[inline]
     pub fn insert_hash(&self, hash: u64) -> bool {
-        self.insert_hash_then(hash, || ())
+        self.insert_hash_then(hash, true, || ())
     }
 
-    /// [`insert_hash`](Self::insert_hash), calling `settling` after the
-    /// bits are set and before each re-check of the epoch.
+    /// Inserts the item whose hash is `hash` only if no live generation
+    /// holds it; true if it did not (it is now in the current generation).
+    /// Unlike [`insert_hash`](Self::insert_hash), an item seen within the
+    /// window stays where it is: it is forgotten on the schedule of the
+    /// insert that placed it.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<str> =
+    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// let hash = w.hash_item("a");
+    /// assert!(w.insert_hash_if_new(hash));
+    /// assert!(!w.insert_hash_if_new(hash));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn insert_hash_if_new(&self, hash: u64) -> bool {
+        self.insert_hash_then(hash, false, || ())
+    }
+
+    /// [`insert_hash`](Self::insert_hash) (`refresh`: an item seen in an
+    /// older generation is set in the current one too) or
+    /// [`insert_hash_if_new`](Self::insert_hash_if_new), calling
+    /// `settling` after the bits are set and before each re-check of the
+    /// epoch.
     #[inline(always)]
-    fn insert_hash_then(&self, hash: u64, settling: impl Fn()) -> bool {
-        if self.placement.is_shared() {
-            self.insert_probe(self.placement.shared(hash), settling)
-        } else {
-            self.insert_probe(self.placement.separate(hash), settling)
+    fn insert_hash_then(&self, hash: u64, refresh: bool, settling: impl Fn()) -> bool {
+        let placement = &self.placement;
+        match placement.kind() {
+            Kind::Pair => self.insert_probe(placement.shared(hash), refresh, settling),
+            Kind::Word => self.insert_probe(placement.word(hash), refresh, settling),
+            Kind::Compact => self.insert_probe(placement.separate(hash), refresh, settling),
         }
     }
 
@@ -320,27 +348,28 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// ```
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        if self.placement.is_shared() {
-            self.contains_probe(self.placement.shared(hash))
-        } else {
-            self.contains_probe(self.placement.separate(hash))
+        let placement = &self.placement;
+        match placement.kind() {
+            Kind::Pair => self.contains_probe(placement.shared(hash)),
+            Kind::Word => self.contains_probe(placement.word(hash)),
+            Kind::Compact => self.contains_probe(placement.separate(hash)),
         }
     }
 
     /// Starts loading the lines of `hash` into cache.
     #[inline(always)]
     pub(crate) fn prefetch_hash(&self, hash: u64) {
-        let all = (1u32 << self.geometry.generations) - 1;
-        if self.placement.is_shared() {
-            self.placement.shared(hash).prefetch(&self.bits, all);
-        } else {
-            self.placement.separate(hash).prefetch(&self.bits, all);
+        let (all, placement) = ((1u32 << self.geometry.generations) - 1, &self.placement);
+        match placement.kind() {
+            Kind::Pair => placement.shared(hash).prefetch(&self.bits, all),
+            Kind::Word => placement.word(hash).prefetch(&self.bits, all),
+            Kind::Compact => placement.separate(hash).prefetch(&self.bits, all),
         }
     }
 
     /// The insert protocol (`src/PROTOCOLS.md`, "Windowed filter").
     #[inline(always)]
-    fn insert_probe<P: SlotProbe>(&self, probe: P, settling: impl Fn()) -> bool {
+    fn insert_probe<P: SlotProbe>(&self, probe: P, refresh: bool, settling: impl Fn()) -> bool {
         let now = match &self.timing {
             Timing::Time { clock, .. } => Some(clock_nanos(clock)),
             _ => None,
@@ -365,8 +394,19 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
                 live &= !self.ring.expired(now, *lifetime) | 1 << current;
             }
             let hits = probe.hits(&self.bits, live);
+            if !refresh && hits != 0 && answer.is_none() {
+                // Seen within the window, and left where it is (a retry
+                // after a rotation places the item this call set).
+                return false;
+            }
             let new_here = hits & 1 << current == 0 && probe.set(&self.bits, current);
-            let was_new = *answer.get_or_insert(hits == 0);
+            // Under the word shape, of racing inserts of an absent item the
+            // one whose fetch_or turned bits on is the new one.
+            let was_new = *answer.get_or_insert(hits == 0 && (new_here || !P::EXCLUSIVE));
+            if !refresh && !was_new {
+                // Another insert of the item won the race: nothing to place.
+                return false;
+            }
             let counted = if new_here {
                 self.ring.count(epoch)
             } else {
@@ -629,12 +669,13 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// ```
     pub fn num_hashes(&self) -> u32 {
         match self.geometry.layout {
-            Layout::Compact => self.geometry.bits_per_word,
-            _ => 2 * self.geometry.bits_per_word,
+            Layout::CacheLine => 2 * self.geometry.bits_per_word,
+            _ => self.geometry.bits_per_word,
         }
     }
 
-    /// The layout: [`Layout::CacheLine`] or [`Layout::Compact`].
+    /// The layout: [`Layout::CacheLine`], [`Layout::Word`] or
+    /// [`Layout::Compact`].
     ///
     /// # Example
     ///
@@ -704,7 +745,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         T: Hash,
         S: BuildHasher,
     {
-        self.insert_hash_then(self.hash_item(item), settling)
+        self.insert_hash_then(self.hash_item(item), true, settling)
     }
 }
 
@@ -732,6 +773,36 @@ impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
     #[inline]
     pub fn insert(&self, item: &T) -> bool {
         self.insert_hash(self.hash_item(item))
+    }
+
+    /// Inserts `item` only if it was not seen within the window; true if
+    /// it was not (it is now in the current generation). Unlike
+    /// [`insert`](Self::insert), an item seen within the window keeps its
+    /// age: a crawler that re-visits a page a window after its last visit
+    /// calls this for every link it finds, and a page linked from
+    /// everywhere is still forgotten on time.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::WindowedBloomFilter;
+    ///
+    /// let w: WindowedBloomFilter<u64> =
+    ///     WindowedBloomFilter::builder(100, 0.01).seed(1).generations(2).build()?;
+    /// assert!(w.insert_if_new(&0));
+    /// for i in 1..100u64 {
+    ///     w.insert_if_new(&i);
+    ///     assert!(!w.insert_if_new(&0)); // seen, and not refreshed
+    /// }
+    /// for i in 100..200u64 {
+    ///     w.insert_if_new(&i);
+    /// }
+    /// assert!(w.insert_if_new(&0)); // forgotten: new again
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn insert_if_new(&self, item: &T) -> bool {
+        self.insert_hash_if_new(self.hash_item(item))
     }
 
     /// Whether `item` may have been inserted within the window: always

@@ -6,14 +6,27 @@
 
 use crate::bits::BitArray;
 use crate::block::WORDS_PER_BLOCK;
-use crate::hash::{bit_mask_pair, position_words};
+use crate::hash::{bit_mask, bit_mask_pair, position_words};
 use crate::layout::{BlockIndex, CompactProbe};
 use crate::sizing::WindowGeometry;
 use crate::sync::Ordering;
 
+/// The probe of each shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Pair,
+    Word,
+    Compact,
+}
+
 /// What a windowed filter asks of a probe: which slots hold the item, and
 /// setting it in one slot.
 pub(crate) trait SlotProbe: Copy {
+    /// Whether `set`'s answer is one read-modify-write's: of several racing
+    /// inserts of an absent item into a slot, exactly one is told it set a
+    /// bit.
+    const EXCLUSIVE: bool;
+
     /// The slots, among those in `live` (bit `i` for slot `i`), whose words
     /// hold every bit of the item.
     fn hits(&self, bits: &BitArray, live: u32) -> u32;
@@ -32,11 +45,14 @@ pub(crate) struct Placement {
     index: BlockIndex,
     generations: u32,
     bits_per_word: u32,
-    /// Cache-line shape: words per half of a slot's segment. Compact: the
-    /// lines of one generation's array.
+    /// Cache-line shape: words per half of a slot's segment; word shape:
+    /// words of a slot's segment; compact: the lines of one generation's
+    /// array.
     stride: usize,
-    /// The cache-line shape (else compact).
+    /// The cache-line or word shape (else compact).
     shared: bool,
+    /// The word shape.
+    word: bool,
 }
 
 impl Placement {
@@ -48,6 +64,7 @@ impl Placement {
                 bits_per_word: geometry.bits_per_word,
                 stride: geometry.blocks,
                 shared: false,
+                word: false,
             },
             _ => Placement {
                 index: BlockIndex::of(
@@ -57,8 +74,12 @@ impl Placement {
                 ),
                 generations: geometry.generations,
                 bits_per_word: geometry.bits_per_word,
-                stride: geometry.words_per_half() as usize,
+                stride: match geometry.layout {
+                    crate::Layout::Word => 2 * geometry.words_per_half() as usize,
+                    _ => geometry.words_per_half() as usize,
+                },
                 shared: true,
+                word: geometry.layout == crate::Layout::Word,
             },
         }
     }
@@ -76,6 +97,18 @@ impl Placement {
             low_mask,
             high_word: (high & (half - 1)) as usize * g,
             high_mask,
+        }
+    }
+
+    /// The word probe of `hash`.
+    #[inline(always)]
+    pub(crate) fn word(&self, hash: u64) -> WordProbe {
+        let (first, second) = position_words(hash);
+        let index = (first & (self.stride as u64 - 1)) as usize * self.generations as usize;
+        WordProbe {
+            line: self.index.line(hash) + index / WORDS_PER_BLOCK,
+            word: index % WORDS_PER_BLOCK,
+            mask: bit_mask(first, second, self.bits_per_word),
         }
     }
 
@@ -104,15 +137,20 @@ impl Placement {
         }
     }
 
-    /// The cache-line shape (else compact).
-    pub(crate) fn is_shared(&self) -> bool {
-        self.shared
+    /// Which probe the shape takes.
+    #[inline(always)]
+    pub(crate) fn kind(&self) -> Kind {
+        match (self.shared, self.word) {
+            (true, false) => Kind::Pair,
+            (true, true) => Kind::Word,
+            (false, _) => Kind::Compact,
+        }
     }
 
     /// Clears slot `slot`'s words in blocks `blocks` (a chunk of a
     /// rotation): the caller's rotation has made the slot unused.
     pub(crate) fn clear(&self, bits: &BitArray, slot: u32, blocks: std::ops::Range<usize>) {
-        if self.is_shared() {
+        if self.shared {
             let g = self.generations as usize;
             for block in blocks {
                 for line in [2 * block, 2 * block + 1] {
@@ -163,6 +201,8 @@ pub(crate) struct SharedProbe {
 }
 
 impl SlotProbe for SharedProbe {
+    const EXCLUSIVE: bool = false;
+
     #[inline(always)]
     fn hits(&self, bits: &BitArray, live: u32) -> u32 {
         let mut hits = 0;
@@ -229,6 +269,8 @@ pub(crate) struct SeparateProbe {
 }
 
 impl SlotProbe for SeparateProbe {
+    const EXCLUSIVE: bool = false;
+
     #[inline(always)]
     fn hits(&self, bits: &BitArray, live: u32) -> u32 {
         let mut hits = 0;
@@ -273,5 +315,55 @@ impl SlotProbe for SeparateProbe {
             slots &= slots - 1;
             bits.prefetch(slot * self.stride + self.block);
         }
+    }
+}
+
+/// An item under the word shape: `k` bits in one word of its block (word
+/// `j g + s` of the block's 16 for slot `s`), so one `fetch_or` sets them
+/// all and says whether any was missing.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WordProbe {
+    /// The line of the item's word in slot 0 (`j g < 16`, and `s < g`
+    /// keeps every slot's word in that line).
+    line: usize,
+    word: usize,
+    mask: u64,
+}
+
+impl SlotProbe for WordProbe {
+    const EXCLUSIVE: bool = true;
+
+    #[inline(always)]
+    fn hits(&self, bits: &BitArray, live: u32) -> u32 {
+        let mut hits = 0;
+        let mut slots = live;
+        while slots != 0 {
+            let slot = slots.trailing_zeros();
+            slots &= slots - 1;
+            // Relaxed: as in `SharedProbe::hits`.
+            let word = bits
+                .word(self.line, self.word + slot as usize)
+                .load(Ordering::Relaxed);
+            hits |= u32::from(word & self.mask == self.mask) << slot;
+        }
+        hits
+    }
+
+    #[inline(always)]
+    fn set(&self, bits: &BitArray, slot: u32) -> bool {
+        let word = bits.word(self.line, self.word + slot as usize);
+        // Relaxed: a 1 never reverts while the slot is in use, so all bits
+        // set is final; a stale value only sends us to the fetch_or.
+        if word.load(Ordering::Relaxed) & self.mask == self.mask {
+            return false;
+        }
+        // Relaxed: as in `SharedProbe::set`; the RMW reads the latest value,
+        // so of racing inserts exactly one sees bits missing.
+        word.fetch_or(self.mask, Ordering::Relaxed) & self.mask != self.mask
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, bits: &BitArray, _slots: u32) {
+        bits.prefetch(self.line);
     }
 }
