@@ -3,6 +3,8 @@
 //!
 //! * `windowed`: ours, the default (cache-line blocks, 4 generations);
 //! * `windowed-compact`: ours, `Layout::Compact` (its default generations);
+//! * `windowed-word`: ours, `Layout::Word` (exactly-once inserts, what
+//!   `Frontier::windowed` takes);
 //! * `bloom-plain`: our `BloomFilter` sized for the window, which does not
 //!   forget (emptied, untimed, each time it holds a window): the speed
 //!   the windowed filter is held to (0.7× or better);
@@ -147,6 +149,7 @@ fn subjects<K: Hash + ?Sized + 'static>() -> Vec<(&'static str, Maker<K>)> {
         ("windowed-compact", || {
             Box::new(Ours::<K>::new(Layout::Compact))
         }),
+        ("windowed-word", || Box::new(Ours::<K>::new(Layout::Word))),
         ("bloom-plain", || {
             Box::new(
                 BloomFilter::<K>::builder(WINDOW, RATE)
