@@ -521,6 +521,54 @@ fn a_saved_time_window_keeps_its_rotation_and_its_items() {
     assert_eq!(loaded.rotation(), Rotation::Manual);
 }
 
+/// The saved format a piece at a time: the same bytes as `write_to`, the
+/// fields whole in the first piece however small the pieces, and pieces
+/// made across a rotation still load.
+#[test]
+fn a_save_in_pieces_is_the_whole_save() {
+    for shape in SHAPES {
+        let f = filter(3_000, 0.01, shape);
+        for i in 0..7_777u64 {
+            f.insert(&i);
+        }
+        for max in [7, 4096] {
+            let mut cursor = atomic_bloom::SaveCursor::default();
+            let first = f.write_chunk(&mut cursor, max);
+            assert!(first.len() >= 84 + 8 * shape.1 as usize + 17, "{shape:?}");
+            let mut pieces = first;
+            loop {
+                let piece = f.write_chunk(&mut cursor, max);
+                if piece.is_empty() {
+                    break;
+                }
+                assert!(piece.len() <= max);
+                pieces.extend(piece);
+            }
+            let mut whole = Vec::new();
+            f.write_to(&mut whole).unwrap();
+            assert_eq!(pieces, whole, "{shape:?} in pieces of {max}");
+            assert_eq!(cursor.offset(), f.saved_len());
+        }
+        let mut cursor = atomic_bloom::SaveCursor::default();
+        let mut pieces = f.write_chunk(&mut cursor, 200);
+        f.advance();
+        f.insert(&u64::MAX);
+        loop {
+            let piece = f.write_chunk(&mut cursor, 4096);
+            if piece.is_empty() {
+                break;
+            }
+            pieces.extend(piece);
+        }
+        let loaded = WindowedBloomFilter::<u64>::read_from(pieces.as_slice()).unwrap();
+        assert_eq!(
+            loaded.epoch() + 1,
+            f.epoch(),
+            "{shape:?}: the first piece's state"
+        );
+    }
+}
+
 #[test]
 fn damaged_saved_filters_are_refused() {
     let f = filter(1_000, 0.01, (Layout::CacheLine, 4));

@@ -4,6 +4,8 @@
 use std::io::{Read, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::bloom::{encoded, header_segment};
+use super::chunks::{self, SaveCursor, Segment};
 use super::{
     read_sizing, sizing_byte, to_usize, Decoder, Encoder, Kind, Saved, Stored, BIT_LAYOUTS,
 };
@@ -36,6 +38,21 @@ impl<T: ?Sized> Saved for WindowedBloomFilter<T, DefaultHasher> {
     }
 
     fn write_body<W: Write>(&self, out: &mut Encoder<W>) -> Result<(), Error> {
+        self.write_fields(out)?;
+        let set_bits = self.bits().write_words(out)?;
+        out.u64(set_bits)
+    }
+
+    fn read_body<R: Read>(input: &mut Decoder<R>, seed: u64) -> Result<Self, Error> {
+        read_body(input, seed)
+    }
+}
+
+impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
+    /// Writes every field before the bits: the shape, then the rotation
+    /// state read once (the bits written after it hold every insert that
+    /// completed before the save began).
+    fn write_fields<W: Write>(&self, out: &mut Encoder<W>) -> Result<(), Error> {
         let geometry = self.geometry();
         out.u8(Stored::Bits(geometry.layout).byte())?;
         out.u8(sizing_byte(geometry.sizing))?;
@@ -66,126 +83,201 @@ impl<T: ?Sized> Saved for WindowedBloomFilter<T, DefaultHasher> {
         }
         out.u64(epoch)?;
         out.u8(u8::from(rotating))?;
-        out.u64(len)?;
-        let set_bits = self.bits().write_words(out)?;
-        out.u64(set_bits)
+        out.usize(len as usize)
+    }
+}
+
+impl<T: ?Sized> WindowedBloomFilter<T, DefaultHasher> {
+    fn segments(&self) -> Vec<Segment<'_>> {
+        vec![
+            header_segment(Kind::Windowed, self.hasher().seed()),
+            Segment::Fields(encoded(|out| self.write_fields(out))),
+            Segment::Bits(self.bits()),
+            Segment::SetBits,
+            Segment::BodyChecksum,
+        ]
     }
 
-    fn read_body<R: Read>(input: &mut Decoder<R>, seed: u64) -> Result<Self, Error> {
-        input.part("window parameters");
-        let Stored::Bits(layout) = Stored::from_byte(input.u8()?, &BIT_LAYOUTS, input)? else {
-            unreachable!("BIT_LAYOUTS holds bit-array layouts only")
-        };
-        let sizing = read_sizing(input)?;
-        let generations = u32::from(input.u8()?);
-        let rotation = input.u8()?;
-        let bits_per_word = input.u32()?;
-        let window = to_usize(input.u64()?, "window")?;
-        let rate = input.f64()?;
-        if !(rate > 0.0 && rate < 1.0) {
-            return Err(Error::InvalidStoredRate { rate });
-        }
-        let generation_capacity = to_usize(input.u64()?, "generation capacity")?;
-        let blocks = to_usize(input.u64()?, "block count")?;
-        let geometry = WindowGeometry {
-            layout,
-            sizing,
-            generations,
-            bits_per_word,
-            blocks,
-            generation_capacity,
-        };
-        geometry.check()?;
-        if window == 0 || generation_capacity != window.div_ceil(generations as usize - 1) {
-            return Err(Error::InvalidField {
-                field: "window",
-                value: window as u64,
-            });
-        }
-        let window_nanos = input.u64()?;
-        let saved_at = input.u64()?;
-        let rotation = match (rotation, window_nanos, saved_at) {
-            (0, 0, 0) => Rotation::Count,
-            (2, 0, 0) => Rotation::Manual,
-            (1, nanos, _) if nanos > 0 => Rotation::Time(Duration::from_nanos(nanos)),
-            _ => {
-                return Err(Error::InvalidField {
-                    field: "rotation",
-                    value: u64::from(rotation),
-                })
-            }
-        };
-        let clock = monotonic_clock();
-        // Time windows: the ends are kept relative to the save, and the
-        // time the filter spent saved counts as passed.
-        let now = clock().as_nanos() as i64;
-        let downtime = unix_nanos()
-            .saturating_sub(saved_at)
-            .min(i64::MAX as u64 / 4) as i64;
-        let mut ends = Vec::with_capacity(generations as usize);
-        for _ in 0..generations {
-            let left = input.u64()?;
-            ends.push(match rotation {
-                // Kept far from i64's ends, where the clock's sums saturate.
-                Rotation::Time(_) => now
-                    .saturating_add(left as i64)
-                    .saturating_sub(downtime)
-                    .clamp(i64::MIN / 4, i64::MAX / 4),
-                _ if left != 0 => {
-                    return Err(Error::InvalidField {
-                        field: "generation end",
-                        value: left,
-                    })
-                }
-                _ => i64::MIN / 4,
-            });
-        }
-        let timing = timing(rotation, &geometry, Some(clock))?;
-        let epoch = input.u64()?;
-        if epoch > MAX_EPOCH {
-            return Err(Error::InvalidField {
-                field: "epoch",
-                value: epoch,
-            });
-        }
-        let rotating = match input.u8()? {
-            0 => false,
-            1 => true,
-            other => {
-                return Err(Error::InvalidField {
-                    field: "rotating",
-                    value: u64::from(other),
-                })
-            }
-        };
-        let len = input.u64()?;
-        if len >= 1 << 40 {
-            return Err(Error::InvalidField {
-                field: "generation length",
-                value: len,
-            });
-        }
-        input.part("bit array");
-        let (bits, counted) = BitArray::read_words(geometry.lines(), input)?;
-        input.part("set-bit count");
-        let stored = input.u64()?;
-        input.expect_count("set bits", stored, counted);
-        let filter = WindowedBloomFilter::from_state(
-            bits,
-            geometry,
-            rate,
-            window,
-            timing,
-            DefaultHasher::with_seed(seed),
-            epoch,
-            len,
-            ends,
-        );
-        if rotating {
-            filter.finish_saved_rotation();
-        }
-        Ok(filter)
+    /// Bytes [`write_to`](Self::write_to) writes.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<u64> = atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+    /// let mut bytes = Vec::new();
+    /// w.write_to(&mut bytes)?;
+    /// assert_eq!(bytes.len() as u64, w.saved_len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn saved_len(&self) -> u64 {
+        chunks::total_len(&self.segments())
     }
+
+    /// The next piece, up to `max` bytes, of what
+    /// [`write_to`](Self::write_to) writes, from where `cursor` stands (a
+    /// new cursor: the start); empty at the end. The header and the fields
+    /// come whole in the first piece, whatever `max` (about 130 bytes and
+    /// 8 per generation), so that the rotation state is read once.
+    ///
+    /// # Consistency
+    ///
+    /// The rotation state is the one of the first piece; each block is read
+    /// when its piece is made. Inserts between calls may or may not be in
+    /// the pieces, and a rotation between them leaves its new generation's
+    /// items in the slot of the oldest one (remembered for fewer
+    /// generations once loaded), as with [`write_to`](Self::write_to)
+    /// racing inserts. The counts and checksums written match the bytes
+    /// written, so the pieces always load.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{SaveCursor, WindowedBloomFilter};
+    ///
+    /// let w: WindowedBloomFilter<str> = WindowedBloomFilter::builder(10_000, 0.01).seed(3).build()?;
+    /// w.insert("a");
+    /// let (mut cursor, mut pieces) = (SaveCursor::default(), Vec::new());
+    /// loop {
+    ///     let piece = w.write_chunk(&mut cursor, 4096);
+    ///     if piece.is_empty() {
+    ///         break;
+    ///     }
+    ///     pieces.extend(piece);
+    /// }
+    /// let mut whole = Vec::new();
+    /// w.write_to(&mut whole)?;
+    /// assert_eq!(pieces, whole);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
+        let segments = self.segments();
+        let fields_end = chunks::total_len(&segments[..2]);
+        let max = match fields_end.checked_sub(cursor.offset()) {
+            Some(left) if left > 0 => max.max(left as usize),
+            _ => max,
+        };
+        chunks::write_chunk(&segments, cursor, max)
+    }
+}
+
+/// Reads what `write_body` wrote.
+fn read_body<T: ?Sized, R: Read>(
+    input: &mut Decoder<R>,
+    seed: u64,
+) -> Result<WindowedBloomFilter<T, DefaultHasher>, Error> {
+    input.part("window parameters");
+    let Stored::Bits(layout) = Stored::from_byte(input.u8()?, &BIT_LAYOUTS, input)? else {
+        unreachable!("BIT_LAYOUTS holds bit-array layouts only")
+    };
+    let sizing = read_sizing(input)?;
+    let generations = u32::from(input.u8()?);
+    let rotation = input.u8()?;
+    let bits_per_word = input.u32()?;
+    let window = to_usize(input.u64()?, "window")?;
+    let rate = input.f64()?;
+    if !(rate > 0.0 && rate < 1.0) {
+        return Err(Error::InvalidStoredRate { rate });
+    }
+    let generation_capacity = to_usize(input.u64()?, "generation capacity")?;
+    let blocks = to_usize(input.u64()?, "block count")?;
+    let geometry = WindowGeometry {
+        layout,
+        sizing,
+        generations,
+        bits_per_word,
+        blocks,
+        generation_capacity,
+    };
+    geometry.check()?;
+    if window == 0 || generation_capacity != window.div_ceil(generations as usize - 1) {
+        return Err(Error::InvalidField {
+            field: "window",
+            value: window as u64,
+        });
+    }
+    let window_nanos = input.u64()?;
+    let saved_at = input.u64()?;
+    let rotation = match (rotation, window_nanos, saved_at) {
+        (0, 0, 0) => Rotation::Count,
+        (2, 0, 0) => Rotation::Manual,
+        (1, nanos, _) if nanos > 0 => Rotation::Time(Duration::from_nanos(nanos)),
+        _ => {
+            return Err(Error::InvalidField {
+                field: "rotation",
+                value: u64::from(rotation),
+            })
+        }
+    };
+    let clock = monotonic_clock();
+    // Time windows: the ends are kept relative to the save, and the
+    // time the filter spent saved counts as passed.
+    let now = clock().as_nanos() as i64;
+    let downtime = unix_nanos()
+        .saturating_sub(saved_at)
+        .min(i64::MAX as u64 / 4) as i64;
+    let mut ends = Vec::with_capacity(generations as usize);
+    for _ in 0..generations {
+        let left = input.u64()?;
+        ends.push(match rotation {
+            // Kept far from i64's ends, where the clock's sums saturate.
+            Rotation::Time(_) => now
+                .saturating_add(left as i64)
+                .saturating_sub(downtime)
+                .clamp(i64::MIN / 4, i64::MAX / 4),
+            _ if left != 0 => {
+                return Err(Error::InvalidField {
+                    field: "generation end",
+                    value: left,
+                })
+            }
+            _ => i64::MIN / 4,
+        });
+    }
+    let timing = timing(rotation, &geometry, Some(clock))?;
+    let epoch = input.u64()?;
+    if epoch > MAX_EPOCH {
+        return Err(Error::InvalidField {
+            field: "epoch",
+            value: epoch,
+        });
+    }
+    let rotating = match input.u8()? {
+        0 => false,
+        1 => true,
+        other => {
+            return Err(Error::InvalidField {
+                field: "rotating",
+                value: u64::from(other),
+            })
+        }
+    };
+    let len = input.u64()?;
+    if len >= 1 << 40 {
+        return Err(Error::InvalidField {
+            field: "generation length",
+            value: len,
+        });
+    }
+    input.part("bit array");
+    let (bits, counted) = BitArray::read_words(geometry.lines(), input)?;
+    input.part("set-bit count");
+    let stored = input.u64()?;
+    input.expect_count("set bits", stored, counted);
+    let filter = WindowedBloomFilter::from_state(
+        bits,
+        geometry,
+        rate,
+        window,
+        timing,
+        DefaultHasher::with_seed(seed),
+        epoch,
+        len,
+        ends,
+    );
+    if rotating {
+        filter.finish_saved_rotation();
+    }
+    Ok(filter)
 }
 
 saving_methods! {
