@@ -663,6 +663,33 @@ fn a_windowed_frontier_saves_its_queue_and_its_window() {
     }
 }
 
+/// A filter saved while a rotation was clearing its slot: the loader
+/// completes the rotation (the slot's generation is forgotten).
+#[test]
+fn a_rotation_under_way_in_a_saved_filter_is_completed_on_load() {
+    let f: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(1_000, 0.01)
+        .seed(5)
+        .generations(2)
+        .manual_rotation()
+        .build()
+        .unwrap();
+    f.insert(&1);
+    f.advance();
+    f.insert(&2);
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    // The rotating byte follows the epoch (FORMAT.md, kind 5).
+    let rotating_at = saved::body_start() + 56 + 8 * 2 + 8;
+    assert_eq!(bytes[rotating_at], 0);
+    bytes[rotating_at] = 1;
+    saved::reseal(&mut bytes);
+    let loaded = WindowedBloomFilter::<u64>::read_from(bytes.as_slice()).unwrap();
+    assert_eq!(loaded.epoch(), 2);
+    assert_eq!(loaded.generation_len(), 0);
+    assert!(!loaded.contains(&1), "generation 0 was cleared");
+    assert!(loaded.contains(&2));
+}
+
 #[cfg(feature = "serde")]
 #[test]
 fn serde_round_trip() {
