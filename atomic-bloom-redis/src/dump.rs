@@ -18,8 +18,8 @@ use std::cell::Cell;
 
 use atomic_bloom::SaveCursor;
 
-use crate::filter::Bloom;
-use crate::record::{Envelope, RecordError, ENVELOPE_BYTES};
+use crate::filter::{Bloom, NO_MEMORY, OVER_LIMIT};
+use crate::record::{Envelope, RecordError, ENVELOPE_BYTES, MAGIC};
 
 /// Record bytes per `BF.SCANDUMP` reply (RedisBloom's chunk limit).
 pub(crate) const CHUNK_BYTES: usize = 16 << 20;
@@ -73,6 +73,11 @@ pub(crate) enum ChunkError {
     /// "ERR invalid chunk - Too big for current filter": past the record's
     /// end.
     TooBig,
+    /// The record would pass `bf-memory-limit-per-filter`.
+    OverLimit,
+    /// The allocator had no memory for the record or its filter: the
+    /// key keeps what it had, and the same chunk may be sent again.
+    OutOfMemory,
 }
 
 impl ChunkError {
@@ -81,6 +86,8 @@ impl ChunkError {
             ChunkError::BadData => "ERR received bad data",
             ChunkError::InvalidOffset => "ERR invalid offset - no link found",
             ChunkError::TooBig => "ERR invalid chunk - Too big for current filter",
+            ChunkError::OverLimit => OVER_LIMIT,
+            ChunkError::OutOfMemory => NO_MEMORY,
         }
     }
 }
@@ -139,16 +146,29 @@ pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Ve
     }
 }
 
+/// Whether `chunk`, sent with iterator `next`, is the first chunk of one of
+/// this module's records: for a key that does not exist, any other chunk
+/// is RedisBloom's "ERR not found".
+pub(crate) fn is_first_chunk(next: i64, chunk: &[u8]) -> bool {
+    chunk_offset(next, chunk) == Ok(0) && chunk.starts_with(&MAGIC)
+}
+
 /// The first chunk of a record, for a key that does not exist: a
-/// [`Pending`] to resume, or the record if the chunk held all of it.
+/// [`Pending`] to resume, or the record if the chunk held all of it. A
+/// record whose filter would take more than `filter_cap` bytes is refused
+/// before anything is held.
 pub(crate) fn start(
     next: i64,
     chunk: &[u8],
+    filter_cap: Option<usize>,
 ) -> Result<Result<Pending, (Bloom, DumpState)>, ChunkError> {
     if chunk_offset(next, chunk)? != 0 || chunk.len() < ENVELOPE_BYTES {
         return Err(ChunkError::BadData);
     }
     let envelope = Envelope::decode(chunk).map_err(|_| ChunkError::BadData)?;
+    if filter_cap.is_some_and(|cap| envelope.filter_bytes > cap as u64) {
+        return Err(ChunkError::OverLimit);
+    }
     let mut pending = Pending {
         total: envelope.record_bytes(),
         received: Vec::new(),
@@ -180,26 +200,52 @@ impl Pending {
         if offset + chunk.len() as u64 > self.total {
             return Err(ChunkError::TooBig);
         }
-        if self.received.try_reserve(chunk.len()).is_err() {
-            return Err(ChunkError::TooBig);
-        }
+        self.reserve(chunk.len())?;
         self.received.extend_from_slice(chunk);
-        self.last = Some(SentChunk::of(next, chunk));
         if (self.received.len() as u64) < self.total {
+            self.last = Some(SentChunk::of(next, chunk));
             return Ok(None);
         }
         match Bloom::read_record(self.received.as_slice()) {
             Ok(bloom) => Ok(Some((
                 bloom,
                 DumpState {
-                    last_chunk: self.last,
+                    last_chunk: Some(SentChunk::of(next, chunk)),
                     ..DumpState::default()
                 },
             ))),
+            Err(RecordError::Filter(atomic_bloom::Error::AllocationFailed { .. })) => {
+                // Not the record's fault: the key keeps the chunks before
+                // this one, and the same chunk may come again.
+                self.received.truncate(offset as usize);
+                Err(ChunkError::OutOfMemory)
+            }
             Err(error) => {
                 log_refused(&error);
                 Err(ChunkError::BadData)
             }
+        }
+    }
+
+    /// Room for `more` bytes: doubling, as a `Vec` grows, but never past
+    /// the record's length, so a record takes what it is and its chunks
+    /// are copied about once.
+    fn reserve(&mut self, more: usize) -> Result<(), ChunkError> {
+        let needed = self.received.len() + more;
+        let total = usize::try_from(self.total).unwrap_or(usize::MAX);
+        let roomy = needed
+            .max(self.received.capacity().saturating_mul(2))
+            .min(total);
+        let held = self.received.len();
+        if self
+            .received
+            .try_reserve_exact(roomy.max(needed) - held)
+            .is_ok()
+            || self.received.try_reserve_exact(more).is_ok()
+        {
+            Ok(())
+        } else {
+            Err(ChunkError::OutOfMemory)
         }
     }
 

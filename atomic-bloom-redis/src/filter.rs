@@ -42,6 +42,14 @@ pub(crate) struct Bloom {
     pub(crate) items: u64,
 }
 
+/// The reply to a command that would take a filter past
+/// `bf-memory-limit-per-filter`.
+pub(crate) const OVER_LIMIT: &str = "ERR the filter would pass bf-memory-limit-per-filter: raise \
+                                     the limit (CONFIG SET), or ask for a smaller capacity or a \
+                                     larger error rate";
+/// RedisBloom's reply when a filter's bits could not be allocated.
+pub(crate) const NO_MEMORY: &str = "ERR Insufficient memory to create filter";
+
 /// What adding one item did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Added {

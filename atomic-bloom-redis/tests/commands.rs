@@ -647,3 +647,49 @@ fn numbers_arity_and_a_zero_expansion_factor_as_redisbloom() {
             .unwrap();
     }
 }
+
+#[test]
+fn replies_that_differed_from_redisbloom_now_match() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        // A NONSCALING filter with one slot left, and the same new item
+        // twice: RedisBloom adds it, then finds it ([1, 0]); it was
+        // [1, error] here.
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["one_left", "0.01", "2", "NONSCALING"])
+            .query(&mut c)
+            .unwrap();
+        let _: i64 = redis::cmd("BF.ADD")
+            .arg(&["one_left", "a"])
+            .query(&mut c)
+            .unwrap();
+        let reply = redis::ConnectionLike::req_command(
+            &mut c,
+            redis::cmd("BF.MADD").arg(&["one_left", "x", "x"]),
+        )
+        .unwrap();
+        assert_eq!(
+            reply,
+            Value::Array(vec![Value::Int(1), Value::Int(0)]),
+            "{kind:?}"
+        );
+        // BF.LOADCHUNK on a missing key takes only a first chunk: anything
+        // else is RedisBloom's "not found" (it was "received bad data").
+        for (iterator, chunk) in [("5", "abcd"), ("17", "0123456789abcdef"), ("-3", "x")] {
+            assert_eq!(
+                refusal(&mut c, &["BF.LOADCHUNK", "missing", iterator, chunk]),
+                "ERR not found",
+                "{kind:?} {iterator}"
+            );
+        }
+        // At iterator 1 a missing key expects a RedisBloom header.
+        assert_eq!(
+            refusal(&mut c, &["BF.LOADCHUNK", "missing", "1", "not a header"]),
+            "ERR received bad data",
+            "{kind:?}"
+        );
+        let exists: i64 = redis::cmd("EXISTS").arg("missing").query(&mut c).unwrap();
+        assert_eq!(exists, 0, "{kind:?}");
+    }
+}

@@ -65,6 +65,9 @@ pub(crate) enum ChainError {
     Invalid(&'static str),
     /// The allocator had no memory for the bits.
     OutOfMemory,
+    /// The links' bits would pass the caller's byte cap
+    /// (`bf-memory-limit-per-filter`).
+    OverLimit,
 }
 
 impl std::fmt::Display for ChainError {
@@ -72,6 +75,7 @@ impl std::fmt::Display for ChainError {
         match self {
             ChainError::Invalid(why) => write!(f, "invalid RedisBloom filter: {why}"),
             ChainError::OutOfMemory => f.write_str("no memory for a RedisBloom filter's bits"),
+            ChainError::OverLimit => f.write_str("its bits would pass bf-memory-limit-per-filter"),
         }
     }
 }
