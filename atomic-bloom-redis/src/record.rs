@@ -225,14 +225,17 @@ fn check_options(options: &Options, filter: &Filter) -> Result<(), RecordError> 
     if !(options.error_rate > 0.0 && options.error_rate < 1.0) || options.capacity == 0 {
         return Err(RecordError::Mismatch("capacity or error rate out of range"));
     }
+    // Built at the sizing rate; records written before it was sized for
+    // samples, at the rate asked.
+    let built_at = |rate: f64| rate == options.sizing_rate() || rate == options.error_rate;
     match (filter, options.expansion) {
         (Filter::Scaling(filter), Some(growth)) => {
-            if filter.target_fpr() != options.error_rate || growth == 0 {
+            if !built_at(filter.target_fpr()) || growth == 0 {
                 return Err(RecordError::Mismatch("scaling options differ"));
             }
         }
         (Filter::Fixed(filter), None) => {
-            if filter.target_fpr() != options.error_rate {
+            if !built_at(filter.target_fpr()) {
                 return Err(RecordError::Mismatch("error rate differs"));
             }
         }
