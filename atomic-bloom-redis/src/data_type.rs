@@ -306,20 +306,20 @@ unsafe extern "C" fn copy(
     // Safety: the server passes a value this module's type created.
     let value = unsafe { &*value.cast::<Value>() };
     let copy = match value {
-        Value::Ready(bloom, _) => {
-            let mut bytes = Vec::new();
-            let copied = bloom
-                .write_record(&mut bytes)
-                .ok()
-                .and_then(|()| Bloom::read_record(bytes.as_slice()).ok());
-            match copied {
-                Some(bloom) => Value::Ready(bloom, DumpState::default()),
-                None => return std::ptr::null_mut(),
-            }
-        }
+        // Filter to filter, without a serialized copy between; an
+        // allocation that fails is the server's error reply, not an abort.
+        Value::Ready(bloom, _) => match bloom.try_clone() {
+            Ok(bloom) => Value::Ready(bloom, DumpState::default()),
+            Err(_) => return std::ptr::null_mut(),
+        },
         Value::Loading(pending) => {
             let (received, total) = pending.parts();
-            match Pending::from_parts(received.to_vec(), total) {
+            let mut copied = Vec::new();
+            if copied.try_reserve_exact(received.len()).is_err() {
+                return std::ptr::null_mut();
+            }
+            copied.extend_from_slice(received);
+            match Pending::from_parts(copied, total) {
                 Some(pending) => Value::Loading(pending),
                 None => return std::ptr::null_mut(),
             }

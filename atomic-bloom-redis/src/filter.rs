@@ -184,6 +184,24 @@ impl Bloom {
         })
     }
 
+    /// A copy, stage for stage (`COPY`): it answers, and grows, as this
+    /// filter does.
+    ///
+    /// # Errors
+    ///
+    /// The library's `AllocationFailed` when the bits cannot be allocated.
+    pub(crate) fn try_clone(&self) -> Result<Bloom, Error> {
+        let filter = match &self.filter {
+            Filter::Scaling(filter) => Filter::Scaling(filter.try_clone()?),
+            Filter::Fixed(filter) => Filter::Fixed(filter.try_clone()?),
+        };
+        Ok(Bloom {
+            filter,
+            options: self.options,
+            items: self.items,
+        })
+    }
+
     /// Adds `items` in order, prefetching their blocks in batches, as
     /// RedisBloom adds them: an item already present is 0 and needs no
     /// room; a new one into a full `NONSCALING` filter is refused and ends

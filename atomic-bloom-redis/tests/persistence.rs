@@ -460,3 +460,35 @@ fn a_replica_answers_as_its_primary() {
         }
     }
 }
+
+/// `COPY` copies the filter stage for stage (no serialized copy between):
+/// fed the same items afterwards, the copy grows where its original does
+/// and the two stay byte for byte alike.
+#[test]
+fn a_copy_grows_where_its_original_does() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["k", "0.01", "1000", "EXPANSION", "2"])
+            .query(&mut c)
+            .unwrap();
+        madd(&mut c, "k", &items(0..1500));
+        let copied: i64 = redis::cmd("COPY").arg(&["k", "k2"]).query(&mut c).unwrap();
+        assert_eq!(copied, 1, "{kind:?}");
+        for key in ["k", "k2"] {
+            madd(&mut c, key, &items(1500..20_000));
+        }
+        let original = common::dump_payload(&mut c, "k").unwrap();
+        let copy = common::dump_payload(&mut c, "k2").unwrap();
+        assert!(
+            original == copy,
+            "{kind:?}: the copy differs from its original"
+        );
+        let stages: Vec<i64> = redis::cmd("BF.INFO")
+            .arg(&["k2", "FILTERS"])
+            .query(&mut c)
+            .unwrap();
+        assert!(stages[0] >= 4, "{kind:?}: {stages:?}");
+    }
+}

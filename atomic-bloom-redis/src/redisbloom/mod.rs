@@ -27,6 +27,7 @@
 
 pub(crate) mod data_type;
 mod murmur;
+pub(crate) mod rdb;
 mod stream;
 
 use murmur::{murmur2, murmur64a};
@@ -239,6 +240,13 @@ impl Link {
             data: zeroed(data_bytes)?,
             ..self
         })
+    }
+
+    /// This link's fields (its `data` ignored), checked for `data`, which
+    /// becomes its bits: a link read from an RDB, its bits held once.
+    pub(crate) fn with_bits(self, data: Box<[u8]>) -> Result<Link, ChainError> {
+        self.validate_fields(data.len() as u64)?;
+        Ok(Link { data, ..self })
     }
 
     /// A copy (its bits from the allocator's zeroed path, then copied).
