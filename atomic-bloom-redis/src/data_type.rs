@@ -12,7 +12,7 @@ use redis_module::{logging, raw, RedisBuffer};
 use crate::dump::DumpState;
 use crate::dump::{Pending, CHUNK_BYTES};
 use crate::filter::Bloom;
-use crate::value::Value;
+use crate::value::{self, Value};
 
 /// The type's name (`TYPE key`; exactly nine characters) and encoding
 /// version.
@@ -168,6 +168,23 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     }
 }
 
+/// The most a filter restored by a client's `RESTORE` may take: the
+/// operator's `bf-memory-limit-per-filter` on a primary that is not
+/// loading. An RDB file, a full sync, `DEBUG RELOAD` and a replica's
+/// `RESTORE` from its primary (the server is loading, or a replica) take
+/// what their source held.
+fn restore_cap(io: *mut raw::RedisModuleIO) -> Option<usize> {
+    let limit = value::memory_limit()?;
+    // Safety: both exist in every server this module loads into; the
+    // context belongs to `io`, which the server passed to this callback.
+    let flags = unsafe {
+        let ctx = raw::RedisModule_GetContextFromIO.unwrap()(io);
+        raw::RedisModule_GetContextFlags.unwrap()(ctx)
+    } as u32;
+    let replaying = raw::REDISMODULE_CTX_FLAGS_LOADING | raw::REDISMODULE_CTX_FLAGS_SLAVE;
+    (flags & replaying == 0).then(|| Value::filter_cap(limit))
+}
+
 unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     if encver != ENCODING_VERSION {
         logging::log_warning(format!(
@@ -183,7 +200,7 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
                 at: 0,
                 ended: false,
             };
-            match Bloom::read_record(reader) {
+            match Bloom::read_record_within(reader, restore_cap(io)) {
                 Ok(bloom) => Value::ready(bloom),
                 Err(error) => {
                     logging::log_warning(format!("atomic-bloom: RDB load refused: {error}"));
