@@ -386,11 +386,6 @@ impl Chain {
         Shape::of(entries, last.error * TIGHTENING, self.options)
     }
 
-    /// The link RedisBloom would add after the last.
-    fn next_link(&self) -> Result<Link, ChainError> {
-        Link::from_shape(self.next_shape()?)
-    }
-
     /// Adds `item` as RedisBloom's `SBChain_Add` does; a new link that would
     /// take the chain past `cap` bytes is refused.
     pub(crate) fn add(&mut self, item: &[u8], cap: Option<usize>) -> ChainAdd {
@@ -406,14 +401,20 @@ impl Chain {
             if self.options & NO_SCALING != 0 {
                 return ChainAdd::Full;
             }
-            let link = match self.next_link() {
-                Ok(link) => link,
-                Err(_) => return ChainAdd::Failed,
+            let Ok(shape) = self.next_shape() else {
+                return ChainAdd::Failed;
             };
-            if cap.is_some_and(|cap| self.memory_bytes() + link.data.len() > cap) {
+            // Measured before anything is allocated: a link past the cap
+            // (up to a terabyte) is never made, let alone made and dropped
+            // at every add.
+            let bytes = (self.memory_bytes() as u64).saturating_add(shape.bytes);
+            if cap.is_some_and(|cap| bytes > cap as u64) {
                 return ChainAdd::OverLimit;
             }
-            self.links.push(link);
+            match Link::from_shape(shape) {
+                Ok(link) => self.links.push(link),
+                Err(_) => return ChainAdd::Failed,
+            }
         }
         let Some(last) = self.links.last_mut() else {
             return ChainAdd::Failed;
