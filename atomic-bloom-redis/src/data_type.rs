@@ -160,10 +160,11 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
             raw::save_unsigned(io, END);
         }
         Value::Loading(pending) => {
-            let (received, total) = pending.parts();
             raw::save_unsigned(io, TAG_LOADING);
-            raw::save_unsigned(io, total);
-            raw::save_slice(io, received);
+            raw::save_unsigned(io, pending.total());
+            // One string, as earlier builds wrote it (a copy: a key is
+            // loading only while its chunks stream in).
+            raw::save_slice(io, &pending.chunks().collect::<Vec<_>>().concat());
         }
     }
 }
@@ -299,7 +300,9 @@ unsafe extern "C" fn aof_rewrite(
         }
         Value::Loading(pending) => {
             // The chunks received so far; the rest never came.
-            let _ = out.write_all(pending.parts().0);
+            for chunk in pending.chunks() {
+                let _ = out.write_all(chunk);
+            }
         }
     }
     out.emit();
@@ -329,18 +332,10 @@ unsafe extern "C" fn copy(
             Ok(bloom) => Value::Ready(bloom, DumpState::default()),
             Err(_) => return std::ptr::null_mut(),
         },
-        Value::Loading(pending) => {
-            let (received, total) = pending.parts();
-            let mut copied = Vec::new();
-            if copied.try_reserve_exact(received.len()).is_err() {
-                return std::ptr::null_mut();
-            }
-            copied.extend_from_slice(received);
-            match Pending::from_parts(copied, total) {
-                Some(pending) => Value::Loading(pending),
-                None => return std::ptr::null_mut(),
-            }
-        }
+        Value::Loading(pending) => match pending.try_clone() {
+            Some(pending) => Value::Loading(pending),
+            None => return std::ptr::null_mut(),
+        },
     };
     Box::into_raw(Box::new(copy)).cast::<c_void>()
 }

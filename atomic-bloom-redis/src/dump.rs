@@ -36,11 +36,16 @@ pub(crate) struct DumpState {
     pub(crate) last_chunk: Option<SentChunk>,
 }
 
-/// The chunks of a record received so far.
+/// The chunks of a record received so far, each held as it came: memory
+/// grows by what each chunk delivers, and nothing is copied to make room
+/// (a contiguous buffer needs twice the record at its last growth where
+/// the server has no `TryRealloc`).
 pub(crate) struct Pending {
     /// Bytes of the whole record, as its envelope says.
     total: u64,
-    received: Vec<u8>,
+    received: Vec<Box<[u8]>>,
+    /// Bytes in `received`.
+    received_bytes: u64,
     /// The last chunk taken: a client that lost the reply sends it again.
     last: Option<SentChunk>,
 }
@@ -172,6 +177,7 @@ pub(crate) fn start(
     let mut pending = Pending {
         total: envelope.record_bytes(),
         received: Vec::new(),
+        received_bytes: 0,
         last: None,
     };
     match pending.resume(next, chunk)? {
@@ -194,19 +200,18 @@ impl Pending {
         if self.last == Some(SentChunk::of(next, chunk)) {
             return Ok(None);
         }
-        if offset != self.received.len() as u64 {
+        if offset != self.received_bytes {
             return Err(ChunkError::InvalidOffset);
         }
         if offset + chunk.len() as u64 > self.total {
             return Err(ChunkError::TooBig);
         }
-        self.reserve(chunk.len())?;
-        self.received.extend_from_slice(chunk);
-        if (self.received.len() as u64) < self.total {
+        self.push(chunk)?;
+        if self.received_bytes < self.total {
             self.last = Some(SentChunk::of(next, chunk));
             return Ok(None);
         }
-        match Bloom::read_record(self.received.as_slice()) {
+        match Bloom::read_record(ChunkReader::new(&self.received)) {
             Ok(bloom) => Ok(Some((
                 bloom,
                 DumpState {
@@ -217,7 +222,8 @@ impl Pending {
             Err(RecordError::Filter(atomic_bloom::Error::AllocationFailed { .. })) => {
                 // Not the record's fault: the key keeps the chunks before
                 // this one, and the same chunk may come again.
-                self.received.truncate(offset as usize);
+                self.received.pop();
+                self.received_bytes = offset;
                 Err(ChunkError::OutOfMemory)
             }
             Err(error) => {
@@ -227,53 +233,94 @@ impl Pending {
         }
     }
 
-    /// Room for `more` bytes: doubling, as a `Vec` grows, but never past
-    /// the record's length, so a record takes what it is and its chunks
-    /// are copied about once.
-    fn reserve(&mut self, more: usize) -> Result<(), ChunkError> {
-        let needed = self.received.len() + more;
-        let total = usize::try_from(self.total).unwrap_or(usize::MAX);
-        let roomy = needed
-            .max(self.received.capacity().saturating_mul(2))
-            .min(total);
-        let held = self.received.len();
-        if self
-            .received
-            .try_reserve_exact(roomy.max(needed) - held)
-            .is_ok()
-            || self.received.try_reserve_exact(more).is_ok()
-        {
-            Ok(())
-        } else {
-            Err(ChunkError::OutOfMemory)
+    /// Holds a copy of `chunk`, or says the allocator had no room.
+    fn push(&mut self, chunk: &[u8]) -> Result<(), ChunkError> {
+        let mut held = Vec::new();
+        if held.try_reserve_exact(chunk.len()).is_err() || self.received.try_reserve(1).is_err() {
+            return Err(ChunkError::OutOfMemory);
         }
+        held.extend_from_slice(chunk);
+        self.received.push(held.into_boxed_slice());
+        self.received_bytes += chunk.len() as u64;
+        Ok(())
     }
 
     /// Whether every chunk arrived (and the record did not parse).
     pub(crate) fn is_complete(&self) -> bool {
-        self.received.len() as u64 >= self.total
+        self.received_bytes >= self.total
     }
 
     /// Bytes held.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.received.capacity()
+        self.received_bytes as usize + self.received.capacity() * std::mem::size_of::<Box<[u8]>>()
     }
 
-    /// Bytes received so far, and the record's length: what an RDB file
-    /// keeps of a key still loading.
-    pub(crate) fn parts(&self) -> (&[u8], u64) {
-        (&self.received, self.total)
+    /// The chunks received so far, in order: what an RDB file and an AOF
+    /// keep of a key still loading (with [`total`](Self::total)).
+    pub(crate) fn chunks(&self) -> impl Iterator<Item = &[u8]> {
+        self.received.iter().map(|chunk| &chunk[..])
+    }
+
+    /// The record's length, as its envelope says.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// A copy (`COPY`), or `None` when the allocator has no room.
+    pub(crate) fn try_clone(&self) -> Option<Pending> {
+        let mut copy = Pending {
+            total: self.total,
+            received: Vec::new(),
+            received_bytes: 0,
+            last: self.last,
+        };
+        for chunk in self.chunks() {
+            copy.push(chunk).ok()?;
+        }
+        Some(copy)
     }
 
     /// A loading key read back from an RDB file, if its parts agree.
     pub(crate) fn from_parts(received: Vec<u8>, total: u64) -> Option<Pending> {
         let envelope = Envelope::decode(&received).ok()?;
         let agrees = envelope.record_bytes() == total && (received.len() as u64) < total;
-        agrees.then_some(Pending {
+        agrees.then(|| Pending {
             total,
-            received,
+            received_bytes: received.len() as u64,
+            received: vec![received.into_boxed_slice()],
             last: None,
         })
+    }
+}
+
+/// The chunks of a [`Pending`], read as one record.
+struct ChunkReader<'a> {
+    chunks: &'a [Box<[u8]>],
+    /// Bytes of `chunks[0]` already read.
+    at: usize,
+}
+
+impl<'a> ChunkReader<'a> {
+    fn new(chunks: &'a [Box<[u8]>]) -> Self {
+        ChunkReader { chunks, at: 0 }
+    }
+}
+
+impl std::io::Read for ChunkReader<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while let Some((first, rest)) = self.chunks.split_first() {
+            let left = &first[self.at..];
+            if left.is_empty() {
+                self.chunks = rest;
+                self.at = 0;
+                continue;
+            }
+            let n = left.len().min(out.len());
+            out[..n].copy_from_slice(&left[..n]);
+            self.at += n;
+            return Ok(n);
+        }
+        Ok(0)
     }
 }
 

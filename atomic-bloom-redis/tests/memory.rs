@@ -246,3 +246,72 @@ fn growth_that_fails_is_an_error_and_is_tried_again() {
         assert_eq!(info[5], redis::Value::Int(2), "{kind:?}: filters {info:?}");
     }
 }
+
+/// A `BF.LOADCHUNK` whose record is complete but whose filter cannot be
+/// allocated answers RedisBloom's "Insufficient memory" and keeps the key
+/// loading, so the chunk can be sent again once memory is back (it was
+/// "received bad data", and the key and every chunk were deleted).
+#[test]
+fn a_loadchunk_that_runs_out_of_memory_keeps_its_chunks() {
+    let source = Server::start(Kind::Valkey, &[], &["--proto-max-bulk-len", "1gb"]);
+    let mut s = source.connect();
+    // About 500 MB: held as received chunks, then parsed into a second
+    // 500 MB, which an address space of 640 MiB (Valkey, libc malloc) or
+    // 800 MiB (Redis 7.0: jemalloc reserves more) cannot hold.
+    let _: String = redis::cmd("BF.RESERVE")
+        .arg(&["src", "0.0000001", "100000000", "NONSCALING"])
+        .query(&mut s)
+        .unwrap();
+    let mut chunks = Vec::new();
+    let mut iterator = 0i64;
+    loop {
+        let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg(&["src"])
+            .arg(iterator)
+            .query(&mut s)
+            .unwrap();
+        if next == 0 {
+            break;
+        }
+        chunks.push((next, chunk));
+        iterator = next;
+    }
+    drop(source);
+    for kind in KINDS {
+        let address_space = match kind {
+            Kind::Valkey => 640 << 20,
+            Kind::Redis => 800 << 20,
+        };
+        let server = Server::start_with_address_space(kind, address_space);
+        let mut c = server.connect();
+        let (last, rest) = chunks.split_last().unwrap();
+        for (next, chunk) in rest {
+            let ok: String = redis::cmd("BF.LOADCHUNK")
+                .arg("copy")
+                .arg(*next)
+                .arg(chunk.as_slice())
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(ok, "OK", "{kind:?}");
+        }
+        let refused = redis::cmd("BF.LOADCHUNK")
+            .arg("copy")
+            .arg(last.0)
+            .arg(last.1.as_slice())
+            .query::<String>(&mut c)
+            .map_err(|error| common::error_text(&error));
+        assert_eq!(
+            refused,
+            Err("ERR Insufficient memory to create filter".to_string()),
+            "{kind:?}"
+        );
+        // Still loading, its chunks kept.
+        assert_eq!(
+            refusal(&mut c, &["BF.ADD", "copy", "x"]),
+            "ERR the filter is being restored: send its remaining BF.LOADCHUNK chunks, or DEL it",
+            "{kind:?}"
+        );
+        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        assert_eq!(pong, "PONG", "{kind:?}");
+    }
+}
