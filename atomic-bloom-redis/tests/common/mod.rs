@@ -123,6 +123,9 @@ pub struct Server {
     module_args: Vec<String>,
     /// Whether `launch` loads the module.
     with_module: bool,
+    /// Another module to load instead of this repository's (RedisBloom's
+    /// `.so`, for the differential test).
+    other_module: Option<PathBuf>,
     /// An address-space limit for the process (`prlimit --as`), in bytes:
     /// what makes a large allocation fail on any machine.
     address_space: Option<u64>,
@@ -154,8 +157,18 @@ impl Server {
             extra: extra.iter().map(|s| s.to_string()).collect(),
             module_args: module_args.iter().map(|s| s.to_string()).collect(),
             with_module: true,
+            other_module: None,
             address_space: None,
         }
+    }
+
+    /// A server of `kind` with `module` loaded instead of this
+    /// repository's (RedisBloom's `.so`, to compare replies with).
+    pub fn start_with_other_module(kind: Kind, module: &Path) -> Server {
+        let mut server = Server::unlaunched(kind, &[], &[]);
+        server.other_module = Some(module.to_path_buf());
+        server.launch().expect("the server starts");
+        server
     }
 
     /// A server of `kind` without the module.
@@ -191,7 +204,7 @@ impl Server {
         if self.with_module {
             command
                 .arg("--loadmodule")
-                .arg(module_path())
+                .arg(self.other_module.clone().unwrap_or_else(module_path))
                 .args(&self.module_args);
         }
         command
