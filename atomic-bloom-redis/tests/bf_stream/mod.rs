@@ -106,6 +106,11 @@ impl Generator {
         }
     }
 
+    /// Fresh items made so far: `fresh:1` to `fresh:{n}`.
+    pub fn fresh(&self) -> u64 {
+        self.fresh
+    }
+
     fn key(&mut self) -> String {
         match self.rng.below(100) {
             0..=84 => KEYS[self.rng.below(KEYS.len())].to_string(),
