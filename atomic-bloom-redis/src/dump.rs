@@ -28,8 +28,10 @@ pub(crate) const CHUNK_BYTES: usize = 16 << 20;
 /// chunk ended, and the chunk whose `BF.LOADCHUNK` completed it.
 #[derive(Default)]
 pub(crate) struct DumpState {
-    /// Where the last `BF.SCANDUMP` chunk ended; commands run one at a
-    /// time on the server's main thread.
+    /// Where the last `BF.SCANDUMP` chunk ended, with the checksum of the
+    /// page it cut: the next chunk seals that page with the checksum of
+    /// the bytes handed out, even if adds changed it in between. Commands
+    /// run one at a time on the server's main thread.
     cursor: Cell<Option<SaveCursor>>,
     /// The chunk whose `BF.LOADCHUNK` completed this filter, if one did: a
     /// retry of it (its reply lost) is answered `OK` again.
@@ -108,36 +110,29 @@ fn chunk_offset(next: i64, chunk: &[u8]) -> Result<u64, ChunkError> {
 /// The reply to `BF.SCANDUMP key iter`: the next iterator and a chunk, or
 /// `(0, [])` past the end (and for any iterator that is not a position).
 ///
-/// Each call makes only its chunk: the key keeps the cursor where the last
-/// chunk ended (the filter's running checksum and count), so a dump that
-/// goes chunk after chunk costs one pass over the filter. A call at any
-/// other position starts a cursor there, which costs the bytes before it.
+/// Iterator 0 answers the record's envelope alone (its 56 bytes: the
+/// header, O(1)); every other call makes its chunk from its offset alone:
+/// its bytes, at most one 64 KiB page of bits around them and the
+/// filter's few fields (the saved format's pages carry their own
+/// checksums), whatever the iterator: a dump chunk after chunk makes each
+/// page once, and the page a chunk's end cuts twice.
 pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Vec<u8>) {
+    let envelope = ENVELOPE_BYTES as u64;
     let offset = match iter {
-        0 => 0,
+        0 => return (1 + envelope as i64, bloom.envelope().encode().to_vec()),
         iter if iter > 0 => iter as u64 - 1,
         _ => return (0, Vec::new()),
     };
     let mut chunk = Vec::new();
-    let envelope = ENVELOPE_BYTES as u64;
     if offset < envelope {
         chunk.extend_from_slice(&bloom.envelope().encode()[offset as usize..]);
     }
     let filter_offset = offset.saturating_sub(envelope);
-    let cached = state.cursor.take();
-    let mut cursor = cached
+    let mut cursor = state
+        .cursor
+        .take()
         .filter(|cursor| cursor.offset() == filter_offset)
-        .unwrap_or_else(|| {
-            // Not where the last chunk ended: walk to `filter_offset`.
-            let mut cursor = SaveCursor::default();
-            while cursor.offset() < filter_offset {
-                let step = (filter_offset - cursor.offset()).min(CHUNK_BYTES as u64) as usize;
-                if bloom.filter_chunk(&mut cursor, step).is_empty() {
-                    break;
-                }
-            }
-            cursor
-        });
+        .unwrap_or_else(|| SaveCursor::at(filter_offset));
     let room = CHUNK_BYTES - chunk.len();
     chunk.extend(bloom.filter_chunk(&mut cursor, room));
     if chunk.is_empty() {

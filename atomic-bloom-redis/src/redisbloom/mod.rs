@@ -379,11 +379,15 @@ impl Chain {
     /// `entries · growth` items at half the error rate.
     fn next_shape(&self) -> Result<Shape, ChainError> {
         let last = self.links.last().ok_or(ChainError::Invalid("no links"))?;
-        let entries = last
-            .entries
+        self.shape_after(last.entries, last.error)
+    }
+
+    /// The shape of the link after one of `entries` items at `error`.
+    fn shape_after(&self, entries: u64, error: f64) -> Result<Shape, ChainError> {
+        let entries = entries
             .checked_mul(u64::from(self.growth))
             .ok_or(ChainError::Invalid("a next link past 2^64 items"))?;
-        Shape::of(entries, last.error * TIGHTENING, self.options)
+        Shape::of(entries, error * TIGHTENING, self.options)
     }
 
     /// Adds `item` as RedisBloom's `SBChain_Add` does; a new link that would
@@ -404,6 +408,12 @@ impl Chain {
             let Ok(shape) = self.next_shape() else {
                 return ChainAdd::Failed;
             };
+            // The chain a new link makes must load where it is sent
+            // (`BF.SCANDUMP`, the RDB), and a chain loads only if its next
+            // link can be sized: a link after which none can is refused.
+            if self.shape_after(shape.entries, shape.error).is_err() {
+                return ChainAdd::Failed;
+            }
             // Measured before anything is allocated: a link past the cap
             // (up to a terabyte) is never made, let alone made and dropped
             // at every add.
