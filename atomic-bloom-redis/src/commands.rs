@@ -498,9 +498,13 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             Ok(())
         }
         Some(FoundMut::Ours(Value::Ready(..))) => {
-            // RedisBloom's loop deletes the key first: a first chunk for a
-            // live filter is bad data, any other chunk has no place in it.
-            let refused = if next == 1 + chunk.len() as i64 {
+            // RedisBloom's checks, in its order: an iterator at or below 0
+            // or below the chunk's length is bad data before the filter is
+            // looked at; its loop deletes the key first, so a first chunk
+            // for a live filter is bad data; any other chunk has no place
+            // in a filter that is whole.
+            let length = chunk.len() as i64;
+            let refused = if next <= 0 || next < length || next == 1 + length {
                 ChunkError::BadData
             } else {
                 ChunkError::InvalidOffset

@@ -693,3 +693,37 @@ fn replies_that_differed_from_redisbloom_now_match() {
         assert_eq!(exists, 0, "{kind:?}");
     }
 }
+
+#[test]
+fn a_stray_chunk_into_a_live_filter_is_refused_as_redisbloom_refuses_it() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let _: Vec<i64> = redis::cmd("BF.MADD")
+            .arg(&["live", "a", "b", "c"])
+            .query(&mut c)
+            .unwrap();
+        // RedisBloom refuses an iterator at or below 0, or below the
+        // chunk's length, before it looks at the filter (found by
+        // tests/differential.rs: "invalid offset" here).
+        for (iterator, chunk) in [("0", ""), ("-3", "x"), ("1", "eight by"), ("2", "abcd")] {
+            assert_eq!(
+                refusal(&mut c, &["BF.LOADCHUNK", "live", iterator, chunk]),
+                "ERR received bad data",
+                "{kind:?} {iterator} {chunk:?}"
+            );
+        }
+        // Past those checks RedisBloom would write the bytes into its bits;
+        // a filter here is whole: a stray chunk has no place in it.
+        assert_eq!(
+            refusal(&mut c, &["BF.LOADCHUNK", "live", "100", "abcd"]),
+            "ERR invalid offset - no link found",
+            "{kind:?}"
+        );
+        let found: Vec<i64> = redis::cmd("BF.MEXISTS")
+            .arg(&["live", "a", "b", "c"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(found, [1, 1, 1], "{kind:?}");
+    }
+}

@@ -15,7 +15,13 @@ use std::time::{Duration, Instant};
 /// link a cdylib, so cargo does not rebuild it for them; the first test to
 /// ask runs `cargo build --profile test -p atomic-bloom-redis` (the tests'
 /// profile and directory) so that a stale `.so` is never tested.
+///
+/// `ATOMIC_BLOOM_REDIS_SO=path` tests that build instead (an older one, to
+/// see a test fail where it should).
 pub fn module_path() -> PathBuf {
+    if let Some(module) = std::env::var_os("ATOMIC_BLOOM_REDIS_SO") {
+        return PathBuf::from(module);
+    }
     static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     BUILT.get_or_init(|| {
         let status = Command::new(env!("CARGO"))
