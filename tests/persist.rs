@@ -870,3 +870,36 @@ fn pieces_load_while_the_filter_changes_between_them() {
     let loaded = BloomFilter::<u64>::read_from(joined.as_slice()).unwrap();
     assert!((0..50_000u64).all(|item| loaded.contains(&item)));
 }
+
+/// A scalable filter that grows between two pieces of a save: the pieces
+/// keep the stages counted at the first one and load, with every item
+/// inserted before it.
+#[test]
+fn pieces_load_while_a_scalable_filter_grows_between_them() {
+    let filter: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(1_000, 0.01)
+        .seed(8)
+        .build()
+        .unwrap();
+    (0..900u64).for_each(|item| {
+        filter.insert(&item);
+    });
+    let stages_at_start = filter.stages();
+    let mut cursor = atomic_bloom::SaveCursor::default();
+    let mut joined = Vec::new();
+    let mut next = 900u64;
+    while let piece @ [_, ..] = &filter.write_chunk(&mut cursor, 512)[..] {
+        joined.extend_from_slice(piece);
+        for item in next..next + 2_000 {
+            filter.insert(&item);
+        }
+        next += 2_000;
+    }
+    assert!(
+        filter.stages() > stages_at_start + 1,
+        "the filter grew during the save"
+    );
+    let loaded = ScalableBloomFilter::<u64>::read_from(joined.as_slice())
+        .expect("the pieces of a save load, whatever grew between them");
+    assert_eq!(loaded.stages(), stages_at_start);
+    assert!((0..900u64).all(|item| loaded.contains(&item)));
+}

@@ -119,7 +119,15 @@ fn chunk_offset(next: i64, chunk: &[u8]) -> Result<u64, ChunkError> {
 pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Vec<u8>) {
     let envelope = ENVELOPE_BYTES as u64;
     let offset = match iter {
-        0 => return (1 + envelope as i64, bloom.envelope().encode().to_vec()),
+        0 => {
+            // The cursor counts the filter's stages now, as the envelope
+            // does: stages a scaling filter adds during the dump are left
+            // out of it, and the chunks still make the record announced.
+            let mut cursor = SaveCursor::default();
+            bloom.filter_chunk(&mut cursor, 0);
+            state.cursor.set(Some(cursor));
+            return (1 + envelope as i64, bloom.envelope().encode().to_vec());
+        }
         iter if iter > 0 => iter as u64 - 1,
         _ => return (0, Vec::new()),
     };

@@ -584,3 +584,65 @@ fn scandump_at_any_iterator_and_a_dump_that_changes_between_chunks() {
         assert_eq!(past, (0, Vec::new()), "{kind:?}");
     }
 }
+
+/// A scaling filter that grows while it is dumped: the chunks hold the
+/// stages of the header call, and they load with every item added before
+/// it (before, a stage added mid-dump made the rest of the chunks another
+/// record's, and `BF.LOADCHUNK` refused them as bad data).
+#[test]
+fn a_filter_that_grows_while_it_is_dumped_loads() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["grows", "0.01", "1000"])
+            .query(&mut c)
+            .unwrap();
+        madd(&mut c, "grows", &items(0..900));
+        let filters = |c: &mut redis::Connection, key: &str| -> i64 {
+            let reply: Vec<i64> = redis::cmd("BF.INFO")
+                .arg(&[key, "FILTERS"])
+                .query(c)
+                .unwrap();
+            reply[0]
+        };
+        let stages_at_start = filters(&mut c, "grows");
+        let mut chunks = Vec::new();
+        let mut iterator = 0i64;
+        let mut next_item = 900u64;
+        loop {
+            let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+                .arg("grows")
+                .arg(iterator)
+                .query(&mut c)
+                .unwrap();
+            if next == 0 {
+                break;
+            }
+            madd(&mut c, "grows", &items(next_item..next_item + 3_000));
+            next_item += 3_000;
+            chunks.push((next, chunk));
+            iterator = next;
+        }
+        assert!(
+            filters(&mut c, "grows") > stages_at_start,
+            "{kind:?}: it grew during the dump"
+        );
+        for (next, chunk) in &chunks {
+            let ok: String = redis::cmd("BF.LOADCHUNK")
+                .arg("copy")
+                .arg(*next)
+                .arg(chunk.as_slice())
+                .query(&mut c)
+                .unwrap_or_else(|e| panic!("{kind:?}: chunk {next}: {e}"));
+            assert_eq!(ok, "OK", "{kind:?}");
+        }
+        let found: Vec<i64> = redis::cmd("BF.MEXISTS")
+            .arg("copy")
+            .arg(items(0..900))
+            .query(&mut c)
+            .unwrap();
+        assert!(found.iter().all(|&f| f == 1), "{kind:?}");
+        assert_eq!(filters(&mut c, "copy"), stages_at_start, "{kind:?}");
+    }
+}

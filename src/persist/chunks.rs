@@ -40,13 +40,27 @@ use crate::wire::PAGE_BYTES;
 /// assert_eq!(f.write_chunk(&mut SaveCursor::at(100), 50), whole[100..150]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SaveCursor {
     offset: u64,
     /// The checksum of the bytes of the page the cursor is in that earlier
     /// pieces held: a page cut across two pieces gets the checksum of the
     /// bytes handed out, even if inserts changed it in between.
     page_crc: Option<u32>,
+    /// The body's checksum over the fields earlier pieces held, when they
+    /// held every field so far (a cursor from the start): the checksum
+    /// then matches the fields handed out, even if they changed since.
+    body_crc: Option<u32>,
+    /// The parts (a scalable filter's stages) the first piece counted: a
+    /// stage appended later is not in this save, so that the pieces keep
+    /// the shape their first piece announced.
+    parts: Option<usize>,
+}
+
+impl Default for SaveCursor {
+    fn default() -> Self {
+        SaveCursor::at(0)
+    }
 }
 
 impl SaveCursor {
@@ -56,12 +70,20 @@ impl SaveCursor {
         SaveCursor {
             offset,
             page_crc: None,
+            body_crc: (offset == 0).then_some(0),
+            parts: None,
         }
     }
 
     /// Bytes written so far: where the next piece starts.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The parts a save holds: those of its first piece (`now` when this
+    /// is the first piece or the cursor did not see it), fixed from then on.
+    pub(crate) fn parts(&mut self, now: usize) -> usize {
+        (*self.parts.get_or_insert(now)).min(now)
     }
 }
 
@@ -108,16 +130,25 @@ pub(crate) fn write_chunk(
             let room = max - out.len();
             let piece_start = out.len();
             match segment {
-                Segment::Header(bytes) | Segment::Fields(bytes) => {
+                Segment::Header(bytes) => {
                     let within = within as usize;
                     out.extend_from_slice(&bytes[within..bytes.len().min(within + room)]);
+                }
+                Segment::Fields(bytes) => {
+                    let within = within as usize;
+                    let piece = &bytes[within..bytes.len().min(within + room)];
+                    out.extend_from_slice(piece);
+                    cursor.body_crc = cursor.body_crc.map(|crc| crc32c::crc32c_append(crc, piece));
                 }
                 Segment::Bits(bits) => {
                     cursor.page_crc =
                         Some(page_piece(bits, within, room, cursor.page_crc, &mut out));
                 }
                 Segment::BodyChecksum => {
-                    let crc = body_checksum(segments).to_le_bytes();
+                    let crc = cursor
+                        .body_crc
+                        .unwrap_or_else(|| body_checksum(segments))
+                        .to_le_bytes();
                     let within = within as usize;
                     out.extend_from_slice(&crc[within..4.min(within + room)]);
                 }
