@@ -387,15 +387,31 @@ impl BitArray {
         })
     }
 
-    /// Appends block `block_index`'s 64 bytes as the saved format has them.
-    pub(crate) fn encode_block(&self, block_index: usize, out: &mut Vec<u8>) {
-        self.blocks.get(block_index).encode(out);
+    /// Writes every word as pages, each with its checksum (format
+    /// version 4).
+    pub(crate) fn write_pages<W: Write>(&self, out: &mut Encoder<W>) -> Result<(), Error> {
+        self.blocks.write_pages(out)
     }
 
-    /// Writes every word, block by block, little-endian (`FORMAT.md`);
-    /// returns the number of set bits written.
-    pub(crate) fn write_words<W: Write>(&self, out: &mut Encoder<W>) -> Result<u64, Error> {
-        self.blocks.write(out)
+    /// Pages of [`write_pages`](Self::write_pages).
+    pub(crate) fn page_count(&self) -> usize {
+        self.blocks.page_count()
+    }
+
+    /// Appends page `page_index`'s bytes to `out`.
+    pub(crate) fn encode_page(&self, page_index: usize, out: &mut Vec<u8>) {
+        self.blocks.encode_page(page_index, out);
+    }
+
+    /// Reads an array of `blocks` blocks that
+    /// [`write_pages`](Self::write_pages) wrote.
+    pub(crate) fn read_pages<R: Read>(
+        blocks: usize,
+        input: &mut Decoder<R>,
+    ) -> Result<Self, Error> {
+        Ok(BitArray {
+            blocks: Blocks::read_pages(blocks, input)?,
+        })
     }
 
     /// Reads an array of `blocks` blocks (a power of two) as

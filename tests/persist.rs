@@ -275,7 +275,7 @@ fn each_kind_of_bad_input_gets_its_own_error() {
         read_bloom(&patched(8, &9u16.to_le_bytes(), false)).unwrap_err(),
         Error::UnsupportedVersion {
             found: 9,
-            supported: 3
+            supported: 4
         }
     );
     assert_eq!(
@@ -293,8 +293,17 @@ fn each_kind_of_bad_input_gets_its_own_error() {
             ..
         }
     ));
+    // A flipped bit of the bits: its page's own checksum (version 4).
     assert!(matches!(
         read_bloom(&patched(body + 40, &[0xff], false)).unwrap_err(),
+        Error::ChecksumMismatch {
+            section: "bit array page",
+            ..
+        }
+    ));
+    // A flipped bit of the fields: the body's checksum.
+    assert!(matches!(
+        read_bloom(&patched(body + 9, &[0x5a], false)).unwrap_err(),
         Error::ChecksumMismatch {
             section: "body",
             ..
@@ -415,10 +424,20 @@ fn each_kind_of_bad_input_gets_its_own_error() {
             value: 0
         }
     );
-    let count_at = good.len() - 12;
-    let stored = u64::from_le_bytes(good[count_at..count_at + 8].try_into().unwrap());
+    // Version 3 stored the set bits after the array (version 4 has pages
+    // and no count): a count that disagrees is refused.
+    let v3 = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/format-v3/bloom-cacheline.bin"),
+    )
+    .unwrap();
+    let count_at = v3.len() - 12;
+    let stored = u64::from_le_bytes(v3[count_at..count_at + 8].try_into().unwrap());
+    let mut miscounted = v3.clone();
+    miscounted[count_at..count_at + 8].copy_from_slice(&(stored + 1).to_le_bytes());
+    reseal(&mut miscounted);
     assert_eq!(
-        read_bloom(&patched(count_at, &(stored + 1).to_le_bytes(), true)).unwrap_err(),
+        BloomFilter::<u64>::read_from(miscounted.as_slice()).unwrap_err(),
         Error::CountMismatch {
             field: "set bits",
             stored: stored + 1,
@@ -587,7 +606,7 @@ fn the_format_starts_as_documented() {
     assert_eq!(&bytes[..8], b"ATMBLOOM");
     assert_eq!(
         u16::from_le_bytes([bytes[8], bytes[9]]),
-        3,
+        4,
         "format version"
     );
     assert_eq!(bytes[10], 1, "kind: BloomFilter");
@@ -600,7 +619,9 @@ fn the_format_starts_as_documented() {
     assert_eq!(HEADER_CRC_AT, 24);
     assert_eq!(body_start(), 28);
     let blocks = u64::from_le_bytes(bytes[28 + 23..28 + 31].try_into().unwrap()) as usize;
-    assert_eq!(bytes.len(), 28 + 31 + blocks * 64 + 8 + 4);
+    // Version 4: the bits in pages of 64 KiB, each followed by its CRC-32C.
+    let pages = (blocks * 64).div_ceil(64 * 1024);
+    assert_eq!(bytes.len(), 28 + 31 + blocks * 64 + 4 * pages + 4);
 }
 
 /// Through serde, with the same validation (`--features serde`).
@@ -689,6 +710,59 @@ fn format_version_2_files_load_and_answer_as_they_did() {
     assert_eq!(scalable.stages(), 3);
     let frontier = Frontier::<String>::load(dir.join("frontier.bin")).unwrap();
     assert_eq!(frontier.len(), answer("frontier"));
+    assert_eq!(frontier.pop().as_deref(), Some("https://example.com/400"));
+    assert!(!frontier.push("https://example.com/7".to_string()));
+}
+
+/// The filters of `tests/fixtures/format-v3/`, written by the last build
+/// of format version 3 (`answers.txt` holds what each answered then): every
+/// one still loads, answers exactly as it did, and saves again as version
+/// 4 that loads alike.
+#[test]
+fn format_version_3_files_load_and_answer_as_they_did() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v3");
+    let answers = std::fs::read_to_string(dir.join("answers.txt")).unwrap();
+    let answer = |name: &str, column: usize| -> usize {
+        let line = answers.lines().find(|line| line.starts_with(name)).unwrap();
+        line.split_whitespace()
+            .nth(column)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let probes: Vec<u64> = (1u64 << 40..(1u64 << 40) + 100_000).collect();
+    let positives = |contains: &dyn Fn(&u64) -> bool| probes.iter().filter(|p| contains(p)).count();
+    for (name, layout, sizing) in [
+        ("bloom-cacheline", Layout::CacheLine, Sizing::PowerOfTwo),
+        ("bloom-compact", Layout::Compact, Sizing::Exact),
+    ] {
+        let filter = BloomFilter::<u64>::load(dir.join(format!("{name}.bin"))).unwrap();
+        assert_eq!(
+            (filter.layout(), filter.sizing()),
+            (layout, sizing),
+            "{name}"
+        );
+        assert!((0..10_000u64).all(|item| filter.contains(&item)), "{name}");
+        assert_eq!(
+            positives(&|p| filter.contains(p)),
+            answer(name, 1),
+            "{name}"
+        );
+        let again = bytes_of(|out| filter.write_to(out));
+        assert_eq!(u16::from_le_bytes([again[8], again[9]]), 4);
+        let reloaded = BloomFilter::<u64>::read_from(again.as_slice()).unwrap();
+        assert_eq!(
+            positives(&|p| reloaded.contains(p)),
+            answer(name, 1),
+            "{name}"
+        );
+    }
+    let scalable = ScalableBloomFilter::<u64>::load(dir.join("scalable.bin")).unwrap();
+    assert!((0..10_000u64).all(|item| scalable.contains(&item)));
+    assert_eq!(positives(&|p| scalable.contains(p)), answer("scalable", 1));
+    assert_eq!(scalable.stages(), answer("scalable", 2));
+    let frontier = Frontier::<String>::load(dir.join("frontier.bin")).unwrap();
+    assert_eq!(frontier.len(), answer("frontier", 1));
     assert_eq!(frontier.pop().as_deref(), Some("https://example.com/400"));
     assert!(!frontier.push("https://example.com/7".to_string()));
 }
@@ -795,4 +869,37 @@ fn pieces_load_while_the_filter_changes_between_them() {
     }
     let loaded = BloomFilter::<u64>::read_from(joined.as_slice()).unwrap();
     assert!((0..50_000u64).all(|item| loaded.contains(&item)));
+}
+
+/// A scalable filter that grows between two pieces of a save: the pieces
+/// keep the stages counted at the first one and load, with every item
+/// inserted before it.
+#[test]
+fn pieces_load_while_a_scalable_filter_grows_between_them() {
+    let filter: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(1_000, 0.01)
+        .seed(8)
+        .build()
+        .unwrap();
+    (0..900u64).for_each(|item| {
+        filter.insert(&item);
+    });
+    let stages_at_start = filter.stages();
+    let mut cursor = atomic_bloom::SaveCursor::default();
+    let mut joined = Vec::new();
+    let mut next = 900u64;
+    while let piece @ [_, ..] = &filter.write_chunk(&mut cursor, 512)[..] {
+        joined.extend_from_slice(piece);
+        for item in next..next + 2_000 {
+            filter.insert(&item);
+        }
+        next += 2_000;
+    }
+    assert!(
+        filter.stages() > stages_at_start + 1,
+        "the filter grew during the save"
+    );
+    let loaded = ScalableBloomFilter::<u64>::read_from(joined.as_slice())
+        .expect("the pieces of a save load, whatever grew between them");
+    assert_eq!(loaded.stages(), stages_at_start);
+    assert!((0..900u64).all(|item| loaded.contains(&item)));
 }

@@ -188,7 +188,7 @@ fn sealed_input() -> impl Strategy<Value = Vec<u8>> {
         frontier_section().prop_map(|body| (4u8, body)),
     ];
     (
-        mostly(Just(3u16), any::<u16>()),
+        mostly(Just(4u16), any::<u16>()),
         prop_oneof![9 => Just(None), 1 => any::<u8>().prop_map(Some)],
         mostly(Just(1u8), any::<u8>()),
         mostly(Just(0u32), any::<u32>()),
@@ -223,7 +223,7 @@ fn load_everything(input: &[u8]) -> Result<(), TestCaseError> {
         if let Ok(value) = loaded {
             let mut again = Vec::new();
             write(&value, &mut again).unwrap();
-            if input[8..10] == 3u16.to_le_bytes() {
+            if input[8..10] == 4u16.to_le_bytes() {
                 prop_assert_eq!(&input[..again.len().min(input.len())], &again[..]);
             }
         }

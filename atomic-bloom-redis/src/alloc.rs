@@ -139,17 +139,18 @@ unsafe impl GlobalAlloc for ServerAlloc {
     }
 
     unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if passes_through(layout) && new_size >= layout.align() {
-            // Safety: read-only after load (see `server_alloc`).
-            let (try_realloc, realloc) =
-                unsafe { (raw::RedisModule_TryRealloc, raw::RedisModule_Realloc) };
-            return match try_realloc.or(realloc) {
+        // Safety: read-only after load (see `server_alloc`).
+        let try_realloc = unsafe { raw::RedisModule_TryRealloc };
+        if let Some(try_realloc) = try_realloc.filter(|_| passes_through(layout)) {
+            if new_size >= layout.align() {
                 // Safety: `block` came from the server's malloc; the result
                 // keeps malloc's alignment, enough for `layout.align()`.
-                Some(realloc) => unsafe { realloc(block.cast(), new_size) }.cast(),
-                None => ptr::null_mut(),
-            };
+                return unsafe { try_realloc(block.cast(), new_size) }.cast();
+            }
         }
+        // Without `TryRealloc` (Redis 7.0) the server's `Realloc` would
+        // abort where memory runs out: a new block from `TryAlloc` and a
+        // copy instead, so that a `Vec` that cannot grow is an error.
         // Safety: the caller's contract: `new_size` with `layout.align()`
         // is a valid layout.
         let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };

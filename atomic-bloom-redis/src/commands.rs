@@ -23,14 +23,12 @@ use crate::args::{self, error};
 use crate::config;
 use crate::data_type::BLOOM_TYPE;
 use crate::dump::{self, ChunkError, SentChunk};
-use crate::filter::{Added, Bloom, Options};
+use crate::filter::{Added, Bloom, Options, NO_MEMORY, OVER_LIMIT};
 use crate::redisbloom::data_type::REDISBLOOM_TYPE;
-use crate::redisbloom::{Chain, ChainAdd};
+use crate::redisbloom::{Chain, ChainAdd, ChainError};
 use crate::value::Value;
 
 const NOT_FOUND: &str = "ERR not found";
-const OVER_LIMIT: &str = "ERR the filter would pass bf-memory-limit-per-filter: raise the limit \
-                          (CONFIG SET), or ask for a smaller capacity or a larger error rate";
 const FULL: &str = "ERR non scaling filter is full";
 const FAILED: &str = "ERR problem inserting into filter";
 const LOADING: &str =
@@ -117,9 +115,7 @@ fn create(
     cap: Option<usize>,
 ) -> Result<&mut Value, RedisError> {
     let bloom = Bloom::new(options).map_err(|failure| match failure {
-        atomic_bloom::Error::AllocationFailed { .. } => {
-            error("ERR Insufficient memory to create filter")
-        }
+        atomic_bloom::Error::AllocationFailed { .. } => error(NO_MEMORY),
         _ => error("ERR could not create filter"),
     })?;
     // Built lazily (calloc), so building to measure costs no resident memory.
@@ -467,12 +463,15 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
     }
     let next = args::parse_i64(&args[2]).ok_or(error("ERR Second argument must be numeric"))?;
     let chunk = args[3].as_slice();
+    let cap = memory_cap(ctx);
     let key = ctx.open_key_writable(&args[1]);
     let outcome = match found_mut(&key)? {
         // RedisBloom's stream: its header at iterator 1 (this module's
         // first chunk is at 1 + its length).
-        None if next == 1 => match Chain::from_header(chunk) {
+        None if next == 1 => match Chain::from_header(chunk, cap) {
             Ok(chain) => key.set_value(&REDISBLOOM_TYPE, chain).map(drop),
+            Err(ChainError::OverLimit) => return Err(error(OVER_LIMIT)),
+            Err(ChainError::OutOfMemory) => return Err(error(NO_MEMORY)),
             Err(refused) => {
                 redis_module::logging::log_warning(format!(
                     "atomic-bloom: BF.LOADCHUNK refused a RedisBloom header: {refused}"
@@ -481,7 +480,9 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             }
         },
         Some(FoundMut::Theirs(chain)) => chain.load_piece(next, chunk).map_err(error),
-        None => match dump::start(next, chunk) {
+        // RedisBloom: a missing key takes nothing but a header.
+        None if !dump::is_first_chunk(next, chunk) => return Err(error("ERR not found")),
+        None => match dump::start(next, chunk, cap.map(Value::filter_cap)) {
             Ok(Ok(pending)) => key
                 .set_value(&BLOOM_TYPE, Value::Loading(pending))
                 .map(drop),
@@ -497,9 +498,13 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             Ok(())
         }
         Some(FoundMut::Ours(Value::Ready(..))) => {
-            // RedisBloom's loop deletes the key first: a first chunk for a
-            // live filter is bad data, any other chunk has no place in it.
-            let refused = if next == 1 + chunk.len() as i64 {
+            // RedisBloom's checks, in its order: an iterator at or below 0
+            // or below the chunk's length is bad data before the filter is
+            // looked at; its loop deletes the key first, so a first chunk
+            // for a live filter is bad data; any other chunk has no place
+            // in a filter that is whole.
+            let length = chunk.len() as i64;
+            let refused = if next <= 0 || next < length || next == 1 + length {
                 ChunkError::BadData
             } else {
                 ChunkError::InvalidOffset

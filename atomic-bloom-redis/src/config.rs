@@ -58,8 +58,9 @@ static ERROR_RATE: AtomicU64 = AtomicU64::new(0x3f84_7ae1_47ae_147b); // 0.01
 static INITIAL_SIZE: AtomicI64 = AtomicI64::new(100);
 /// `bf-expansion-factor`; 0 is `NONSCALING`.
 static EXPANSION: AtomicI64 = AtomicI64::new(2);
-/// `bf-memory-limit-per-filter`, in bytes; 0 is none.
-static MEMORY_LIMIT: AtomicI64 = AtomicI64::new(0);
+/// `bf-memory-limit-per-filter` lives in `value.rs`, where the RDB
+/// callbacks read it too.
+use crate::value::MEMORY_LIMIT;
 
 /// The defaults of a filter created without options, as the configs say
 /// now.
@@ -78,12 +79,7 @@ pub(crate) fn defaults() -> Defaults {
     }
 }
 
-/// `bf-memory-limit-per-filter`, if one is set.
-pub(crate) fn memory_limit() -> Option<usize> {
-    // Relaxed: see `defaults`.
-    let limit = MEMORY_LIMIT.load(Ordering::Relaxed);
-    (limit > 0).then(|| usize::try_from(limit).unwrap_or(usize::MAX))
-}
+pub(crate) use crate::value::memory_limit;
 
 /// A numeric config: its name, where it lives, its bounds and flags.
 struct Numeric {

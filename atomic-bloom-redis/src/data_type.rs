@@ -12,7 +12,7 @@ use redis_module::{logging, raw, RedisBuffer};
 use crate::dump::DumpState;
 use crate::dump::{Pending, CHUNK_BYTES};
 use crate::filter::Bloom;
-use crate::value::Value;
+use crate::value::{self, Value};
 
 /// The type's name (`TYPE key`; exactly nine characters) and encoding
 /// version.
@@ -160,12 +160,30 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
             raw::save_unsigned(io, END);
         }
         Value::Loading(pending) => {
-            let (received, total) = pending.parts();
             raw::save_unsigned(io, TAG_LOADING);
-            raw::save_unsigned(io, total);
-            raw::save_slice(io, received);
+            raw::save_unsigned(io, pending.total());
+            // One string, as earlier builds wrote it (a copy: a key is
+            // loading only while its chunks stream in).
+            raw::save_slice(io, &pending.chunks().collect::<Vec<_>>().concat());
         }
     }
+}
+
+/// The most a filter restored by a client's `RESTORE` may take: the
+/// operator's `bf-memory-limit-per-filter` on a primary that is not
+/// loading. An RDB file, a full sync, `DEBUG RELOAD` and a replica's
+/// `RESTORE` from its primary (the server is loading, or a replica) take
+/// what their source held.
+fn restore_cap(io: *mut raw::RedisModuleIO) -> Option<usize> {
+    let limit = value::memory_limit()?;
+    // Safety: both exist in every server this module loads into; the
+    // context belongs to `io`, which the server passed to this callback.
+    let flags = unsafe {
+        let ctx = raw::RedisModule_GetContextFromIO.unwrap()(io);
+        raw::RedisModule_GetContextFlags.unwrap()(ctx)
+    } as u32;
+    let replaying = raw::REDISMODULE_CTX_FLAGS_LOADING | raw::REDISMODULE_CTX_FLAGS_SLAVE;
+    (flags & replaying == 0).then(|| Value::filter_cap(limit))
 }
 
 unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
@@ -183,7 +201,7 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
                 at: 0,
                 ended: false,
             };
-            match Bloom::read_record(reader) {
+            match Bloom::read_record_within(reader, restore_cap(io)) {
                 Ok(bloom) => Value::ready(bloom),
                 Err(error) => {
                     logging::log_warning(format!("atomic-bloom: RDB load refused: {error}"));
@@ -282,7 +300,9 @@ unsafe extern "C" fn aof_rewrite(
         }
         Value::Loading(pending) => {
             // The chunks received so far; the rest never came.
-            let _ = out.write_all(pending.parts().0);
+            for chunk in pending.chunks() {
+                let _ = out.write_all(chunk);
+            }
         }
     }
     out.emit();
@@ -306,24 +326,16 @@ unsafe extern "C" fn copy(
     // Safety: the server passes a value this module's type created.
     let value = unsafe { &*value.cast::<Value>() };
     let copy = match value {
-        Value::Ready(bloom, _) => {
-            let mut bytes = Vec::new();
-            let copied = bloom
-                .write_record(&mut bytes)
-                .ok()
-                .and_then(|()| Bloom::read_record(bytes.as_slice()).ok());
-            match copied {
-                Some(bloom) => Value::Ready(bloom, DumpState::default()),
-                None => return std::ptr::null_mut(),
-            }
-        }
-        Value::Loading(pending) => {
-            let (received, total) = pending.parts();
-            match Pending::from_parts(received.to_vec(), total) {
-                Some(pending) => Value::Loading(pending),
-                None => return std::ptr::null_mut(),
-            }
-        }
+        // Filter to filter, without a serialized copy between; an
+        // allocation that fails is the server's error reply, not an abort.
+        Value::Ready(bloom, _) => match bloom.try_clone() {
+            Ok(bloom) => Value::Ready(bloom, DumpState::default()),
+            Err(_) => return std::ptr::null_mut(),
+        },
+        Value::Loading(pending) => match pending.try_clone() {
+            Some(pending) => Value::Loading(pending),
+            None => return std::ptr::null_mut(),
+        },
     };
     Box::into_raw(Box::new(copy)).cast::<c_void>()
 }

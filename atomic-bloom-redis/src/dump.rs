@@ -18,8 +18,8 @@ use std::cell::Cell;
 
 use atomic_bloom::SaveCursor;
 
-use crate::filter::Bloom;
-use crate::record::{Envelope, RecordError, ENVELOPE_BYTES};
+use crate::filter::{Bloom, NO_MEMORY, OVER_LIMIT};
+use crate::record::{Envelope, RecordError, ENVELOPE_BYTES, MAGIC};
 
 /// Record bytes per `BF.SCANDUMP` reply (RedisBloom's chunk limit).
 pub(crate) const CHUNK_BYTES: usize = 16 << 20;
@@ -28,19 +28,26 @@ pub(crate) const CHUNK_BYTES: usize = 16 << 20;
 /// chunk ended, and the chunk whose `BF.LOADCHUNK` completed it.
 #[derive(Default)]
 pub(crate) struct DumpState {
-    /// Where the last `BF.SCANDUMP` chunk ended; commands run one at a
-    /// time on the server's main thread.
+    /// Where the last `BF.SCANDUMP` chunk ended, with the checksum of the
+    /// page it cut: the next chunk seals that page with the checksum of
+    /// the bytes handed out, even if adds changed it in between. Commands
+    /// run one at a time on the server's main thread.
     cursor: Cell<Option<SaveCursor>>,
     /// The chunk whose `BF.LOADCHUNK` completed this filter, if one did: a
     /// retry of it (its reply lost) is answered `OK` again.
     pub(crate) last_chunk: Option<SentChunk>,
 }
 
-/// The chunks of a record received so far.
+/// The chunks of a record received so far, each held as it came: memory
+/// grows by what each chunk delivers, and nothing is copied to make room
+/// (a contiguous buffer needs twice the record at its last growth where
+/// the server has no `TryRealloc`).
 pub(crate) struct Pending {
     /// Bytes of the whole record, as its envelope says.
     total: u64,
-    received: Vec<u8>,
+    received: Vec<Box<[u8]>>,
+    /// Bytes in `received`.
+    received_bytes: u64,
     /// The last chunk taken: a client that lost the reply sends it again.
     last: Option<SentChunk>,
 }
@@ -73,6 +80,11 @@ pub(crate) enum ChunkError {
     /// "ERR invalid chunk - Too big for current filter": past the record's
     /// end.
     TooBig,
+    /// The record would pass `bf-memory-limit-per-filter`.
+    OverLimit,
+    /// The allocator had no memory for the record or its filter: the
+    /// key keeps what it had, and the same chunk may be sent again.
+    OutOfMemory,
 }
 
 impl ChunkError {
@@ -81,6 +93,8 @@ impl ChunkError {
             ChunkError::BadData => "ERR received bad data",
             ChunkError::InvalidOffset => "ERR invalid offset - no link found",
             ChunkError::TooBig => "ERR invalid chunk - Too big for current filter",
+            ChunkError::OverLimit => OVER_LIMIT,
+            ChunkError::OutOfMemory => NO_MEMORY,
         }
     }
 }
@@ -96,36 +110,37 @@ fn chunk_offset(next: i64, chunk: &[u8]) -> Result<u64, ChunkError> {
 /// The reply to `BF.SCANDUMP key iter`: the next iterator and a chunk, or
 /// `(0, [])` past the end (and for any iterator that is not a position).
 ///
-/// Each call makes only its chunk: the key keeps the cursor where the last
-/// chunk ended (the filter's running checksum and count), so a dump that
-/// goes chunk after chunk costs one pass over the filter. A call at any
-/// other position starts a cursor there, which costs the bytes before it.
+/// Iterator 0 answers the record's envelope alone (its 56 bytes: the
+/// header, O(1)); every other call makes its chunk from its offset alone:
+/// its bytes, at most one 64 KiB page of bits around them and the
+/// filter's few fields (the saved format's pages carry their own
+/// checksums), whatever the iterator: a dump chunk after chunk makes each
+/// page once, and the page a chunk's end cuts twice.
 pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Vec<u8>) {
+    let envelope = ENVELOPE_BYTES as u64;
     let offset = match iter {
-        0 => 0,
+        0 => {
+            // The cursor counts the filter's stages now, as the envelope
+            // does: stages a scaling filter adds during the dump are left
+            // out of it, and the chunks still make the record announced.
+            let mut cursor = SaveCursor::default();
+            bloom.filter_chunk(&mut cursor, 0);
+            state.cursor.set(Some(cursor));
+            return (1 + envelope as i64, bloom.envelope().encode().to_vec());
+        }
         iter if iter > 0 => iter as u64 - 1,
         _ => return (0, Vec::new()),
     };
     let mut chunk = Vec::new();
-    let envelope = ENVELOPE_BYTES as u64;
     if offset < envelope {
         chunk.extend_from_slice(&bloom.envelope().encode()[offset as usize..]);
     }
     let filter_offset = offset.saturating_sub(envelope);
-    let cached = state.cursor.take();
-    let mut cursor = cached
+    let mut cursor = state
+        .cursor
+        .take()
         .filter(|cursor| cursor.offset() == filter_offset)
-        .unwrap_or_else(|| {
-            // Not where the last chunk ended: walk to `filter_offset`.
-            let mut cursor = SaveCursor::default();
-            while cursor.offset() < filter_offset {
-                let step = (filter_offset - cursor.offset()).min(CHUNK_BYTES as u64) as usize;
-                if bloom.filter_chunk(&mut cursor, step).is_empty() {
-                    break;
-                }
-            }
-            cursor
-        });
+        .unwrap_or_else(|| SaveCursor::at(filter_offset));
     let room = CHUNK_BYTES - chunk.len();
     chunk.extend(bloom.filter_chunk(&mut cursor, room));
     if chunk.is_empty() {
@@ -139,19 +154,33 @@ pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Ve
     }
 }
 
+/// Whether `chunk`, sent with iterator `next`, is the first chunk of one of
+/// this module's records: for a key that does not exist, any other chunk
+/// is RedisBloom's "ERR not found".
+pub(crate) fn is_first_chunk(next: i64, chunk: &[u8]) -> bool {
+    chunk_offset(next, chunk) == Ok(0) && chunk.starts_with(&MAGIC)
+}
+
 /// The first chunk of a record, for a key that does not exist: a
-/// [`Pending`] to resume, or the record if the chunk held all of it.
+/// [`Pending`] to resume, or the record if the chunk held all of it. A
+/// record whose filter would take more than `filter_cap` bytes is refused
+/// before anything is held.
 pub(crate) fn start(
     next: i64,
     chunk: &[u8],
+    filter_cap: Option<usize>,
 ) -> Result<Result<Pending, (Bloom, DumpState)>, ChunkError> {
     if chunk_offset(next, chunk)? != 0 || chunk.len() < ENVELOPE_BYTES {
         return Err(ChunkError::BadData);
     }
     let envelope = Envelope::decode(chunk).map_err(|_| ChunkError::BadData)?;
+    if filter_cap.is_some_and(|cap| envelope.filter_bytes > cap as u64) {
+        return Err(ChunkError::OverLimit);
+    }
     let mut pending = Pending {
         total: envelope.record_bytes(),
         received: Vec::new(),
+        received_bytes: 0,
         last: None,
     };
     match pending.resume(next, chunk)? {
@@ -174,28 +203,32 @@ impl Pending {
         if self.last == Some(SentChunk::of(next, chunk)) {
             return Ok(None);
         }
-        if offset != self.received.len() as u64 {
+        if offset != self.received_bytes {
             return Err(ChunkError::InvalidOffset);
         }
         if offset + chunk.len() as u64 > self.total {
             return Err(ChunkError::TooBig);
         }
-        if self.received.try_reserve(chunk.len()).is_err() {
-            return Err(ChunkError::TooBig);
-        }
-        self.received.extend_from_slice(chunk);
-        self.last = Some(SentChunk::of(next, chunk));
-        if (self.received.len() as u64) < self.total {
+        self.push(chunk)?;
+        if self.received_bytes < self.total {
+            self.last = Some(SentChunk::of(next, chunk));
             return Ok(None);
         }
-        match Bloom::read_record(self.received.as_slice()) {
+        match Bloom::read_record(ChunkReader::new(&self.received)) {
             Ok(bloom) => Ok(Some((
                 bloom,
                 DumpState {
-                    last_chunk: self.last,
+                    last_chunk: Some(SentChunk::of(next, chunk)),
                     ..DumpState::default()
                 },
             ))),
+            Err(RecordError::Filter(atomic_bloom::Error::AllocationFailed { .. })) => {
+                // Not the record's fault: the key keeps the chunks before
+                // this one, and the same chunk may come again.
+                self.received.pop();
+                self.received_bytes = offset;
+                Err(ChunkError::OutOfMemory)
+            }
             Err(error) => {
                 log_refused(&error);
                 Err(ChunkError::BadData)
@@ -203,35 +236,102 @@ impl Pending {
         }
     }
 
+    /// Holds a copy of `chunk`, or says the allocator had no room.
+    fn push(&mut self, chunk: &[u8]) -> Result<(), ChunkError> {
+        let mut held = Vec::new();
+        if held.try_reserve_exact(chunk.len()).is_err() || self.received.try_reserve(1).is_err() {
+            return Err(ChunkError::OutOfMemory);
+        }
+        held.extend_from_slice(chunk);
+        self.received.push(held.into_boxed_slice());
+        self.received_bytes += chunk.len() as u64;
+        Ok(())
+    }
+
     /// Whether every chunk arrived (and the record did not parse).
     pub(crate) fn is_complete(&self) -> bool {
-        self.received.len() as u64 >= self.total
+        self.received_bytes >= self.total
     }
 
     /// Bytes held.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.received.capacity()
+        self.received_bytes as usize + self.received.capacity() * std::mem::size_of::<Box<[u8]>>()
     }
 
-    /// Bytes received so far, and the record's length: what an RDB file
-    /// keeps of a key still loading.
-    pub(crate) fn parts(&self) -> (&[u8], u64) {
-        (&self.received, self.total)
+    /// The chunks received so far, in order: what an RDB file and an AOF
+    /// keep of a key still loading (with [`total`](Self::total)).
+    pub(crate) fn chunks(&self) -> impl Iterator<Item = &[u8]> {
+        self.received.iter().map(|chunk| &chunk[..])
+    }
+
+    /// The record's length, as its envelope says.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// A copy (`COPY`), or `None` when the allocator has no room.
+    pub(crate) fn try_clone(&self) -> Option<Pending> {
+        let mut copy = Pending {
+            total: self.total,
+            received: Vec::new(),
+            received_bytes: 0,
+            last: self.last,
+        };
+        for chunk in self.chunks() {
+            copy.push(chunk).ok()?;
+        }
+        Some(copy)
     }
 
     /// A loading key read back from an RDB file, if its parts agree.
     pub(crate) fn from_parts(received: Vec<u8>, total: u64) -> Option<Pending> {
         let envelope = Envelope::decode(&received).ok()?;
         let agrees = envelope.record_bytes() == total && (received.len() as u64) < total;
-        agrees.then_some(Pending {
+        agrees.then(|| Pending {
             total,
-            received,
+            received_bytes: received.len() as u64,
+            received: vec![received.into_boxed_slice()],
             last: None,
         })
     }
 }
 
+/// The chunks of a [`Pending`], read as one record.
+struct ChunkReader<'a> {
+    chunks: &'a [Box<[u8]>],
+    /// Bytes of `chunks[0]` already read.
+    at: usize,
+}
+
+impl<'a> ChunkReader<'a> {
+    fn new(chunks: &'a [Box<[u8]>]) -> Self {
+        ChunkReader { chunks, at: 0 }
+    }
+}
+
+impl std::io::Read for ChunkReader<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while let Some((first, rest)) = self.chunks.split_first() {
+            let left = &first[self.at..];
+            if left.is_empty() {
+                self.chunks = rest;
+                self.at = 0;
+                continue;
+            }
+            let n = left.len().min(out.len());
+            out[..n].copy_from_slice(&left[..n]);
+            self.at += n;
+            return Ok(n);
+        }
+        Ok(0)
+    }
+}
+
 fn log_refused(error: &RecordError) {
+    // Outside a server (the fuzz targets) there is no log.
+    #[cfg(fuzzing)]
+    let _ = error;
+    #[cfg(not(fuzzing))]
     redis_module::logging::log_warning(format!(
         "atomic-bloom: BF.LOADCHUNK refused a dump: {error}"
     ));

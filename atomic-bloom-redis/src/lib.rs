@@ -17,7 +17,8 @@
 //! (checksums, then every field) before it becomes a filter.
 //!
 //! Layout, each file using only those after it (no circles):
-//! `commands.rs` (parsing and replies), `command_info.rs` (ACL categories,
+//! `fuzzing.rs` (the fuzz targets' entry points), `commands.rs` (parsing
+//! and replies), `command_info.rs` (ACL categories,
 //! key specs, docs), `args.rs` (numbers, options, module arguments),
 //! `config.rs` (the server configs and the defaults they set),
 //! `redisbloom/` (RedisBloom's own filters, its type, hashing and
@@ -28,6 +29,8 @@
 //! server's allocator, alignment honoured).
 
 #![deny(unsafe_op_in_unsafe_fn)]
+// Built for the fuzz targets, the commands and callbacks are not registered.
+#![cfg_attr(fuzzing, allow(dead_code, unused_imports))]
 
 mod alloc;
 mod args;
@@ -37,6 +40,8 @@ mod config;
 mod data_type;
 mod dump;
 mod filter;
+#[doc(hidden)]
+pub mod fuzzing;
 mod record;
 mod redisbloom;
 mod value;
@@ -73,6 +78,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
 }
 
+// Outside a server (the fuzz targets link this crate) there is no server
+// allocator and nothing to register.
+#[cfg(not(fuzzing))]
 redis_module! {
     name: "bf",
     version: 10000,

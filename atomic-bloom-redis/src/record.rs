@@ -41,6 +41,8 @@ pub(crate) enum RecordError {
     Mismatch(&'static str),
     /// Reading the input failed.
     Io(io::Error),
+    /// The filter would pass `bf-memory-limit-per-filter`.
+    OverLimit,
 }
 
 impl std::fmt::Display for RecordError {
@@ -50,6 +52,10 @@ impl std::fmt::Display for RecordError {
             RecordError::Filter(error) => write!(f, "bad filter: {error}"),
             RecordError::Mismatch(why) => write!(f, "inconsistent record: {why}"),
             RecordError::Io(error) => write!(f, "read failed: {error}"),
+            RecordError::OverLimit => f.write_str(
+                "the filter would pass bf-memory-limit-per-filter: raise the limit (CONFIG SET) \
+                 to restore it",
+            ),
         }
     }
 }
@@ -170,7 +176,17 @@ impl Bloom {
     }
 
     /// Reads a whole record, and nothing after it.
-    pub(crate) fn read_record<R: Read>(mut input: R) -> Result<Bloom, RecordError> {
+    pub(crate) fn read_record<R: Read>(input: R) -> Result<Bloom, RecordError> {
+        Self::read_record_within(input, None)
+    }
+
+    /// Reads a whole record, and nothing after it; one whose filter would
+    /// take more than `filter_cap` bytes is refused from its envelope,
+    /// before its filter is read.
+    pub(crate) fn read_record_within<R: Read>(
+        mut input: R,
+        filter_cap: Option<usize>,
+    ) -> Result<Bloom, RecordError> {
         let mut head = [0u8; ENVELOPE_BYTES];
         input
             .read_exact(&mut head)
@@ -179,6 +195,9 @@ impl Bloom {
                 _ => RecordError::Io(error),
             })?;
         let envelope = Envelope::decode(&head)?;
+        if filter_cap.is_some_and(|cap| envelope.filter_bytes > cap as u64) {
+            return Err(RecordError::OverLimit);
+        }
         let mut filter_input = input.take(envelope.filter_bytes);
         let filter = match envelope.options.expansion {
             // Full by its bits alone, as the filter it was saved from.
@@ -225,14 +244,17 @@ fn check_options(options: &Options, filter: &Filter) -> Result<(), RecordError> 
     if !(options.error_rate > 0.0 && options.error_rate < 1.0) || options.capacity == 0 {
         return Err(RecordError::Mismatch("capacity or error rate out of range"));
     }
+    // Built at the sizing rate; records written before it was sized for
+    // samples, at the rate asked.
+    let built_at = |rate: f64| rate == options.sizing_rate() || rate == options.error_rate;
     match (filter, options.expansion) {
         (Filter::Scaling(filter), Some(growth)) => {
-            if filter.target_fpr() != options.error_rate || growth == 0 {
+            if !built_at(filter.target_fpr()) || growth == 0 {
                 return Err(RecordError::Mismatch("scaling options differ"));
             }
         }
         (Filter::Fixed(filter), None) => {
-            if filter.target_fpr() != options.error_rate {
+            if !built_at(filter.target_fpr()) {
                 return Err(RecordError::Mismatch("error rate differs"));
             }
         }

@@ -2,6 +2,8 @@
 //! where its last dump chunk ended, or a dump still being loaded
 //! (`dump.rs`).
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use crate::dump::{DumpState, Pending};
 use crate::filter::Bloom;
 
@@ -38,4 +40,16 @@ impl Value {
     pub(crate) fn filter_cap(cap: usize) -> usize {
         cap.saturating_sub(std::mem::size_of::<Value>())
     }
+}
+
+/// `bf-memory-limit-per-filter`, in bytes; 0 is none. Set by `config.rs`
+/// (the server's config callbacks), read by commands and by `RESTORE`.
+pub(crate) static MEMORY_LIMIT: AtomicI64 = AtomicI64::new(0);
+
+/// `bf-memory-limit-per-filter`, if one is set.
+pub(crate) fn memory_limit() -> Option<usize> {
+    // Relaxed: a lone setting, written by config callbacks and read by
+    // commands, all on the server's main thread.
+    let limit = MEMORY_LIMIT.load(Ordering::Relaxed);
+    (limit > 0).then(|| usize::try_from(limit).unwrap_or(usize::MAX))
 }

@@ -647,3 +647,83 @@ fn numbers_arity_and_a_zero_expansion_factor_as_redisbloom() {
             .unwrap();
     }
 }
+
+#[test]
+fn replies_that_differed_from_redisbloom_now_match() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        // A NONSCALING filter with one slot left, and the same new item
+        // twice: RedisBloom adds it, then finds it ([1, 0]); it was
+        // [1, error] here.
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["one_left", "0.01", "2", "NONSCALING"])
+            .query(&mut c)
+            .unwrap();
+        let _: i64 = redis::cmd("BF.ADD")
+            .arg(&["one_left", "a"])
+            .query(&mut c)
+            .unwrap();
+        let reply = redis::ConnectionLike::req_command(
+            &mut c,
+            redis::cmd("BF.MADD").arg(&["one_left", "x", "x"]),
+        )
+        .unwrap();
+        assert_eq!(
+            reply,
+            Value::Array(vec![Value::Int(1), Value::Int(0)]),
+            "{kind:?}"
+        );
+        // BF.LOADCHUNK on a missing key takes only a first chunk: anything
+        // else is RedisBloom's "not found" (it was "received bad data").
+        for (iterator, chunk) in [("5", "abcd"), ("17", "0123456789abcdef"), ("-3", "x")] {
+            assert_eq!(
+                refusal(&mut c, &["BF.LOADCHUNK", "missing", iterator, chunk]),
+                "ERR not found",
+                "{kind:?} {iterator}"
+            );
+        }
+        // At iterator 1 a missing key expects a RedisBloom header.
+        assert_eq!(
+            refusal(&mut c, &["BF.LOADCHUNK", "missing", "1", "not a header"]),
+            "ERR received bad data",
+            "{kind:?}"
+        );
+        let exists: i64 = redis::cmd("EXISTS").arg("missing").query(&mut c).unwrap();
+        assert_eq!(exists, 0, "{kind:?}");
+    }
+}
+
+#[test]
+fn a_stray_chunk_into_a_live_filter_is_refused_as_redisbloom_refuses_it() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let _: Vec<i64> = redis::cmd("BF.MADD")
+            .arg(&["live", "a", "b", "c"])
+            .query(&mut c)
+            .unwrap();
+        // RedisBloom refuses an iterator at or below 0, or below the
+        // chunk's length, before it looks at the filter (found by
+        // tests/differential.rs: "invalid offset" here).
+        for (iterator, chunk) in [("0", ""), ("-3", "x"), ("1", "eight by"), ("2", "abcd")] {
+            assert_eq!(
+                refusal(&mut c, &["BF.LOADCHUNK", "live", iterator, chunk]),
+                "ERR received bad data",
+                "{kind:?} {iterator} {chunk:?}"
+            );
+        }
+        // Past those checks RedisBloom would write the bytes into its bits;
+        // a filter here is whole: a stray chunk has no place in it.
+        assert_eq!(
+            refusal(&mut c, &["BF.LOADCHUNK", "live", "100", "abcd"]),
+            "ERR invalid offset - no link found",
+            "{kind:?}"
+        );
+        let found: Vec<i64> = redis::cmd("BF.MEXISTS")
+            .arg(&["live", "a", "b", "c"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(found, [1, 1, 1], "{kind:?}");
+    }
+}

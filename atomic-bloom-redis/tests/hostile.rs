@@ -23,8 +23,10 @@ impl Rng {
     }
 }
 
-/// The replies a chunk may get: OK or one of RedisBloom's three errors.
-const CHUNK_ERRORS: [&str; 3] = [
+/// The replies a chunk may get: OK or one of RedisBloom's four errors
+/// ("not found": a missing key takes only a first chunk).
+const CHUNK_ERRORS: [&str; 4] = [
+    "ERR not found",
     "ERR received bad data",
     "ERR invalid offset - no link found",
     "ERR invalid chunk - Too big for current filter",

@@ -6,7 +6,8 @@
 use std::path::Path;
 
 /// The module's top-level files and folders, in the order `lib.rs` states.
-const ORDER: [&str; 11] = [
+const ORDER: [&str; 12] = [
+    "fuzzing",
     "commands",
     "command_info",
     "args",

@@ -179,3 +179,139 @@ fn out_of_memory_is_an_error_reply_never_an_abort() {
         assert!(added, "{kind:?}");
     }
 }
+
+/// A filter whose next stage cannot be allocated answers RedisBloom's
+/// "ERR problem inserting into filter" for the item that needed it, and
+/// tries again at the next add: once memory is back, it grows. (It was
+/// marked exhausted for good, and went on answering 1 / 0 from its overfull
+/// last stage, its rate climbing without bound.)
+#[test]
+fn growth_that_fails_is_an_error_and_is_tried_again() {
+    for kind in KINDS {
+        let server = Server::start_with_address_space(kind, 5 << 29);
+        let mut c = server.connect();
+        // 25,000 items at 1% growing 32,768-fold: the second stage holds
+        // 819M items, about 1 GB.
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["k", "0.01", "25000", "EXPANSION", "32768"])
+            .query(&mut c)
+            .unwrap();
+        // About 1.6 GB of address space taken (calloc: nothing resident).
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["hog", "0.0000001", "380000000", "NONSCALING"])
+            .query(&mut c)
+            .unwrap();
+        let mut refused_at = None;
+        'fill: for batch in 0..40 {
+            let items: Vec<String> = (0..1000).map(|i| format!("item:{batch}:{i}")).collect();
+            let reply = redis::ConnectionLike::req_command(
+                &mut c,
+                redis::cmd("BF.MADD").arg("k").arg(&items),
+            )
+            .unwrap();
+            let redis::Value::Array(answers) = reply else {
+                panic!("{kind:?}: {reply:?}")
+            };
+            for (index, answer) in answers.iter().enumerate() {
+                if let redis::Value::ServerError(error) = answer {
+                    assert_eq!(
+                        error.details(),
+                        Some("problem inserting into filter"),
+                        "{kind:?}: {error:?}"
+                    );
+                    refused_at = Some(items[index].clone());
+                    break 'fill;
+                }
+            }
+        }
+        let refused = refused_at.unwrap_or_else(|| panic!("{kind:?}: the filter grew"));
+        // Tried again, and refused again, while the memory is taken.
+        assert_eq!(
+            refusal(&mut c, &["BF.ADD", "k", &refused]),
+            "ERR problem inserting into filter",
+            "{kind:?}"
+        );
+        let exists: bool = redis::cmd("BF.EXISTS")
+            .arg(&["k", &refused])
+            .query(&mut c)
+            .unwrap();
+        assert!(!exists, "{kind:?}: a refused item was added");
+        let _: i64 = redis::cmd("DEL").arg("hog").query(&mut c).unwrap();
+        let added: bool = redis::cmd("BF.ADD")
+            .arg(&["k", &refused])
+            .query(&mut c)
+            .unwrap();
+        assert!(added, "{kind:?}: no growth once memory was back");
+        let info: Vec<redis::Value> = redis::cmd("BF.INFO").arg("k").query(&mut c).unwrap();
+        assert_eq!(info[5], redis::Value::Int(2), "{kind:?}: filters {info:?}");
+    }
+}
+
+/// A `BF.LOADCHUNK` whose record is complete but whose filter cannot be
+/// allocated answers RedisBloom's "Insufficient memory" and keeps the key
+/// loading, so the chunk can be sent again once memory is back (it was
+/// "received bad data", and the key and every chunk were deleted).
+#[test]
+fn a_loadchunk_that_runs_out_of_memory_keeps_its_chunks() {
+    let source = Server::start(Kind::Valkey, &[], &["--proto-max-bulk-len", "1gb"]);
+    let mut s = source.connect();
+    // About 500 MB: held as received chunks, then parsed into a second
+    // 500 MB, which an address space of 640 MiB (Valkey, libc malloc) or
+    // 800 MiB (Redis 7.0: jemalloc reserves more) cannot hold.
+    let _: String = redis::cmd("BF.RESERVE")
+        .arg(&["src", "0.0000001", "100000000", "NONSCALING"])
+        .query(&mut s)
+        .unwrap();
+    let mut chunks = Vec::new();
+    let mut iterator = 0i64;
+    loop {
+        let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg(&["src"])
+            .arg(iterator)
+            .query(&mut s)
+            .unwrap();
+        if next == 0 {
+            break;
+        }
+        chunks.push((next, chunk));
+        iterator = next;
+    }
+    drop(source);
+    for kind in KINDS {
+        let address_space = match kind {
+            Kind::Valkey => 640 << 20,
+            Kind::Redis => 800 << 20,
+        };
+        let server = Server::start_with_address_space(kind, address_space);
+        let mut c = server.connect();
+        let (last, rest) = chunks.split_last().unwrap();
+        for (next, chunk) in rest {
+            let ok: String = redis::cmd("BF.LOADCHUNK")
+                .arg("copy")
+                .arg(*next)
+                .arg(chunk.as_slice())
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(ok, "OK", "{kind:?}");
+        }
+        let refused = redis::cmd("BF.LOADCHUNK")
+            .arg("copy")
+            .arg(last.0)
+            .arg(last.1.as_slice())
+            .query::<String>(&mut c)
+            .map_err(|error| common::error_text(&error));
+        assert_eq!(
+            refused,
+            Err("ERR Insufficient memory to create filter".to_string()),
+            "{kind:?}"
+        );
+        // Still loading, its chunks kept.
+        assert_eq!(
+            refusal(&mut c, &["BF.ADD", "copy", "x"]),
+            "ERR the filter is being restored: send its remaining BF.LOADCHUNK chunks, or DEL it",
+            "{kind:?}"
+        );
+        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        assert_eq!(pong, "PONG", "{kind:?}");
+    }
+}

@@ -460,3 +460,189 @@ fn a_replica_answers_as_its_primary() {
         }
     }
 }
+
+/// `COPY` copies the filter stage for stage (no serialized copy between):
+/// fed the same items afterwards, the copy grows where its original does
+/// and the two stay byte for byte alike.
+#[test]
+fn a_copy_grows_where_its_original_does() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["k", "0.01", "1000", "EXPANSION", "2"])
+            .query(&mut c)
+            .unwrap();
+        madd(&mut c, "k", &items(0..1500));
+        let copied: i64 = redis::cmd("COPY").arg(&["k", "k2"]).query(&mut c).unwrap();
+        assert_eq!(copied, 1, "{kind:?}");
+        for key in ["k", "k2"] {
+            madd(&mut c, key, &items(1500..20_000));
+        }
+        let original = common::dump_payload(&mut c, "k").unwrap();
+        let copy = common::dump_payload(&mut c, "k2").unwrap();
+        assert!(
+            original == copy,
+            "{kind:?}: the copy differs from its original"
+        );
+        let stages: Vec<i64> = redis::cmd("BF.INFO")
+            .arg(&["k2", "FILTERS"])
+            .query(&mut c)
+            .unwrap();
+        assert!(stages[0] >= 4, "{kind:?}: {stages:?}");
+    }
+}
+
+/// `BF.SCANDUMP` at any iterator costs its chunk: iterator 0 answers the
+/// 56-byte envelope alone, a chunk from any position equals that part of
+/// the dump, past the end is `[0, ""]`; and a dump taken while items are
+/// added between its chunks still loads (each page is sealed with the
+/// checksum of the bytes handed out).
+#[test]
+fn scandump_at_any_iterator_and_a_dump_that_changes_between_chunks() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &["--proto-max-bulk-len", "64mb"]);
+        let mut c = server.connect();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["big", "0.0001", "10000000", "NONSCALING"])
+            .query(&mut c)
+            .unwrap();
+        madd(&mut c, "big", &items(0..5000));
+        let (first, envelope): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg(&["big", "0"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!((first, envelope.len()), (57, 56), "{kind:?}");
+        let mut whole = envelope.clone();
+        let mut chunks = vec![(first, envelope)];
+        let mut iterator = first;
+        loop {
+            let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+                .arg("big")
+                .arg(iterator)
+                .query(&mut c)
+                .unwrap();
+            if next == 0 {
+                break;
+            }
+            // Adds between chunks: the dump must still load.
+            madd(
+                &mut c,
+                "big",
+                &items(1_000_000 + iterator as u64..1_000_000 + iterator as u64 + 20_000),
+            );
+            whole.extend_from_slice(&chunk);
+            chunks.push((next, chunk));
+            iterator = next;
+        }
+        assert!(chunks.len() >= 3, "{kind:?}: {} chunks", chunks.len());
+        for (next, chunk) in &chunks {
+            let ok: String = redis::cmd("BF.LOADCHUNK")
+                .arg("copy")
+                .arg(*next)
+                .arg(chunk.as_slice())
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(ok, "OK", "{kind:?}");
+        }
+        let found: Vec<i64> = redis::cmd("BF.MEXISTS")
+            .arg("copy")
+            .arg(items(0..5000))
+            .query(&mut c)
+            .unwrap();
+        assert!(found.iter().all(|&f| f == 1), "{kind:?}");
+        // A chunk from any position is that part of a dump of the filter
+        // as it is now.
+        let mut now = Vec::new();
+        let mut iterator = 0i64;
+        loop {
+            let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+                .arg("big")
+                .arg(iterator)
+                .query(&mut c)
+                .unwrap();
+            if next == 0 {
+                break;
+            }
+            now.extend_from_slice(&chunk);
+            iterator = next;
+        }
+        for at in [100u64, 70_000, now.len() as u64 - 10, 12_345_678] {
+            let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+                .arg("big")
+                .arg(at + 1)
+                .query(&mut c)
+                .unwrap();
+            let end = (at as usize + chunk.len()).min(now.len());
+            assert_eq!(&chunk[..], &now[at as usize..end], "{kind:?} at {at}");
+            assert_eq!(next, 1 + end as i64, "{kind:?} at {at}");
+        }
+        let past: (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg(&["big", "9223372036854775807"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(past, (0, Vec::new()), "{kind:?}");
+    }
+}
+
+/// A scaling filter that grows while it is dumped: the chunks hold the
+/// stages of the header call, and they load with every item added before
+/// it (before, a stage added mid-dump made the rest of the chunks another
+/// record's, and `BF.LOADCHUNK` refused them as bad data).
+#[test]
+fn a_filter_that_grows_while_it_is_dumped_loads() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["grows", "0.01", "1000"])
+            .query(&mut c)
+            .unwrap();
+        madd(&mut c, "grows", &items(0..900));
+        let filters = |c: &mut redis::Connection, key: &str| -> i64 {
+            let reply: Vec<i64> = redis::cmd("BF.INFO")
+                .arg(&[key, "FILTERS"])
+                .query(c)
+                .unwrap();
+            reply[0]
+        };
+        let stages_at_start = filters(&mut c, "grows");
+        let mut chunks = Vec::new();
+        let mut iterator = 0i64;
+        let mut next_item = 900u64;
+        loop {
+            let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+                .arg("grows")
+                .arg(iterator)
+                .query(&mut c)
+                .unwrap();
+            if next == 0 {
+                break;
+            }
+            madd(&mut c, "grows", &items(next_item..next_item + 3_000));
+            next_item += 3_000;
+            chunks.push((next, chunk));
+            iterator = next;
+        }
+        assert!(
+            filters(&mut c, "grows") > stages_at_start,
+            "{kind:?}: it grew during the dump"
+        );
+        for (next, chunk) in &chunks {
+            let ok: String = redis::cmd("BF.LOADCHUNK")
+                .arg("copy")
+                .arg(*next)
+                .arg(chunk.as_slice())
+                .query(&mut c)
+                .unwrap_or_else(|e| panic!("{kind:?}: chunk {next}: {e}"));
+            assert_eq!(ok, "OK", "{kind:?}");
+        }
+        let found: Vec<i64> = redis::cmd("BF.MEXISTS")
+            .arg("copy")
+            .arg(items(0..900))
+            .query(&mut c)
+            .unwrap();
+        assert!(found.iter().all(|&f| f == 1), "{kind:?}");
+        assert_eq!(filters(&mut c, "copy"), stages_at_start, "{kind:?}");
+    }
+}

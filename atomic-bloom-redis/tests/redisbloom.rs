@@ -388,3 +388,63 @@ fn a_mutated_redisbloom_restore_payload_is_refused_or_loads_and_the_server_lives
     // Counts, sizes, hashes, lengths: refused (30 of the 79 bytes here).
     assert!(refused >= 25, "only {refused} of 79 refused");
 }
+
+/// `bf-memory-limit-per-filter` holds for filters that come in through
+/// `BF.LOADCHUNK` too: a RedisBloom header whose links would pass it, and
+/// this module's first chunk whose record would, are refused before
+/// anything is held (a header may claim 4,096 links of 2^40 bytes).
+#[test]
+fn loadchunk_holds_headers_and_records_to_the_memory_limit() {
+    let streams = streams();
+    let theirs = &streams["reserved"];
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["big", "0.01", "100000"])
+            .query(&mut c)
+            .unwrap();
+        let ours = scan_dump(&mut c, "big");
+        let limit = |c: &mut redis::Connection, bytes: &str| {
+            let _: () = redis::cmd("CONFIG")
+                .arg(&["SET", "bf.bf-memory-limit-per-filter", bytes])
+                .query(c)
+                .unwrap();
+        };
+        limit(&mut c, "65536");
+        let refused = |c: &mut redis::Connection, key: &str, iterator: i64, data: &[u8]| {
+            let error = redis::cmd("BF.LOADCHUNK")
+                .arg(key)
+                .arg(iterator)
+                .arg(data)
+                .query::<String>(c)
+                .unwrap_err();
+            let exists: i64 = redis::cmd("EXISTS").arg(key).query(c).unwrap();
+            (error_text(&error), exists)
+        };
+        let (error, exists) = refused(&mut c, "theirs", 1, &theirs[0].1);
+        assert!(
+            error.contains("bf-memory-limit-per-filter"),
+            "{kind:?}: {error}"
+        );
+        assert_eq!(exists, 0, "{kind:?}");
+        let (error, exists) = refused(&mut c, "ours", ours[0].0, &ours[0].1);
+        assert!(
+            error.contains("bf-memory-limit-per-filter"),
+            "{kind:?}: {error}"
+        );
+        assert_eq!(exists, 0, "{kind:?}");
+        // Without the limit both load.
+        limit(&mut c, "0");
+        load_stream(&mut c, "theirs", theirs);
+        for (iterator, data) in &ours {
+            let ok: String = redis::cmd("BF.LOADCHUNK")
+                .arg("ours")
+                .arg(*iterator)
+                .arg(data.as_slice())
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(ok, "OK", "{kind:?}");
+        }
+    }
+}

@@ -291,3 +291,59 @@ fn an_rdb_file_whose_next_link_overflows_is_refused_at_load() {
         use_key(&mut server, "fits");
     }
 }
+
+/// A full link of 2^20 items growing 32,768-fold: the next link would
+/// take about 47 GB.
+fn huge_next_link() -> Chain {
+    Chain {
+        size: 1 << 20,
+        options: 0,
+        growth: 32768,
+        link: Link {
+            bytes: 8,
+            bits: 64,
+            size: 1 << 20,
+            error: 0.01,
+            bpe: 9.585,
+            hashes: 7,
+            entries: 1 << 20,
+            n2: 0,
+        },
+    }
+}
+
+/// Under `bf-memory-limit-per-filter`, a RedisBloom filter whose next link
+/// would pass the limit answers the limit's error, and the link is never
+/// allocated: under a 3 GiB address space a 47 GB link cannot be, and the
+/// add answered "problem inserting" (it was allocated, then measured, at
+/// every add; the fuzz target redisbloom_header found it as a 36-second
+/// input).
+#[test]
+fn a_next_link_past_the_memory_limit_is_refused_before_it_is_allocated() {
+    for kind in KINDS {
+        let server = Server::start_with_address_space(kind, 3 << 30);
+        let mut c = server.connect();
+        let ok: String = redis::cmd("BF.LOADCHUNK")
+            .arg("huge")
+            .arg(1)
+            .arg(header(&huge_next_link()))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(ok, "OK");
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "bf.bf-memory-limit-per-filter", "65536"])
+            .query(&mut c)
+            .unwrap();
+        for item in ["a", "b", "c"] {
+            let refused = redis::cmd("BF.ADD")
+                .arg(&["huge", item])
+                .query::<i64>(&mut c)
+                .map_err(|error| error_text(&error));
+            let text = refused.expect_err("an add past the limit");
+            assert!(
+                text.contains("bf-memory-limit-per-filter"),
+                "{kind:?}: {text}"
+            );
+        }
+    }
+}

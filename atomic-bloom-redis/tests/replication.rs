@@ -123,3 +123,60 @@ fn a_replica_and_an_aof_replay_hold_what_the_primary_applied() {
         }
     }
 }
+
+/// A client's `RESTORE` is held to `bf-memory-limit-per-filter` (it was
+/// not: a payload could bring a filter of any size); a replica applying
+/// its primary's `RESTORE` is not, whatever its own setting, so that it
+/// holds what its primary holds.
+#[test]
+fn restore_holds_to_the_memory_limit_and_a_replica_follows_its_primary() {
+    for kind in KINDS {
+        let primary = Server::start(kind, &[], &[]);
+        let replica = Server::start(kind, &[], &[]);
+        let mut p = primary.connect();
+        let mut r = replica.connect();
+        let _: String = redis::cmd("REPLICAOF")
+            .arg(&["127.0.0.1", &primary.port.to_string()])
+            .query(&mut r)
+            .unwrap();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["big", "0.01", "100000"])
+            .query(&mut p)
+            .unwrap();
+        send(
+            &mut p,
+            redis::cmd("BF.MADD").arg("big").arg(items("b", 0..1000)),
+        );
+        let payload = dump_payload(&mut p, "big").unwrap();
+        let limit = |c: &mut redis::Connection, bytes: &str| {
+            let _: () = redis::cmd("CONFIG")
+                .arg(&["SET", "bf.bf-memory-limit-per-filter", bytes])
+                .query(c)
+                .unwrap();
+        };
+        let restore = |c: &mut redis::Connection, key: &str| {
+            redis::cmd("RESTORE")
+                .arg(key)
+                .arg(0)
+                .arg(payload.as_slice())
+                .query::<String>(c)
+        };
+        limit(&mut p, "65536");
+        assert!(
+            restore(&mut p, "copy").is_err(),
+            "{kind:?}: restored past the limit"
+        );
+        let exists: i64 = redis::cmd("EXISTS").arg("copy").query(&mut p).unwrap();
+        assert_eq!(exists, 0, "{kind:?}");
+        // The replica's own limit does not apply to its primary's RESTORE.
+        limit(&mut p, "0");
+        limit(&mut r, "65536");
+        restore(&mut p, "copy").unwrap();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
+        assert_eq!(
+            dump_payload(&mut r, "copy"),
+            Some(payload.clone()),
+            "{kind:?}: the replica's copy differs"
+        );
+    }
+}

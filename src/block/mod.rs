@@ -11,7 +11,7 @@ mod owned;
 
 use owned::OwnedBlocks;
 
-use crate::wire::{reserve_as_read, Decoder, Encoder, CHUNK_BYTES};
+use crate::wire::{reserve_as_read, Decoder, Encoder, CHUNK_BYTES, PAGE_BYTES};
 use crate::Error;
 
 /// Bytes in a block: one cache line.
@@ -52,6 +52,13 @@ pub(crate) unsafe trait Block: Sized {
 /// An owned array of blocks.
 pub(crate) struct Blocks<B> {
     blocks: OwnedBlocks<B>,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Pages encoded by this thread: what a save in pieces costs
+    /// (`persist/chunks.rs`'s tests).
+    pub(crate) static PAGES_ENCODED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 impl<B: Block> Blocks<B> {
@@ -178,6 +185,59 @@ impl<B: Block> Blocks<B> {
         }
         out.bytes(&buffer)?;
         Ok(total)
+    }
+
+    /// Writes every block as pages, each with its checksum (format
+    /// version 4).
+    pub(crate) fn write_pages<W: Write>(&self, out: &mut Encoder<W>) -> Result<(), Error> {
+        let mut page = Vec::with_capacity(PAGE_BYTES);
+        for page_index in 0..self.page_count() {
+            page.clear();
+            self.encode_page(page_index, &mut page);
+            out.page(&page)?;
+        }
+        Ok(())
+    }
+
+    /// Pages of [`write_pages`](Self::write_pages).
+    pub(crate) fn page_count(&self) -> usize {
+        (self.len() * BLOCK_BYTES).div_ceil(PAGE_BYTES)
+    }
+
+    /// Appends the bytes of page `page_index` to `out` (a whole page but
+    /// for the last).
+    pub(crate) fn encode_page(&self, page_index: usize, out: &mut Vec<u8>) {
+        #[cfg(test)]
+        PAGES_ENCODED.with(|count| count.set(count.get() + 1));
+        let per_page = PAGE_BYTES / BLOCK_BYTES;
+        let first = page_index * per_page;
+        for block in
+            &self.blocks.as_slice()[first.min(self.len())..(first + per_page).min(self.len())]
+        {
+            block.encode(out);
+        }
+    }
+
+    /// Reads `count` blocks that [`write_pages`](Self::write_pages) wrote,
+    /// checking each page, allocating only as the input delivers them.
+    pub(crate) fn read_pages<R: Read>(count: usize, input: &mut Decoder<R>) -> Result<Self, Error> {
+        let bytes = count
+            .checked_mul(BLOCK_BYTES)
+            .ok_or(Error::LengthOverflow {
+                field: "block count",
+                value: count as u64,
+            })?;
+        let mut storage = Vec::new();
+        input.pages(bytes, |page| {
+            for block_bytes in page.chunks_exact(BLOCK_BYTES) {
+                reserve_as_read(&mut storage, count, PAGE_BYTES / BLOCK_BYTES)?;
+                storage.push(B::decode(block_bytes).0);
+            }
+            Ok(())
+        })?;
+        Ok(Blocks {
+            blocks: OwnedBlocks::from_vec(storage),
+        })
     }
 
     /// Reads `count` blocks that [`write`](Self::write) wrote, allocating

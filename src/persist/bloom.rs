@@ -100,28 +100,34 @@ pub(crate) fn read_geometry<R: Read>(
     Ok((geometry, rate))
 }
 
-/// Writes a bit-array filter: geometry, words, set-bit count. Shared by the
-/// Bloom filter, each stage of the scalable filter and the frontier.
+/// Writes a bit-array filter: geometry, then its words in pages, each
+/// with its own checksum (version 4). Shared by the Bloom filter, each
+/// stage of the scalable filter and the frontier.
 pub(crate) fn write_bits<T: ?Sized, S, W: Write>(
     out: &mut Encoder<W>,
     filter: &BloomFilter<T, S>,
 ) -> Result<(), Error> {
     write_geometry(out, filter.geometry(), filter.target_fpr())?;
-    let set_bits = filter.bits().write_words(out)?;
-    out.u64(set_bits)
+    filter.bits().write_pages(out)
 }
 
-/// Reads what [`write_bits`] wrote.
+/// Reads what [`write_bits`] wrote, or an older version's array (its words
+/// inside the body's checksum, then their set-bit count).
 pub(crate) fn read_bits<T: ?Sized, S, R: Read>(
     input: &mut Decoder<R>,
     hasher: S,
 ) -> Result<BloomFilter<T, S>, Error> {
     let (geometry, rate) = read_geometry(input, &BIT_LAYOUTS)?;
     input.part("bit array");
-    let (bits, counted) = BitArray::read_words(geometry.blocks, input)?;
-    input.part("set-bit count");
-    let stored = input.u64()?;
-    input.expect_count("set bits", stored, counted);
+    let bits = if input.version() >= 4 {
+        BitArray::read_pages(geometry.blocks, input)?
+    } else {
+        let (bits, counted) = BitArray::read_words(geometry.blocks, input)?;
+        input.part("set-bit count");
+        let stored = input.u64()?;
+        input.expect_count("set bits", stored, counted);
+        bits
+    };
     Ok(BloomFilter::from_bits(bits, geometry, rate, hasher))
 }
 
@@ -223,14 +229,13 @@ pub(crate) fn header_segment(kind: Kind, seed: u64) -> Segment<'static> {
     Segment::Header(encoded(|out| write_header(out, kind, seed)))
 }
 
-/// The segments of a bit-array section: its fields, its bits, its count.
-pub(crate) fn bits_segments<'a, T: ?Sized, S>(filter: &'a BloomFilter<T, S>) -> [Segment<'a>; 3] {
+/// The segments of a bit-array section: its fields, its pages of bits.
+pub(crate) fn bits_segments<'a, T: ?Sized, S>(filter: &'a BloomFilter<T, S>) -> [Segment<'a>; 2] {
     [
         Segment::Fields(encoded(|out| {
             write_geometry(out, filter.geometry(), filter.target_fpr())
         })),
         Segment::Bits(filter.bits()),
-        Segment::SetBits,
     ]
 }
 
@@ -259,9 +264,10 @@ impl<T: ?Sized> BloomFilter<T, DefaultHasher> {
 
     /// The next piece, up to `max` bytes, of what
     /// [`write_to`](Self::write_to) writes, from where `cursor` stands (a
-    /// new cursor: the start); empty at the end. Each call costs its piece
-    /// (and the header's few fields): a server hands a large filter out a
-    /// chunk at a time in one pass over it.
+    /// new cursor: the start; [`SaveCursor::at`]: anywhere); empty at the
+    /// end. Each call costs its piece, at most one page (64 KiB) of bits
+    /// around it and the few fields: a server hands out a chunk at any
+    /// offset without going over the bytes before it.
     ///
     /// # Consistency
     ///

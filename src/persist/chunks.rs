@@ -1,22 +1,20 @@
 //! The saved format in pieces, each made when asked for: what a server's
-//! `BF.SCANDUMP` hands out a chunk at a time, without serializing the filter
-//! from its start for every chunk, and without a copy of it.
+//! `BF.SCANDUMP` hands out a chunk at a time, at any offset, without
+//! serializing the filter from its start and without a copy of it.
 //!
 //! A saved filter is a list of segments: the header with its checksum,
-//! fields, bit arrays, each array's set-bit count, and the body's checksum.
-//! A [`SaveCursor`] remembers where the last piece ended, the checksum of
-//! the body bytes written so far and the set bits of the array being
-//! written: the next piece starts there, so every byte is made once and
-//! the whole costs one pass, as [`write_to`](crate::BloomFilter::write_to)
-//! does.
+//! fields, bit arrays in pages (each page followed by its own checksum),
+//! and the body's checksum, which covers the fields only (format version
+//! 4). A byte of a page depends on that page alone, and the body's
+//! checksum on the fields alone: a piece from any offset costs its own
+//! bytes, at most one page around them, and the fields.
 
 use crate::bits::BitArray;
-use crate::block::BLOCK_BYTES;
+use crate::wire::PAGE_BYTES;
 
-/// Where a save in pieces stands: the bytes written so far, the checksum
-/// of the body bytes among them, and the set bits of the bit array being
-/// written. Start with `SaveCursor::default()`; hand the same cursor to
-/// each call.
+/// Where a save in pieces stands: the bytes written so far. Start with
+/// `SaveCursor::default()` (or [`SaveCursor::at`] an offset); hand the same
+/// cursor to each call.
 ///
 /// # Example
 ///
@@ -38,19 +36,54 @@ use crate::block::BLOCK_BYTES;
 /// f.write_to(&mut whole)?;
 /// assert_eq!(pieces, whole);
 /// assert_eq!(cursor.offset(), f.saved_len());
+/// // Any piece, made from its offset alone.
+/// assert_eq!(f.write_chunk(&mut SaveCursor::at(100), 50), whole[100..150]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SaveCursor {
     offset: u64,
-    body_crc: u32,
-    set_bits: u64,
+    /// The checksum of the bytes of the page the cursor is in that earlier
+    /// pieces held: a page cut across two pieces gets the checksum of the
+    /// bytes handed out, even if inserts changed it in between.
+    page_crc: Option<u32>,
+    /// The body's checksum over the fields earlier pieces held, when they
+    /// held every field so far (a cursor from the start): the checksum
+    /// then matches the fields handed out, even if they changed since.
+    body_crc: Option<u32>,
+    /// The parts (a scalable filter's stages) the first piece counted: a
+    /// stage appended later is not in this save, so that the pieces keep
+    /// the shape their first piece announced.
+    parts: Option<usize>,
+}
+
+impl Default for SaveCursor {
+    fn default() -> Self {
+        SaveCursor::at(0)
+    }
 }
 
 impl SaveCursor {
+    /// A cursor at `offset` bytes into the save: the next piece starts
+    /// there, and costs what a piece from the start costs.
+    pub fn at(offset: u64) -> SaveCursor {
+        SaveCursor {
+            offset,
+            page_crc: None,
+            body_crc: (offset == 0).then_some(0),
+            parts: None,
+        }
+    }
+
     /// Bytes written so far: where the next piece starts.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The parts a save holds: those of its first piece (`now` when this
+    /// is the first piece or the cursor did not see it), fixed from then on.
+    pub(crate) fn parts(&mut self, now: usize) -> usize {
+        (*self.parts.get_or_insert(now)).min(now)
     }
 }
 
@@ -60,11 +93,9 @@ pub(crate) enum Segment<'a> {
     Header(Vec<u8>),
     /// Fields of the body.
     Fields(Vec<u8>),
-    /// A bit array's blocks.
+    /// A bit array's blocks, in pages, each followed by its checksum.
     Bits(&'a BitArray),
-    /// The set bits of the bit array before it.
-    SetBits,
-    /// The body's checksum.
+    /// The body's checksum: of its fields.
     BodyChecksum,
 }
 
@@ -72,8 +103,7 @@ impl Segment<'_> {
     fn len(&self) -> u64 {
         match self {
             Segment::Header(bytes) | Segment::Fields(bytes) => bytes.len() as u64,
-            Segment::Bits(bits) => bits.memory_bytes() as u64,
-            Segment::SetBits => 8,
+            Segment::Bits(bits) => bits.memory_bytes() as u64 + 4 * bits.page_count() as u64,
             Segment::BodyChecksum => 4,
         }
     }
@@ -96,66 +126,138 @@ pub(crate) fn write_chunk(
     for segment in segments {
         let end = start + segment.len();
         while out.len() < max && cursor.offset >= start && cursor.offset < end {
-            let within = (cursor.offset - start) as usize;
+            let within = cursor.offset - start;
             let room = max - out.len();
             let piece_start = out.len();
             match segment {
-                Segment::Header(bytes) | Segment::Fields(bytes) => {
+                Segment::Header(bytes) => {
+                    let within = within as usize;
                     out.extend_from_slice(&bytes[within..bytes.len().min(within + room)]);
                 }
-                Segment::Bits(bits) => {
-                    if within == 0 {
-                        cursor.set_bits = 0;
-                    }
-                    // The rest of the block `within` falls in, then whole
-                    // blocks, cut to the window.
-                    let (mut block, skip) = (within / BLOCK_BYTES, within % BLOCK_BYTES);
-                    if skip != 0 {
-                        let mut first = Vec::with_capacity(BLOCK_BYTES);
-                        bits.encode_block(block, &mut first);
-                        out.extend_from_slice(&first[skip..]);
-                        block += 1;
-                    }
-                    while out.len() - piece_start < room && block < bits.num_blocks() {
-                        bits.encode_block(block, &mut out);
-                        block += 1;
-                    }
-                    out.truncate(piece_start + room);
-                    cursor.set_bits += count_ones(&out[piece_start..]);
+                Segment::Fields(bytes) => {
+                    let within = within as usize;
+                    let piece = &bytes[within..bytes.len().min(within + room)];
+                    out.extend_from_slice(piece);
+                    cursor.body_crc = cursor.body_crc.map(|crc| crc32c::crc32c_append(crc, piece));
                 }
-                Segment::SetBits => {
-                    out.extend_from_slice(
-                        &cursor.set_bits.to_le_bytes()[within..8.min(within + room)],
-                    );
+                Segment::Bits(bits) => {
+                    cursor.page_crc =
+                        Some(page_piece(bits, within, room, cursor.page_crc, &mut out));
                 }
                 Segment::BodyChecksum => {
-                    out.extend_from_slice(
-                        &cursor.body_crc.to_le_bytes()[within..4.min(within + room)],
-                    );
+                    let crc = cursor
+                        .body_crc
+                        .unwrap_or_else(|| body_checksum(segments))
+                        .to_le_bytes();
+                    let within = within as usize;
+                    out.extend_from_slice(&crc[within..4.min(within + room)]);
                 }
             }
-            let piece = &out[piece_start..];
-            if !matches!(segment, Segment::Header(_) | Segment::BodyChecksum) {
-                cursor.body_crc = crc32c::crc32c_append(cursor.body_crc, piece);
-            }
-            cursor.offset += piece.len() as u64;
+            cursor.offset += (out.len() - piece_start) as u64;
         }
         start = end;
     }
     out
 }
 
-/// The 1 bits in `bytes`, eight bytes at a time.
-fn count_ones(bytes: &[u8]) -> u64 {
-    let mut words = bytes.chunks_exact(8);
-    let whole: u64 = words
-        .by_ref()
-        .map(|word| u64::from(u64::from_le_bytes(word.try_into().unwrap_or_default()).count_ones()))
-        .sum();
-    whole
-        + words
-            .remainder()
-            .iter()
-            .map(|byte| u64::from(byte.count_ones()))
-            .sum::<u64>()
+/// The body's checksum: of every field, in order (pages carry their own).
+fn body_checksum(segments: &[Segment<'_>]) -> u32 {
+    segments.iter().fold(0, |crc, segment| match segment {
+        Segment::Fields(bytes) => crc32c::crc32c_append(crc, bytes),
+        _ => crc,
+    })
+}
+
+/// Appends up to `room` bytes of `bits`' pages from `within` (an offset
+/// into the segment) on, to the end of the page it falls in and its
+/// checksum at most; returns the checksum of the page's bytes handed out so
+/// far. `carried`: that checksum for the bytes before `within`, from the
+/// piece that handed them out; without it, the page as it is now.
+fn page_piece(
+    bits: &BitArray,
+    within: u64,
+    room: usize,
+    carried: Option<u32>,
+    out: &mut Vec<u8>,
+) -> u32 {
+    let stride = PAGE_BYTES as u64 + 4;
+    let page = (within / stride) as usize;
+    let inner = (within % stride) as usize;
+    let mut encoded = Vec::with_capacity(PAGE_BYTES);
+    bits.encode_page(page, &mut encoded);
+    let page_len = encoded.len();
+    let start = inner.min(page_len);
+    let prefix = match (inner, carried) {
+        (0, _) => 0,
+        (_, Some(crc)) => crc,
+        (_, None) => crc32c::crc32c(&encoded[..start]),
+    };
+    let bytes_end = (inner + room).min(page_len).max(start);
+    out.extend_from_slice(&encoded[start..bytes_end]);
+    let crc = crc32c::crc32c_append(prefix, &encoded[start..bytes_end]);
+    if inner + room > page_len {
+        let from = inner.saturating_sub(page_len);
+        let to = (inner + room - page_len).min(4);
+        out.extend_from_slice(&crc.to_le_bytes()[from..to]);
+    }
+    crc
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::block::PAGES_ENCODED;
+    use crate::{BloomFilter, SaveCursor};
+
+    fn pages_encoded() -> usize {
+        PAGES_ENCODED.with(std::cell::Cell::get)
+    }
+
+    /// A piece from any offset costs its own pages, not the bytes before
+    /// it (a `BF.SCANDUMP` at the last iterator of a large filter): at most
+    /// the page it starts in and the pages it covers.
+    #[test]
+    fn a_piece_anywhere_encodes_only_its_pages() {
+        // 64 MiB of bits: 1,024 pages.
+        let filter: BloomFilter<u64> = BloomFilter::builder(50_000_000, 0.01)
+            .seed(1)
+            .build()
+            .unwrap();
+        (0..1000u64).for_each(|item| {
+            filter.insert(&item);
+        });
+        let total = filter.saved_len();
+        assert!(total > 60 << 20);
+        let mut whole = Vec::new();
+        filter.write_to(&mut whole).unwrap();
+        for (offset, length) in [
+            (total - 100, 1000),
+            (total / 2 + 12_345, 200_000),
+            (0, 10),
+            (30, 65_600),
+        ] {
+            let before = pages_encoded();
+            let piece = filter.write_chunk(&mut SaveCursor::at(offset), length);
+            let end = (offset + length as u64).min(total) as usize;
+            assert_eq!(piece, whole[offset as usize..end], "at {offset}");
+            let pages = pages_encoded() - before;
+            assert!(
+                pages <= 2 + length / (64 << 10),
+                "at {offset}: {pages} pages encoded"
+            );
+        }
+        // A whole save in 16 MiB pieces encodes each page once, and the
+        // page cut at each piece's end once more.
+        let before = pages_encoded();
+        let mut cursor = SaveCursor::default();
+        let mut joined = Vec::new();
+        loop {
+            let piece = filter.write_chunk(&mut cursor, 16 << 20);
+            if piece.is_empty() {
+                break;
+            }
+            joined.extend(piece);
+        }
+        assert!(joined == whole);
+        assert!(pages_encoded() - before <= 1024 + 8);
+    }
 }

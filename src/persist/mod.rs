@@ -112,11 +112,12 @@ use crate::{Error, Layout, Sizing};
 pub(crate) const MAGIC: [u8; 8] = *b"ATMBLOOM";
 
 /// The format version this build writes, and the newest it reads.
-/// Version 3 stores each array's sizing and lines per block (and knows the
+/// Version 4 writes bit arrays in pages, each with its own checksum, and
+/// no set-bit count. Version 3 stores each array's sizing and lines per block (and knows the
 /// compact layout); version 2 stored the scalable filter's growth factor in
 /// 32 bits and no longer stored a first-stage fill. Versions 1 and 2 still
 /// load.
-pub(crate) const FORMAT_VERSION: u16 = 3;
+pub(crate) const FORMAT_VERSION: u16 = 4;
 
 /// The one hash scheme so far: wyhash 0.6 of the item's `Hash`, seeded with
 /// the header's seed, positions derived as in `src/hash.rs`.

@@ -226,11 +226,13 @@ impl<T: ?Sized> ScalableBloomFilter<T, DefaultHasher> {
     ///
     /// # Consistency
     ///
-    /// As for `BloomFilter`, with one more case: a stage appended between
-    /// two calls changes what the rest of the pieces are, and the pieces
-    /// then do not load (a checksum or length mismatch, never a wrong
-    /// filter). Hand out a growing filter's pieces without writes between
-    /// them, or from a copy.
+    /// As for `BloomFilter`, and the pieces hold the stages the first piece
+    /// counted (the cursor keeps the count): a stage appended between two
+    /// calls is left out of this save (every item inserted before the
+    /// first piece is in it), and the pieces load. A cursor made with
+    /// [`SaveCursor::at`](crate::SaveCursor::at) past the start counts the
+    /// stages at its own first piece, so join only pieces of one save made
+    /// in order to be sure of that.
     ///
     /// # Example
     ///
@@ -250,7 +252,8 @@ impl<T: ?Sized> ScalableBloomFilter<T, DefaultHasher> {
     /// ```
     pub fn write_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
         let stages = self.stage_snapshot();
-        chunks::write_chunk(&self.segments(&stages), cursor, max)
+        let counted = cursor.parts(stages.len());
+        chunks::write_chunk(&self.segments(&stages[..counted]), cursor, max)
     }
 
     fn segments<'a>(

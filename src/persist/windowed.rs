@@ -39,8 +39,7 @@ impl<T: ?Sized> Saved for WindowedBloomFilter<T, DefaultHasher> {
 
     fn write_body<W: Write>(&self, out: &mut Encoder<W>) -> Result<(), Error> {
         self.write_fields(out)?;
-        let set_bits = self.bits().write_words(out)?;
-        out.u64(set_bits)
+        self.bits().write_pages(out)
     }
 
     fn read_body<R: Read>(input: &mut Decoder<R>, seed: u64) -> Result<Self, Error> {
@@ -93,7 +92,6 @@ impl<T: ?Sized> WindowedBloomFilter<T, DefaultHasher> {
             header_segment(Kind::Windowed, self.hasher().seed()),
             Segment::Fields(encoded(|out| self.write_fields(out))),
             Segment::Bits(self.bits()),
-            Segment::SetBits,
             Segment::BodyChecksum,
         ]
     }
@@ -165,6 +163,13 @@ fn read_body<T: ?Sized, R: Read>(
     input: &mut Decoder<R>,
     seed: u64,
 ) -> Result<WindowedBloomFilter<T, DefaultHasher>, Error> {
+    // Kind 5 is new in version 4: an older file naming it is not one this
+    // library wrote.
+    if input.version() < 4 {
+        return Err(Error::UnknownKind {
+            found: Kind::Windowed as u8,
+        });
+    }
     input.part("window parameters");
     let Stored::Bits(layout) = Stored::from_byte(input.u8()?, &BIT_LAYOUTS, input)? else {
         unreachable!("BIT_LAYOUTS holds bit-array layouts only")
@@ -259,10 +264,7 @@ fn read_body<T: ?Sized, R: Read>(
         });
     }
     input.part("bit array");
-    let (bits, counted) = BitArray::read_words(geometry.lines(), input)?;
-    input.part("set-bit count");
-    let stored = input.u64()?;
-    input.expect_count("set bits", stored, counted);
+    let bits = BitArray::read_pages(geometry.lines(), input)?;
     let filter = WindowedBloomFilter::from_state(
         bits,
         geometry,

@@ -15,11 +15,8 @@ use std::os::raw::{c_int, c_longlong, c_void};
 use redis_module::native_types::RedisType;
 use redis_module::{logging, raw};
 
-use super::{Chain, ChainError, Link, MAX_LINKS};
-
-/// RedisBloom's encoding version, which this type writes and reads (and
-/// every older one).
-const ENCODING_VERSION: i32 = 4;
+use super::rdb::{self, RdbInput, ENCODING_VERSION};
+use super::{Chain, Link};
 
 pub(crate) static REDISBLOOM_TYPE: RedisType = RedisType::new(
     "MBbloom--",
@@ -46,55 +43,32 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     }
 }
 
-/// Reads a chain written with encoding `encver`.
-fn load(io: *mut raw::RedisModuleIO, encver: c_int) -> Result<Chain, ChainError> {
-    let truncated = |_| ChainError::Invalid("the RDB ends early");
-    let unsigned = || raw::load_unsigned(io).map_err(truncated);
-    let double = || raw::load_double(io).map_err(truncated);
-    let size = unsigned()?;
-    let count = unsigned()?;
-    if count == 0 || count > MAX_LINKS {
-        return Err(ChainError::Invalid("no links, or more than 4096"));
+/// The server's RDB stream of one value.
+struct ServerInput(*mut raw::RedisModuleIO);
+
+impl RdbInput for ServerInput {
+    fn unsigned(&mut self) -> Result<u64, ()> {
+        raw::load_unsigned(self.0).map_err(drop)
     }
-    let options = if encver >= 2 { unsigned()? } else { 0 };
-    let growth = if encver >= 4 { unsigned()? } else { 2 };
-    let options = u32::try_from(options).map_err(|_| ChainError::Invalid("unknown options"))?;
-    let growth = u32::try_from(growth).map_err(|_| ChainError::Invalid("growth past 2^32"))?;
-    let mut links = Vec::with_capacity(count as usize);
-    for _ in 0..count {
-        let entries = unsigned()?;
-        let error = double()?;
-        let hashes = u32::try_from(unsigned()?).map_err(|_| ChainError::Invalid("hashes"))?;
-        let bpe = double()?;
-        let (bits, n2) = if encver == 0 {
-            ((entries as f64 * bpe) as u64, 0)
-        } else {
-            let bits = unsigned()?;
-            let n2 = u8::try_from(unsigned()?).map_err(|_| ChainError::Invalid("n2"))?;
-            (bits, n2)
-        };
-        // The string's length is what the input holds: the server read it.
-        let buffer = raw::load_string_buffer(io).map_err(truncated)?;
+
+    fn double(&mut self) -> Result<f64, ()> {
+        raw::load_double(self.0).map_err(drop)
+    }
+
+    fn string(&mut self) -> Result<Box<[u8]>, ()> {
+        let buffer = raw::load_string_buffer(self.0).map_err(drop)?;
         let bytes = buffer.as_ref();
-        if (bytes.len() as f64) < (bits as f64 / 8.0).ceil() {
-            return Err(ChainError::Invalid("bits shorter than the link says"));
+        if bytes.is_empty() {
+            return Ok(Box::new([]));
         }
-        let mut link = Link {
-            entries,
-            error,
-            hashes,
-            bpe,
-            bits,
-            n2,
-            size: 0,
-            data: Box::new([]),
-        }
-        .with_zeroed_bits(bytes.len() as u64)?;
-        link.data.copy_from_slice(bytes);
-        link.size = unsigned()?;
-        links.push(link);
+        let adopted = std::ptr::slice_from_raw_parts_mut(bytes.as_ptr().cast_mut(), bytes.len());
+        std::mem::forget(buffer);
+        // Safety: the server allocated the buffer with RedisModule_Alloc
+        // and hands it over; this module's global allocator is the
+        // server's (`alloc.rs`), which frees a byte buffer with
+        // RedisModule_Free, as `RedisBuffer` would have: the box owns it.
+        Ok(unsafe { Box::from_raw(adopted) })
     }
-    Chain::checked(links, size, options, growth)
 }
 
 unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
@@ -104,7 +78,7 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
         ));
         return std::ptr::null_mut();
     }
-    match load(io, encver) {
+    match rdb::load(&mut ServerInput(io), encver) {
         Ok(chain) => Box::into_raw(Box::new(chain)).cast::<c_void>(),
         Err(error) => {
             logging::log_warning(format!("atomic-bloom: RDB load refused: {error}"));

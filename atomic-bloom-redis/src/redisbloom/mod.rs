@@ -27,6 +27,7 @@
 
 pub(crate) mod data_type;
 mod murmur;
+pub(crate) mod rdb;
 mod stream;
 
 use murmur::{murmur2, murmur64a};
@@ -65,6 +66,9 @@ pub(crate) enum ChainError {
     Invalid(&'static str),
     /// The allocator had no memory for the bits.
     OutOfMemory,
+    /// The links' bits would pass the caller's byte cap
+    /// (`bf-memory-limit-per-filter`).
+    OverLimit,
 }
 
 impl std::fmt::Display for ChainError {
@@ -72,6 +76,7 @@ impl std::fmt::Display for ChainError {
         match self {
             ChainError::Invalid(why) => write!(f, "invalid RedisBloom filter: {why}"),
             ChainError::OutOfMemory => f.write_str("no memory for a RedisBloom filter's bits"),
+            ChainError::OverLimit => f.write_str("its bits would pass bf-memory-limit-per-filter"),
         }
     }
 }
@@ -237,6 +242,13 @@ impl Link {
         })
     }
 
+    /// This link's fields (its `data` ignored), checked for `data`, which
+    /// becomes its bits: a link read from an RDB, its bits held once.
+    pub(crate) fn with_bits(self, data: Box<[u8]>) -> Result<Link, ChainError> {
+        self.validate_fields(data.len() as u64)?;
+        Ok(Link { data, ..self })
+    }
+
     /// A copy (its bits from the allocator's zeroed path, then copied).
     pub(crate) fn try_clone(&self) -> Result<Link, ChainError> {
         let mut copy = Link {
@@ -367,16 +379,15 @@ impl Chain {
     /// `entries · growth` items at half the error rate.
     fn next_shape(&self) -> Result<Shape, ChainError> {
         let last = self.links.last().ok_or(ChainError::Invalid("no links"))?;
-        let entries = last
-            .entries
-            .checked_mul(u64::from(self.growth))
-            .ok_or(ChainError::Invalid("a next link past 2^64 items"))?;
-        Shape::of(entries, last.error * TIGHTENING, self.options)
+        self.shape_after(last.entries, last.error)
     }
 
-    /// The link RedisBloom would add after the last.
-    fn next_link(&self) -> Result<Link, ChainError> {
-        Link::from_shape(self.next_shape()?)
+    /// The shape of the link after one of `entries` items at `error`.
+    fn shape_after(&self, entries: u64, error: f64) -> Result<Shape, ChainError> {
+        let entries = entries
+            .checked_mul(u64::from(self.growth))
+            .ok_or(ChainError::Invalid("a next link past 2^64 items"))?;
+        Shape::of(entries, error * TIGHTENING, self.options)
     }
 
     /// Adds `item` as RedisBloom's `SBChain_Add` does; a new link that would
@@ -394,14 +405,26 @@ impl Chain {
             if self.options & NO_SCALING != 0 {
                 return ChainAdd::Full;
             }
-            let link = match self.next_link() {
-                Ok(link) => link,
-                Err(_) => return ChainAdd::Failed,
+            let Ok(shape) = self.next_shape() else {
+                return ChainAdd::Failed;
             };
-            if cap.is_some_and(|cap| self.memory_bytes() + link.data.len() > cap) {
+            // The chain a new link makes must load where it is sent
+            // (`BF.SCANDUMP`, the RDB), and a chain loads only if its next
+            // link can be sized: a link after which none can is refused.
+            if self.shape_after(shape.entries, shape.error).is_err() {
+                return ChainAdd::Failed;
+            }
+            // Measured before anything is allocated: a link past the cap
+            // (up to a terabyte) is never made, let alone made and dropped
+            // at every add.
+            let bytes = (self.memory_bytes() as u64).saturating_add(shape.bytes);
+            if cap.is_some_and(|cap| bytes > cap as u64) {
                 return ChainAdd::OverLimit;
             }
-            self.links.push(link);
+            match Link::from_shape(shape) {
+                Ok(link) => self.links.push(link),
+                Err(_) => return ChainAdd::Failed,
+            }
         }
         let Some(last) = self.links.last_mut() else {
             return ChainAdd::Failed;

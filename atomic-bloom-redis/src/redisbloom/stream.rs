@@ -43,8 +43,10 @@ impl Chain {
 
     /// A chain with zeroed bits from a header, checked as RedisBloom checks
     /// one (every field, the length exact) and against this module's
-    /// bounds, before anything is allocated.
-    pub(crate) fn from_header(bytes: &[u8]) -> Result<Chain, ChainError> {
+    /// bounds, before anything is allocated; refused with
+    /// [`ChainError::OverLimit`] when its links' bits would pass `cap`
+    /// bytes.
+    pub(crate) fn from_header(bytes: &[u8], cap: Option<usize>) -> Result<Chain, ChainError> {
         let bad = ChainError::Invalid("a header RedisBloom would refuse");
         if bytes.len() < HEADER_FIXED_BYTES {
             return Err(bad);
@@ -80,6 +82,14 @@ impl Chain {
             let entries = u64_of(take(8));
             let n2 = take(1)[0];
             fields.push((data_bytes, bits, link_size, error, bpe, hashes, entries, n2));
+        }
+        let claimed = fields
+            .iter()
+            .try_fold(0u64, |sum, field| sum.checked_add(field.0));
+        if let Some(cap) = cap {
+            if !matches!(claimed, Some(bytes) if bytes <= cap as u64) {
+                return Err(ChainError::OverLimit);
+            }
         }
         let mut links = Vec::with_capacity(fields.len());
         for (data_bytes, bits, link_size, error, bpe, hashes, entries, n2) in fields {

@@ -15,7 +15,13 @@ use std::time::{Duration, Instant};
 /// link a cdylib, so cargo does not rebuild it for them; the first test to
 /// ask runs `cargo build --profile test -p atomic-bloom-redis` (the tests'
 /// profile and directory) so that a stale `.so` is never tested.
+///
+/// `ATOMIC_BLOOM_REDIS_SO=path` tests that build instead (an older one, to
+/// see a test fail where it should).
 pub fn module_path() -> PathBuf {
+    if let Some(module) = std::env::var_os("ATOMIC_BLOOM_REDIS_SO") {
+        return PathBuf::from(module);
+    }
     static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     BUILT.get_or_init(|| {
         let status = Command::new(env!("CARGO"))
@@ -123,6 +129,9 @@ pub struct Server {
     module_args: Vec<String>,
     /// Whether `launch` loads the module.
     with_module: bool,
+    /// Another module to load instead of this repository's (RedisBloom's
+    /// `.so`, for the differential test).
+    other_module: Option<PathBuf>,
     /// An address-space limit for the process (`prlimit --as`), in bytes:
     /// what makes a large allocation fail on any machine.
     address_space: Option<u64>,
@@ -154,8 +163,18 @@ impl Server {
             extra: extra.iter().map(|s| s.to_string()).collect(),
             module_args: module_args.iter().map(|s| s.to_string()).collect(),
             with_module: true,
+            other_module: None,
             address_space: None,
         }
+    }
+
+    /// A server of `kind` with `module` loaded instead of this
+    /// repository's (RedisBloom's `.so`, to compare replies with).
+    pub fn start_with_other_module(kind: Kind, module: &Path) -> Server {
+        let mut server = Server::unlaunched(kind, &[], &[]);
+        server.other_module = Some(module.to_path_buf());
+        server.launch().expect("the server starts");
+        server
     }
 
     /// A server of `kind` without the module.
@@ -191,7 +210,7 @@ impl Server {
         if self.with_module {
             command
                 .arg("--loadmodule")
-                .arg(module_path())
+                .arg(self.other_module.clone().unwrap_or_else(module_path))
                 .args(&self.module_args);
         }
         command

@@ -1,0 +1,157 @@
+//! Entry points for the fuzz targets in `fuzz/` (not the module's
+//! interface: the server knows only the commands). Each parses foreign
+//! bytes as the server would take them, and then uses what it accepted:
+//! adds items (growth included, within a byte cap so that a hostile size
+//! is refused rather than allocated), asks for them back, and dumps and
+//! reloads it, checking what a user relies on. A panic here is a server's
+//! death there.
+
+use crate::dump::{self, DumpState};
+use crate::filter::{Added, Bloom};
+use crate::redisbloom::rdb::{self, BytesInput};
+use crate::redisbloom::{Chain, ChainAdd};
+
+/// The most a fuzzed filter may grow to: a hostile size is refused
+/// ("over the limit") rather than allocated.
+const CAP: usize = 4 << 20;
+
+/// Items each target adds after a load: enough to fill a small stage or
+/// link and make the next.
+const ITEMS: usize = 3_000;
+
+fn item(index: usize) -> Vec<u8> {
+    format!("fuzz:{index}").into_bytes()
+}
+
+/// A RedisBloom header (`BF.LOADCHUNK key 1 header`), then adds, lookups
+/// and the `BF.SCANDUMP` stream loaded back.
+pub fn redisbloom_header(data: &[u8]) {
+    if let Ok(chain) = Chain::from_header(data, Some(CAP)) {
+        use_chain(chain);
+    }
+}
+
+/// A RedisBloom RDB value (first byte: the encoding version, 0 to 4; then
+/// the fields as [`BytesInput`] reads them), then as above.
+pub fn redisbloom_rdb(data: &[u8]) {
+    let Some((&encver, fields)) = data.split_first() else {
+        return;
+    };
+    let mut input = BytesInput(fields);
+    if let Ok(chain) = rdb::load(&mut input, i32::from(encver % 5)) {
+        use_chain(chain);
+    }
+}
+
+fn use_chain(mut chain: Chain) {
+    for index in 0..ITEMS {
+        let item = item(index);
+        match chain.add(&item, Some(CAP)) {
+            ChainAdd::Added(_) => assert!(chain.contains(&item), "an added item is missing"),
+            ChainAdd::Full => break,
+            ChainAdd::OverLimit | ChainAdd::Failed => {}
+        }
+    }
+    // Its dump loads back into the same filter.
+    let mut iterator = 0;
+    let mut copy: Option<Chain> = None;
+    loop {
+        let (next, piece) = chain.scan_dump(iterator);
+        if next == 0 {
+            break;
+        }
+        match copy.as_mut() {
+            None => copy = Some(Chain::from_header(&piece, None).expect("its own header loads")),
+            Some(copy) => copy.load_piece(next, &piece).expect("its own piece loads"),
+        }
+        iterator = next;
+    }
+    let copy = copy.expect("a dump has a header");
+    for index in 0..ITEMS {
+        let item = item(index);
+        assert_eq!(
+            copy.contains(&item),
+            chain.contains(&item),
+            "a reload answers otherwise"
+        );
+    }
+}
+
+/// This module's record (a `RESTORE` payload's value, an RDB string, the
+/// bytes `BF.LOADCHUNK` gathers), then adds, lookups and the dump.
+pub fn record(data: &[u8]) {
+    if let Ok(bloom) = Bloom::read_record(data) {
+        let mut again = Vec::new();
+        bloom.write_record(&mut again).expect("a Vec takes it");
+        assert_eq!(again, data, "a loaded record writes back its bytes");
+        use_bloom(bloom);
+    }
+}
+
+/// A `BF.LOADCHUNK` stream for a missing key: chunks cut from `data` (each
+/// a 2-byte length, then its bytes), each sent at the iterator after it
+/// unless the length's top bit asks for one past it.
+pub fn loadchunk_stream(mut data: &[u8]) {
+    let mut sent = 0i64;
+    let mut pending = None;
+    while data.len() >= 2 {
+        let header = u16::from_le_bytes([data[0], data[1]]);
+        let length = usize::from(header & 0x7fff).min(data.len() - 2);
+        let chunk = &data[2..2 + length];
+        data = &data[2 + length..];
+        let next = sent + 1 + length as i64 + i64::from(header >> 15);
+        let outcome = match pending.as_mut() {
+            None if dump::is_first_chunk(next, chunk) => {
+                match dump::start(next, chunk, Some(CAP)) {
+                    Ok(Ok(started)) => {
+                        pending = Some(started);
+                        Ok(None)
+                    }
+                    Ok(Err(ready)) => Ok(Some(ready)),
+                    Err(refused) => Err(refused),
+                }
+            }
+            None => return,
+            Some(loading) => loading.resume(next, chunk),
+        };
+        match outcome {
+            Ok(Some((bloom, _))) => return use_bloom(bloom),
+            Ok(None) => sent += length as i64,
+            Err(_) => return,
+        }
+    }
+}
+
+fn use_bloom(mut bloom: Bloom) {
+    let items: Vec<Vec<u8>> = (0..ITEMS).map(item).collect();
+    let items: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+    let outcomes = bloom.add_many(&items, Some(CAP));
+    let answers = bloom.exists_many(&items);
+    for ((outcome, present), item) in outcomes.iter().zip(&answers).zip(&items) {
+        if matches!(outcome, Added::Item(_)) {
+            assert!(present, "an added item is missing: {item:?}");
+        }
+    }
+    // Its dump, chunk by chunk, is its record; the record loads back and
+    // answers alike.
+    let state = DumpState::default();
+    let mut dumped = Vec::new();
+    let mut iterator = 0;
+    loop {
+        let (next, chunk) = dump::scan_dump(&bloom, &state, iterator);
+        if next == 0 {
+            break;
+        }
+        dumped.extend_from_slice(&chunk);
+        iterator = next;
+    }
+    let mut record = Vec::new();
+    bloom.write_record(&mut record).expect("a Vec takes it");
+    assert_eq!(dumped, record, "the dump is the record");
+    let copy = Bloom::read_record(record.as_slice()).expect("its own record loads");
+    assert_eq!(
+        copy.exists_many(&items),
+        answers,
+        "a reload answers otherwise"
+    );
+}
