@@ -178,3 +178,163 @@ fn a_user_who_may_only_read_bf_keys_reads_them_and_writes_none() {
         }
     }
 }
+
+/// What RedisBloom's own `test_docs_help.py` expects of `COMMAND DOCS`
+/// (b28c294): summary, complexity, arity and the top-level argument names.
+/// A RedisBloom user's tooling that reads them finds the same text (before,
+/// 9 of its tests failed on wording and on `BF.RESERVE`'s `seed`).
+const REDISBLOOM_DOCS: [(&str, &str, &str, i64, &[&str]); 10] = [
+    (
+        "bf.add",
+        "Adds an item to a Bloom Filter",
+        "O(k), where k is the number of hash functions used by the last sub-filter",
+        3,
+        &["key", "item"],
+    ),
+    (
+        "bf.exists",
+        "Checks whether an item exists in a Bloom Filter",
+        "O(k), where k is the number of hash functions used by the last sub-filter",
+        3,
+        &["key", "item"],
+    ),
+    (
+        "bf.info",
+        "Returns information about a Bloom Filter",
+        "O(1)",
+        -2,
+        &["key", "single_value"],
+    ),
+    (
+        "bf.card",
+        "Returns the cardinality of a Bloom filter",
+        "O(1)",
+        2,
+        &["key"],
+    ),
+    (
+        "bf.insert",
+        "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist",
+        "O(k * n), where k is the number of hash functions and n is the number of items",
+        -4,
+        &[
+            "key",
+            "capacity",
+            "error",
+            "expansion",
+            "nocreate",
+            "nonscaling",
+            "items",
+            "item",
+        ],
+    ),
+    (
+        "bf.loadchunk",
+        "Restores a filter previously saved using SCANDUMP",
+        "O(n), where n is the capacity",
+        4,
+        &["key", "iterator", "data"],
+    ),
+    (
+        "bf.madd",
+        "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist",
+        "O(k * n), where k is the number of hash functions and n is the number of items",
+        -3,
+        &["key", "item"],
+    ),
+    (
+        "bf.mexists",
+        "Checks whether one or more items exist in a Bloom Filter",
+        "O(k * n), where k is the number of hash functions and n is the number of items",
+        -3,
+        &["key", "item"],
+    ),
+    (
+        "bf.reserve",
+        "Creates a new Bloom Filter",
+        "O(1)",
+        -4,
+        &["key", "error_rate", "capacity", "expansion", "nonscaling"],
+    ),
+    (
+        "bf.scandump",
+        "Begins an incremental save of the bloom filter",
+        "O(n), where n is the capacity",
+        3,
+        &["key", "iterator"],
+    ),
+];
+
+/// A RESP map or flat key-value array as (key, value) pairs.
+fn pairs(value: &redis::Value) -> Vec<(String, redis::Value)> {
+    match value {
+        redis::Value::Map(entries) => entries
+            .iter()
+            .filter_map(|(k, v)| {
+                redis::from_redis_value_ref::<String>(k)
+                    .ok()
+                    .map(|k| (k, v.clone()))
+            })
+            .collect(),
+        redis::Value::Array(items) => items
+            .chunks(2)
+            .filter_map(|kv| match kv {
+                [k, v] => redis::from_redis_value_ref::<String>(k)
+                    .ok()
+                    .map(|k| (k, v.clone())),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn field(value: &redis::Value, name: &str) -> Option<redis::Value> {
+    pairs(value)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+}
+
+#[test]
+fn command_docs_read_as_redisbloom_s() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut connection = server.connect();
+        for (command, summary, complexity, arity, args) in REDISBLOOM_DOCS {
+            let reply: redis::Value = redis::cmd("COMMAND")
+                .arg("DOCS")
+                .arg(command)
+                .query(&mut connection)
+                .unwrap();
+            let docs =
+                field(&reply, command).unwrap_or_else(|| panic!("{kind:?} {command}: {reply:?}"));
+            let text = |name: &str| {
+                field(&docs, name)
+                    .and_then(|v| redis::from_redis_value_ref::<String>(&v).ok())
+                    .unwrap_or_default()
+            };
+            assert_eq!(text("summary"), summary, "{kind:?} {command}");
+            assert_eq!(text("complexity"), complexity, "{kind:?} {command}");
+            if let Some(found) = field(&docs, "arity") {
+                assert_eq!(
+                    redis::from_redis_value_ref::<i64>(&found).unwrap(),
+                    arity,
+                    "{kind:?} {command}"
+                );
+            }
+            let names: Vec<String> = match field(&docs, "arguments") {
+                Some(redis::Value::Array(list)) => list
+                    .iter()
+                    .map(|arg| {
+                        field(arg, "name")
+                            .and_then(|v| redis::from_redis_value_ref::<String>(&v).ok())
+                            .unwrap_or_default()
+                    })
+                    .collect(),
+                other => panic!("{kind:?} {command}: arguments {other:?}"),
+            };
+            assert_eq!(names, args, "{kind:?} {command}");
+        }
+    }
+}
