@@ -81,9 +81,18 @@ fn use_chain(mut chain: Chain) {
 /// bytes `BF.LOADCHUNK` gathers), then adds, lookups and the dump.
 pub fn record(data: &[u8]) {
     if let Ok(bloom) = Bloom::read_record(data) {
-        let mut again = Vec::new();
-        bloom.write_record(&mut again).expect("a Vec takes it");
-        assert_eq!(again, data, "a loaded record writes back its bytes");
+        // An older format version, or (a fuzzing build takes any checksum)
+        // wrong checksums, load and are written back current and right: it
+        // is what a loaded record writes that must load and write the same.
+        let mut first = Vec::new();
+        bloom.write_record(&mut first).expect("a Vec takes it");
+        let again = Bloom::read_record(&first[..]).expect("what a loaded record writes loads");
+        let mut second = Vec::new();
+        again.write_record(&mut second).expect("a Vec takes it");
+        assert_eq!(
+            first, second,
+            "a record written, read and written again is the same bytes"
+        );
         use_bloom(bloom);
     }
 }
