@@ -162,9 +162,22 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
         Value::Loading(pending) => {
             raw::save_unsigned(io, TAG_LOADING);
             raw::save_unsigned(io, pending.total());
-            // One string, as earlier builds wrote it (a copy: a key is
-            // loading only while its chunks stream in).
-            raw::save_slice(io, &pending.chunks().collect::<Vec<_>>().concat());
+            // One string, as earlier builds wrote it: a copy, made only if
+            // the allocator has room (a key is loading only while its
+            // chunks stream in). Without room the key is saved with its
+            // envelope alone, still loading: its client's next chunk is
+            // then refused at its offset, where an abort would lose the
+            // server.
+            match pending.contiguous() {
+                Some(received) => raw::save_slice(io, &received),
+                None => {
+                    logging::log_warning(
+                        "atomic-bloom: no memory to save a key still loading whole; \
+                         saved with its envelope alone",
+                    );
+                    raw::save_slice(io, pending.envelope_bytes());
+                }
+            }
         }
     }
 }
@@ -214,7 +227,13 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
             let received = raw::load_string_buffer(io);
             match (total, received) {
                 (Ok(total), Ok(received)) => {
-                    match Pending::from_parts(received.as_ref().to_vec(), total) {
+                    let mut held = Vec::new();
+                    if held.try_reserve_exact(received.as_ref().len()).is_err() {
+                        logging::log_warning("atomic-bloom: no memory to load a key still loading");
+                        return std::ptr::null_mut();
+                    }
+                    held.extend_from_slice(received.as_ref());
+                    match Pending::from_parts(held, total, restore_cap(io)) {
                         Some(pending) => Value::Loading(pending),
                         None => return std::ptr::null_mut(),
                     }

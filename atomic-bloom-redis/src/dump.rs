@@ -14,7 +14,7 @@
 //! a filter. Until then the key holds the bytes received; a record that
 //! does not parse is dropped with an error, so a flipped bit never loads.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 
 use atomic_bloom::SaveCursor;
 
@@ -24,28 +24,60 @@ use crate::record::{Envelope, RecordError, ENVELOPE_BYTES, MAGIC};
 /// Record bytes per `BF.SCANDUMP` reply (RedisBloom's chunk limit).
 pub(crate) const CHUNK_BYTES: usize = 16 << 20;
 
+/// The most small `BF.LOADCHUNK` chunks are gathered into before a new
+/// piece is started.
+const PIECE_BYTES: usize = 64 << 10;
+
 /// What a loaded key remembers of dumps: where the last `BF.SCANDUMP`
 /// chunk ended, and the chunk whose `BF.LOADCHUNK` completed it.
 #[derive(Default)]
 pub(crate) struct DumpState {
-    /// Where the last `BF.SCANDUMP` chunk ended, with the checksum of the
-    /// page it cut: the next chunk seals that page with the checksum of
-    /// the bytes handed out, even if adds changed it in between. Commands
-    /// run one at a time on the server's main thread.
-    cursor: Cell<Option<SaveCursor>>,
+    /// Where the last few `BF.SCANDUMP` calls began and ended (most recent
+    /// first), each with what its dump announced (the stages its header
+    /// counted) and the checksum of the page it cut: the next chunk, a
+    /// chunk asked for again after a lost reply, or another client's dump
+    /// at its own place, goes on from the dump it belongs to even if adds
+    /// changed the filter in between. Commands run one at a time on the
+    /// server's main thread.
+    cursors: RefCell<Vec<SaveCursor>>,
     /// The chunk whose `BF.LOADCHUNK` completed this filter, if one did: a
     /// retry of it (its reply lost) is answered `OK` again.
     pub(crate) last_chunk: Option<SentChunk>,
 }
 
-/// The chunks of a record received so far, each held as it came: memory
-/// grows by what each chunk delivers, and nothing is copied to make room
-/// (a contiguous buffer needs twice the record at its last growth where
-/// the server has no `TryRealloc`).
+/// Dump cursors a key keeps: enough for a client's retry and a few dumps
+/// at once.
+const CURSORS_KEPT: usize = 8;
+
+impl DumpState {
+    /// A copy of the cursor kept at `offset`, if one is (kept for a retry).
+    fn cursor_at(&self, offset: u64) -> Option<SaveCursor> {
+        self.cursors
+            .borrow()
+            .iter()
+            .find(|cursor| cursor.offset() == offset)
+            .cloned()
+    }
+
+    /// Keeps `cursor` first, in place of one at the same offset.
+    fn remember(&self, cursor: SaveCursor) {
+        let mut cursors = self.cursors.borrow_mut();
+        cursors.retain(|kept| kept.offset() != cursor.offset());
+        cursors.insert(0, cursor);
+        cursors.truncate(CURSORS_KEPT);
+    }
+}
+
+/// The chunks of a record received so far: a large chunk held as it came,
+/// small ones gathered into pieces of up to [`PIECE_BYTES`]. Memory grows
+/// by what each chunk delivers (at most twice a piece's bytes, not an
+/// allocation and a slot per chunk, whatever the chunks' size), and
+/// nothing large is copied to make room (a contiguous buffer needs twice
+/// the record at its last growth where the server has no `TryRealloc`).
 pub(crate) struct Pending {
     /// Bytes of the whole record, as its envelope says.
     total: u64,
-    received: Vec<Box<[u8]>>,
+    received: Vec<Vec<u8>>,
     /// Bytes in `received`.
     received_bytes: u64,
     /// The last chunk taken: a client that lost the reply sends it again.
@@ -125,7 +157,7 @@ pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Ve
             // out of it, and the chunks still make the record announced.
             let mut cursor = SaveCursor::default();
             bloom.filter_chunk(&mut cursor, 0);
-            state.cursor.set(Some(cursor));
+            state.remember(cursor);
             return (1 + envelope as i64, bloom.envelope().encode().to_vec());
         }
         iter if iter > 0 => iter as u64 - 1,
@@ -137,16 +169,14 @@ pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Ve
     }
     let filter_offset = offset.saturating_sub(envelope);
     let mut cursor = state
-        .cursor
-        .take()
-        .filter(|cursor| cursor.offset() == filter_offset)
+        .cursor_at(filter_offset)
         .unwrap_or_else(|| SaveCursor::at(filter_offset));
     let room = CHUNK_BYTES - chunk.len();
     chunk.extend(bloom.filter_chunk(&mut cursor, room));
     if chunk.is_empty() {
         return (0, Vec::new());
     }
-    state.cursor.set(Some(cursor));
+    state.remember(cursor);
     let next = 1 + offset + chunk.len() as u64;
     match i64::try_from(next) {
         Ok(next) => (next, chunk),
@@ -225,8 +255,7 @@ impl Pending {
             Err(RecordError::Filter(atomic_bloom::Error::AllocationFailed { .. })) => {
                 // Not the record's fault: the key keeps the chunks before
                 // this one, and the same chunk may come again.
-                self.received.pop();
-                self.received_bytes = offset;
+                self.truncate(offset);
                 Err(ChunkError::OutOfMemory)
             }
             Err(error) => {
@@ -238,14 +267,42 @@ impl Pending {
 
     /// Holds a copy of `chunk`, or says the allocator had no room.
     fn push(&mut self, chunk: &[u8]) -> Result<(), ChunkError> {
-        let mut held = Vec::new();
-        if held.try_reserve_exact(chunk.len()).is_err() || self.received.try_reserve(1).is_err() {
-            return Err(ChunkError::OutOfMemory);
+        let out_of_memory = |_| ChunkError::OutOfMemory;
+        match self.received.last_mut() {
+            Some(last) if last.len() + chunk.len() <= PIECE_BYTES => {
+                let needed = last.len() + chunk.len();
+                if needed > last.capacity() {
+                    let room = needed.max(2 * last.capacity()).min(PIECE_BYTES);
+                    last.try_reserve_exact(room - last.len())
+                        .map_err(out_of_memory)?;
+                }
+                last.extend_from_slice(chunk);
+            }
+            _ => {
+                let mut held = Vec::new();
+                held.try_reserve_exact(chunk.len()).map_err(out_of_memory)?;
+                self.received.try_reserve(1).map_err(out_of_memory)?;
+                held.extend_from_slice(chunk);
+                self.received.push(held);
+            }
         }
-        held.extend_from_slice(chunk);
-        self.received.push(held.into_boxed_slice());
         self.received_bytes += chunk.len() as u64;
         Ok(())
+    }
+
+    /// Drops what was received past `offset` bytes.
+    fn truncate(&mut self, offset: u64) {
+        while self.received_bytes > offset {
+            let Some(last) = self.received.last_mut() else {
+                break;
+            };
+            let excess = (self.received_bytes - offset).min(last.len() as u64) as usize;
+            last.truncate(last.len() - excess);
+            self.received_bytes -= excess as u64;
+            if last.is_empty() {
+                self.received.pop();
+            }
+        }
     }
 
     /// Whether every chunk arrived (and the record did not parse).
@@ -255,13 +312,33 @@ impl Pending {
 
     /// Bytes held.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.received_bytes as usize + self.received.capacity() * std::mem::size_of::<Box<[u8]>>()
+        self.received.iter().map(Vec::capacity).sum::<usize>()
+            + self.received.capacity() * std::mem::size_of::<Vec<u8>>()
     }
 
     /// The chunks received so far, in order: what an RDB file and an AOF
     /// keep of a key still loading (with [`total`](Self::total)).
     pub(crate) fn chunks(&self) -> impl Iterator<Item = &[u8]> {
         self.received.iter().map(|chunk| &chunk[..])
+    }
+
+    /// Every byte received, in one buffer, or `None` when the allocator
+    /// has no room for it.
+    pub(crate) fn contiguous(&self) -> Option<Vec<u8>> {
+        let mut whole = Vec::new();
+        whole
+            .try_reserve_exact(usize::try_from(self.received_bytes).ok()?)
+            .ok()?;
+        self.chunks()
+            .for_each(|chunk| whole.extend_from_slice(chunk));
+        Some(whole)
+    }
+
+    /// The envelope, which the first chunk holds whole.
+    pub(crate) fn envelope_bytes(&self) -> &[u8] {
+        self.received
+            .first()
+            .map_or(&[][..], |first| &first[..first.len().min(ENVELOPE_BYTES)])
     }
 
     /// The record's length, as its envelope says.
@@ -284,13 +361,20 @@ impl Pending {
     }
 
     /// A loading key read back from an RDB file, if its parts agree.
-    pub(crate) fn from_parts(received: Vec<u8>, total: u64) -> Option<Pending> {
+    /// A key whose record would take more than `filter_cap` bytes is
+    /// refused (a client's `RESTORE`, as for a finished filter).
+    pub(crate) fn from_parts(
+        received: Vec<u8>,
+        total: u64,
+        filter_cap: Option<usize>,
+    ) -> Option<Pending> {
         let envelope = Envelope::decode(&received).ok()?;
         let agrees = envelope.record_bytes() == total && (received.len() as u64) < total;
-        agrees.then(|| Pending {
+        let within = filter_cap.is_none_or(|cap| envelope.filter_bytes <= cap as u64);
+        (agrees && within).then(|| Pending {
             total,
             received_bytes: received.len() as u64,
-            received: vec![received.into_boxed_slice()],
+            received: vec![received],
             last: None,
         })
     }
@@ -298,13 +382,13 @@ impl Pending {
 
 /// The chunks of a [`Pending`], read as one record.
 struct ChunkReader<'a> {
-    chunks: &'a [Box<[u8]>],
+    chunks: &'a [Vec<u8>],
     /// Bytes of `chunks[0]` already read.
     at: usize,
 }
 
 impl<'a> ChunkReader<'a> {
-    fn new(chunks: &'a [Box<[u8]>]) -> Self {
+    fn new(chunks: &'a [Vec<u8>]) -> Self {
         ChunkReader { chunks, at: 0 }
     }
 }
