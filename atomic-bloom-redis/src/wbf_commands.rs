@@ -30,14 +30,14 @@ use crate::commands::{reply_bools, reply_fields};
 use crate::config::{self, MAX_CAPACITY, MAX_ERROR_RATE};
 use crate::filter::{NO_MEMORY, OVER_LIMIT};
 use crate::windowed::data_type::WINDOWED_TYPE;
-use crate::windowed::{server_ms, Loading, WindowOptions, WindowValue, Windowed};
+use crate::windowed::{server_ms, Loading, WindowOptions, WindowValue, Windowed, MAX_TIME_MS};
 
 const NOT_FOUND: &str = "ERR not found";
 const LOADING: &str = "ERR the windowed filter is still being replayed from the AOF";
 const INTERNAL: &str = "ERR this command is sent by a primary to its replicas and by the \
                         AOF only: use WBF.ADD, WBF.MADD and the others";
-/// The longest `TIME`: ten years, in seconds.
-const MAX_TIME_SECONDS: i64 = 10 * 365 * 86_400;
+/// The longest `TIME`, in seconds.
+const MAX_TIME_SECONDS: i64 = (MAX_TIME_MS / 1000) as i64;
 
 /// Whether the command comes from the primary (a replica's stream) or the
 /// AOF, not from a client.

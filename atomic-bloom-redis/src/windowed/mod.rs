@@ -22,6 +22,11 @@ use atomic_bloom::{Error, Layout, WindowedBloomFilter};
 /// Generations a key may have (the compact layout's range).
 pub(crate) const GENERATIONS: std::ops::RangeInclusive<u32> = 2..=16;
 
+/// The longest time window: ten years, in milliseconds (`WBF.RESERVE`'s
+/// `TIME` takes at most 315,360,000 seconds; a record claiming more is
+/// refused).
+pub(crate) const MAX_TIME_MS: u64 = 10 * 365 * 86_400 * 1000;
+
 /// How a windowed filter is made (`WBF.RESERVE`, or the first `WBF.ADD`
 /// with the module's defaults).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -121,7 +126,7 @@ impl Windowed {
             return false;
         }
         let span = self.span_ms();
-        let due = (now_ms - self.next_rotation_ms) / span + 1;
+        let due = now_ms.saturating_sub(self.next_rotation_ms) / span + 1;
         for _ in 0..due.min(i64::from(self.filter.generations())) {
             self.filter.advance();
         }
@@ -166,8 +171,21 @@ impl Windowed {
         for _ in 0..steps {
             self.filter.advance();
         }
-        self.next_rotation_ms = now_ms.saturating_add(left_ms);
+        self.end_in(left_ms, now_ms);
         Ok(())
+    }
+
+    /// Ends the current generation `left_ms` after `now_ms` (time windows),
+    /// `left_ms` kept within a generation's span ahead and `g` spans behind
+    /// (a generation that ended longer ago forgets no more than one that
+    /// ended `g` spans ago), so the clock's sums never overflow.
+    pub(crate) fn end_in(&mut self, left_ms: i64, now_ms: i64) {
+        if !self.is_timed() {
+            return;
+        }
+        let span = self.span_ms();
+        let behind = span.saturating_mul(i64::from(self.filter.generations()));
+        self.next_rotation_ms = now_ms.saturating_add(left_ms.clamp(-behind, span));
     }
 
     /// Bytes the filter takes (its bits and its counters).

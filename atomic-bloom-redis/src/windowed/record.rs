@@ -27,7 +27,7 @@ use std::io::{self, Read, Write};
 
 use atomic_bloom::WindowedBloomFilter;
 
-use super::{Loading, WindowOptions, Windowed, GENERATIONS};
+use super::{Loading, WindowOptions, Windowed, GENERATIONS, MAX_TIME_MS};
 
 const MAGIC: [u8; 8] = *b"ABWINDO1";
 const VERSION: u16 = 1;
@@ -188,6 +188,7 @@ impl Windowed {
             filter.rotation() == atomic_bloom::Rotation::Count && envelope.left_ms == 0
         };
         if !rotation_matches
+            || envelope.time_ms > MAX_TIME_MS
             || filter.window() as u64 != envelope.window
             || filter.generations() != envelope.generations
             || !GENERATIONS.contains(&envelope.generations)
@@ -204,15 +205,13 @@ impl Windowed {
             time_ms: envelope.time_ms,
             seed: filter.hasher().seed(),
         };
-        Ok(Windowed {
+        let mut windowed = Windowed {
             filter,
             options,
-            next_rotation_ms: if timed {
-                now_ms.saturating_add(envelope.left_ms)
-            } else {
-                0
-            },
-        })
+            next_rotation_ms: 0,
+        };
+        windowed.end_in(envelope.left_ms, now_ms);
+        Ok(windowed)
     }
 }
 
