@@ -598,3 +598,59 @@ fn bad_arguments_and_wrong_types_are_clear_errors() {
         assert!(outcome.is_err_and(|e| error_text(&e).starts_with("WRONGTYPE")));
     }
 }
+
+/// RedisBloom's reply conventions: in RESP3, booleans for adds and
+/// lookups and a map for `WBF.INFO`, its fields in order; in RESP2,
+/// integers and a flat array.
+#[test]
+fn replies_are_booleans_and_a_map_in_resp3() {
+    use redis::Value;
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c3 = server.connect_resp3();
+        let added: Value = redis::cmd("WBF.ADD")
+            .arg(&["w", "a"])
+            .query(&mut c3)
+            .unwrap();
+        assert_eq!(added, Value::Boolean(true), "{kind:?}");
+        let found: Value = redis::cmd("WBF.MEXISTS")
+            .arg(&["w", "a", "b"])
+            .query(&mut c3)
+            .unwrap();
+        assert_eq!(
+            found,
+            Value::Array(vec![Value::Boolean(true), Value::Boolean(false)]),
+            "{kind:?}"
+        );
+        let info: Value = redis::cmd("WBF.INFO").arg("w").query(&mut c3).unwrap();
+        let Value::Map(pairs) = info else {
+            panic!("{kind:?}: WBF.INFO is not a map in RESP3: {info:?}");
+        };
+        let names: Vec<String> = pairs
+            .iter()
+            .map(|(name, _)| redis::from_redis_value(name.clone()).unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Window",
+                "Error rate",
+                "Generations",
+                "Epoch",
+                "Time window ms",
+                "Size",
+                "Items in current generation"
+            ],
+            "{kind:?}"
+        );
+        // The defaults of a key WBF.ADD made: bf-initial-size, bf-error-rate.
+        assert_eq!(pairs[0].1, Value::Int(100), "{kind:?}");
+        assert_eq!(pairs[1].1, Value::Double(0.01), "{kind:?}");
+        let mut c2 = server.connect();
+        let added: i64 = redis::cmd("WBF.ADD")
+            .arg(&["w", "a"])
+            .query(&mut c2)
+            .unwrap();
+        assert_eq!(added, 0, "{kind:?}: seen within the window");
+    }
+}
