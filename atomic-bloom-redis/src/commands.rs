@@ -198,7 +198,7 @@ fn reply_added(ctx: &Context, outcomes: &[Added]) -> RedisValue {
 
 /// An array of booleans (integers in RESP2), written straight to the
 /// client.
-fn reply_bools(ctx: &Context, values: &[bool]) -> RedisValue {
+pub(crate) fn reply_bools(ctx: &Context, values: &[bool]) -> RedisValue {
     raw::reply_with_array(ctx.ctx, values.len() as std::os::raw::c_long);
     for &value in values {
         raw::reply_with_bool(ctx.ctx, value.into());
@@ -420,7 +420,7 @@ fn info_fields(
 }
 
 /// Name-value pairs: a map in RESP3 (in this order), a flat array in RESP2.
-fn reply_fields(ctx: &Context, fields: &[(&'static str, RedisValue)]) -> RedisValue {
+pub(crate) fn reply_fields(ctx: &Context, fields: &[(&'static str, RedisValue)]) -> RedisValue {
     if ctx.get_flags().contains(ContextFlags::FLAGS_RESP3) {
         raw::reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long);
         for (name, value) in fields {

@@ -77,13 +77,27 @@ const END: u64 = 0;
 /// RDB buffers of at most this many bytes.
 const RDB_CHUNK_BYTES: usize = 1 << 20;
 
-/// Writes a record to the RDB a buffer at a time.
-struct RdbWriter {
+/// Writes a record to the RDB a buffer at a time (a run of `MORE`
+/// buffers; [`finish`](Self::finish) ends it).
+pub(crate) struct RdbWriter {
     io: *mut raw::RedisModuleIO,
     buffer: Vec<u8>,
 }
 
 impl RdbWriter {
+    pub(crate) fn new(io: *mut raw::RedisModuleIO) -> RdbWriter {
+        RdbWriter {
+            io,
+            buffer: Vec::with_capacity(RDB_CHUNK_BYTES),
+        }
+    }
+
+    /// Writes what is buffered and ends the run.
+    pub(crate) fn finish(mut self) {
+        self.emit();
+        raw::save_unsigned(self.io, END);
+    }
+
     fn emit(&mut self) {
         if !self.buffer.is_empty() {
             raw::save_unsigned(self.io, MORE);
@@ -107,11 +121,22 @@ impl Write for RdbWriter {
 }
 
 /// Reads a record back a buffer at a time.
-struct RdbReader {
+pub(crate) struct RdbReader {
     io: *mut raw::RedisModuleIO,
     buffer: Option<RedisBuffer>,
     at: usize,
     ended: bool,
+}
+
+impl RdbReader {
+    pub(crate) fn new(io: *mut raw::RedisModuleIO) -> RdbReader {
+        RdbReader {
+            io,
+            buffer: None,
+            at: 0,
+            ended: false,
+        }
+    }
 }
 
 impl Read for RdbReader {
@@ -148,16 +173,12 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     match value {
         Value::Ready(bloom, _) => {
             raw::save_unsigned(io, TAG_READY);
-            let mut out = RdbWriter {
-                io,
-                buffer: Vec::with_capacity(RDB_CHUNK_BYTES),
-            };
+            let mut out = RdbWriter::new(io);
             // The writer never fails; a library error would be a bug.
             if let Err(error) = bloom.write_record(&mut out) {
                 logging::log_warning(format!("atomic-bloom: RDB save failed: {error}"));
             }
-            out.emit();
-            raw::save_unsigned(io, END);
+            out.finish();
         }
         Value::Loading(pending) => {
             raw::save_unsigned(io, TAG_LOADING);
@@ -182,12 +203,12 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     }
 }
 
-/// The most a filter restored by a client's `RESTORE` may take: the
-/// operator's `bf-memory-limit-per-filter` on a primary that is not
+/// The most a value (of either type: `BF` or `WBF`) restored by a
+/// client's `RESTORE` may take, in all: the operator's `bf-memory-limit-per-filter` on a primary that is not
 /// loading. An RDB file, a full sync, `DEBUG RELOAD` and a replica's
 /// `RESTORE` from its primary (the server is loading, or a replica) take
 /// what their source held.
-fn restore_cap(io: *mut raw::RedisModuleIO) -> Option<usize> {
+pub(crate) fn restore_cap(io: *mut raw::RedisModuleIO) -> Option<usize> {
     let limit = value::memory_limit()?;
     // Safety: both exist in every server this module loads into; the
     // context belongs to `io`, which the server passed to this callback.
@@ -196,7 +217,7 @@ fn restore_cap(io: *mut raw::RedisModuleIO) -> Option<usize> {
         raw::RedisModule_GetContextFlags.unwrap()(ctx)
     } as u32;
     let replaying = raw::REDISMODULE_CTX_FLAGS_LOADING | raw::REDISMODULE_CTX_FLAGS_SLAVE;
-    (flags & replaying == 0).then(|| Value::filter_cap(limit))
+    (flags & replaying == 0).then_some(limit)
 }
 
 unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
@@ -208,13 +229,10 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
     }
     let value = match raw::load_unsigned(io) {
         Ok(TAG_READY) => {
-            let reader = RdbReader {
-                io,
-                buffer: None,
-                at: 0,
-                ended: false,
-            };
-            match Bloom::read_record_within(reader, restore_cap(io)) {
+            match Bloom::read_record_within(
+                RdbReader::new(io),
+                restore_cap(io).map(Value::filter_cap),
+            ) {
                 Ok(bloom) => Value::ready(bloom),
                 Err(error) => {
                     logging::log_warning(format!("atomic-bloom: RDB load refused: {error}"));

@@ -10,6 +10,7 @@ use crate::dump::{self, DumpState};
 use crate::filter::{Added, Bloom};
 use crate::redisbloom::rdb::{self, BytesInput};
 use crate::redisbloom::{Chain, ChainAdd};
+use crate::windowed::{Loading, Windowed};
 
 /// The most a fuzzed filter may grow to: a hostile size is refused
 /// ("over the limit") rather than allocated.
@@ -163,4 +164,50 @@ fn use_bloom(mut bloom: Bloom) {
         answers,
         "a reload answers otherwise"
     );
+}
+
+/// A windowed key's record (a `RESTORE` payload's value, its RDB string,
+/// what `WBF.LOADCHUNK` gathers), whole and in two chunks cut where its
+/// first byte says: refused, or a filter that loads alike both ways, takes
+/// adds, answers them, rotates by a clock (its end kept in range however
+/// far the record said), and saves and reloads alike.
+pub fn windowed_record(data: &[u8]) {
+    let Ok(windowed) = Windowed::read_record(data, 0, Some(CAP)) else {
+        return;
+    };
+    let cut = 64 + usize::from(data[0]);
+    if cut < data.len() {
+        let first = Loading::start(&data[..cut], 0).expect("a record's first chunk starts");
+        let Err(loading) = first else {
+            panic!("a cut record is whole");
+        };
+        let chunked = loading
+            .resume(cut as u64, &data[cut..], 0)
+            .expect("a record's second chunk loads")
+            .unwrap_or_else(|_| panic!("the second chunk completes it"));
+        assert_eq!(chunked.filter.epoch(), windowed.filter.epoch());
+    }
+    use_windowed(windowed);
+}
+
+fn use_windowed(mut windowed: Windowed) {
+    let items: Vec<Vec<u8>> = (0..ITEMS).map(item).collect();
+    for item in &items {
+        windowed.filter.insert(item);
+        assert!(windowed.filter.contains(item), "an added item is missing");
+    }
+    // A day later by the clock: the end stays in range, rotations are few.
+    let epoch = windowed.filter.epoch();
+    windowed.rotate_due(86_400_000);
+    let generations = u64::from(windowed.filter.generations());
+    assert!(windowed.filter.epoch() - epoch <= generations);
+    let answers: Vec<bool> = items.iter().map(|i| windowed.filter.contains(i)).collect();
+    let mut record = Vec::new();
+    windowed
+        .write_record(&mut record, 86_400_000)
+        .expect("a Vec takes it");
+    let copy = Windowed::read_record(record.as_slice(), 0, None).expect("its own record loads");
+    assert_eq!(copy.filter.epoch(), windowed.filter.epoch());
+    let again: Vec<bool> = items.iter().map(|i| copy.filter.contains(i)).collect();
+    assert_eq!(again, answers, "a reload answers otherwise");
 }

@@ -16,11 +16,18 @@
 //! byte that comes back from a dump, an RDB file or `RESTORE` is checked
 //! (checksums, then every field) before it becomes a filter.
 //!
+//! Windowed filters, which forget on schedule, are served beside them
+//! behind commands of their own: `WBF.RESERVE`, `WBF.ADD`, `WBF.MADD`,
+//! `WBF.EXISTS`, `WBF.MEXISTS`, `WBF.INFO` (a type of their own,
+//! `wbloom-ab`).
+//!
 //! Layout, each file using only those after it (no circles):
-//! `fuzzing.rs` (the fuzz targets' entry points), `commands.rs` (parsing
+//! `fuzzing.rs` (the fuzz targets' entry points), `wbf_commands.rs` (the
+//! `WBF.*` commands), `commands.rs` (parsing
 //! and replies), `command_info.rs` (ACL categories,
 //! key specs, docs), `args.rs` (numbers, options, module arguments),
 //! `config.rs` (the server configs and the defaults they set),
+//! `windowed/` (a windowed key's value, its record and its type),
 //! `redisbloom/` (RedisBloom's own filters, its type, hashing and
 //! encodings, served as RedisBloom serves them), `data_type.rs` (the
 //! server's callbacks), `value.rs` (a key's value: a filter, or a dump
@@ -45,11 +52,14 @@ pub mod fuzzing;
 mod record;
 mod redisbloom;
 mod value;
+mod wbf_commands;
+mod windowed;
 
 use redis_module::{redis_module, Context, RedisString, Status};
 
 use data_type::BLOOM_TYPE;
 use redisbloom::data_type::REDISBLOOM_TYPE;
+use windowed::data_type::WINDOWED_TYPE;
 
 /// Parses the module arguments into the defaults of new filters; a bad one
 /// fails the load, with the reason in the server's log.
@@ -85,7 +95,7 @@ redis_module! {
     name: "bf",
     version: 10000,
     allocator: (alloc::ServerAlloc, alloc::ServerAlloc),
-    data_types: [BLOOM_TYPE, REDISBLOOM_TYPE],
+    data_types: [BLOOM_TYPE, REDISBLOOM_TYPE, WINDOWED_TYPE],
     init: init,
     commands: [
         ["bf.reserve", commands::bf_reserve, "write deny-oom", 1, 1, 1, ""],
@@ -98,5 +108,15 @@ redis_module! {
         ["bf.card", commands::bf_card, "readonly fast", 1, 1, 1, ""],
         ["bf.scandump", commands::bf_scandump, "readonly", 1, 1, 1, ""],
         ["bf.loadchunk", commands::bf_loadchunk, "write deny-oom", 1, 1, 1, ""],
+        ["wbf.reserve", wbf_commands::wbf_reserve, "write deny-oom", 1, 1, 1, ""],
+        ["wbf.add", wbf_commands::wbf_add, "write deny-oom", 1, 1, 1, ""],
+        ["wbf.madd", wbf_commands::wbf_madd, "write deny-oom", 1, 1, 1, ""],
+        // Reads rotate a time window whose generation has ended (and
+        // propagate it): readonly, yet they may replicate.
+        ["wbf.exists", wbf_commands::wbf_exists, "readonly may-replicate", 1, 1, 1, ""],
+        ["wbf.mexists", wbf_commands::wbf_mexists, "readonly may-replicate", 1, 1, 1, ""],
+        ["wbf.info", wbf_commands::wbf_info, "readonly may-replicate", 1, 1, 1, ""],
+        ["wbf.advance", wbf_commands::wbf_advance, "write", 1, 1, 1, ""],
+        ["wbf.loadchunk", wbf_commands::wbf_loadchunk, "write deny-oom", 1, 1, 1, ""],
     ],
 }

@@ -6,7 +6,7 @@ mod common;
 use common::{error_text, Kind, Server, KINDS};
 
 /// Every command, and whether it only reads its key.
-const COMMANDS: [(&str, bool); 10] = [
+const COMMANDS: [(&str, bool); 18] = [
     ("BF.RESERVE", false),
     ("BF.ADD", false),
     ("BF.MADD", false),
@@ -17,15 +17,48 @@ const COMMANDS: [(&str, bool); 10] = [
     ("BF.CARD", true),
     ("BF.SCANDUMP", true),
     ("BF.LOADCHUNK", false),
+    ("WBF.RESERVE", false),
+    ("WBF.ADD", false),
+    ("WBF.MADD", false),
+    ("WBF.EXISTS", true),
+    ("WBF.MEXISTS", true),
+    ("WBF.INFO", true),
+    ("WBF.ADVANCE", false),
+    ("WBF.LOADCHUNK", false),
 ];
+
+/// The key a test runs `command` on: `bf:x` holds a `BF` filter and
+/// `bf:w` a windowed one; a `RESERVE` gets a new key of its own.
+fn key_for(command: &str) -> &'static str {
+    match command {
+        "BF.RESERVE" => "bf:new",
+        "WBF.RESERVE" => "bf:wnew",
+        _ if command.starts_with("WBF.") => "bf:w",
+        _ => "bf:x",
+    }
+}
+
+/// A `BF` key `bf:x` and a windowed key `bf:w`, each holding "a".
+fn keys_holding_a(connection: &mut redis::Connection) {
+    for command in ["BF.ADD", "WBF.ADD"] {
+        let key = key_for(command);
+        redis::cmd(command)
+            .arg(key)
+            .arg("a")
+            .query::<bool>(connection)
+            .unwrap();
+    }
+}
 
 /// A sample invocation of `command` on `key` that a filter holding "a"
 /// accepts.
 fn invocation(command: &str, key: &str) -> Vec<String> {
     let args: &[&str] = match command {
-        "BF.RESERVE" => &["0.01", "100"],
-        "BF.ADD" | "BF.EXISTS" => &["a"],
-        "BF.MADD" | "BF.MEXISTS" => &["a", "b"],
+        "BF.RESERVE" | "WBF.RESERVE" => &["0.01", "100"],
+        "BF.ADD" | "BF.EXISTS" | "WBF.ADD" | "WBF.EXISTS" => &["a"],
+        "BF.MADD" | "BF.MEXISTS" | "WBF.MADD" | "WBF.MEXISTS" => &["a", "b"],
+        "WBF.ADVANCE" => &["1", "0"],
+        "WBF.LOADCHUNK" => &["0", "x"],
         "BF.INSERT" => &["ITEMS", "a"],
         "BF.SCANDUMP" => &["0"],
         "BF.LOADCHUNK" => &["1", "x"],
@@ -106,6 +139,18 @@ fn command_info_has_arity_key_specs_and_docs() {
                 "{kind:?}: {expected} not in {docs}"
             );
         }
+        let docs: redis::Value = redis::cmd("COMMAND")
+            .arg("DOCS")
+            .arg("WBF.RESERVE")
+            .query(&mut connection)
+            .unwrap();
+        let docs = format!("{docs:?}");
+        for expected in ["windowed Bloom filter", "TIME", "GENERATIONS", "window"] {
+            assert!(
+                docs.contains(expected),
+                "{kind:?}: {expected} not in {docs}"
+            );
+        }
     }
 }
 
@@ -114,21 +159,12 @@ fn bloom_read_and_write_categories_grant_what_redisbloom_grants() {
     // Redis 7.0 has no module ACL categories (the log says so).
     let server = Server::start(Kind::Valkey, &[], &[]);
     let mut admin = server.connect();
-    redis::cmd("BF.ADD")
-        .arg("bf:x")
-        .arg("a")
-        .query::<bool>(&mut admin)
-        .unwrap();
+    keys_holding_a(&mut admin);
     let mut bloom = user(&server, "bloom", &["~*", "+@bloom"]);
     let mut reader = user(&server, "reader", &["~*", "+@read"]);
     let mut writer = user(&server, "writer", &["~*", "+@write"]);
     for (command, read_only) in COMMANDS {
-        let key = if command == "BF.RESERVE" {
-            "bf:new"
-        } else {
-            "bf:x"
-        };
-        let args = invocation(command, key);
+        let args = invocation(command, key_for(command));
         assert!(!is_noperm(&run(&mut bloom, &args)), "+@bloom: {command}");
         assert_eq!(
             is_noperm(&run(&mut reader, &args)),
@@ -150,11 +186,7 @@ fn a_user_who_may_only_read_bf_keys_reads_them_and_writes_none() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut admin = server.connect();
-        redis::cmd("BF.ADD")
-            .arg("bf:x")
-            .arg("a")
-            .query::<bool>(&mut admin)
-            .unwrap();
+        keys_holding_a(&mut admin);
         let mut reader = user(&server, "keyreader", &["+@all", "%R~bf:*"]);
         for command in [
             "BF.EXISTS",
@@ -162,8 +194,11 @@ fn a_user_who_may_only_read_bf_keys_reads_them_and_writes_none() {
             "BF.CARD",
             "BF.INFO",
             "BF.SCANDUMP",
+            "WBF.EXISTS",
+            "WBF.MEXISTS",
+            "WBF.INFO",
         ] {
-            let outcome = run(&mut reader, &invocation(command, "bf:x"));
+            let outcome = run(&mut reader, &invocation(command, key_for(command)));
             assert!(outcome.is_ok(), "{kind:?} {command}: {outcome:?}");
         }
         for command in [
@@ -172,8 +207,11 @@ fn a_user_who_may_only_read_bf_keys_reads_them_and_writes_none() {
             "BF.INSERT",
             "BF.RESERVE",
             "BF.LOADCHUNK",
+            "WBF.ADD",
+            "WBF.MADD",
+            "WBF.RESERVE",
         ] {
-            let outcome = run(&mut reader, &invocation(command, "bf:x"));
+            let outcome = run(&mut reader, &invocation(command, key_for(command)));
             assert!(is_noperm(&outcome), "{kind:?} {command}: {outcome:?}");
         }
     }

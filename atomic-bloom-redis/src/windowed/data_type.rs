@@ -1,0 +1,201 @@
+//! The windowed filters' data type (`TYPE key`: `wbloom-ab`): how the
+//! server saves, loads, rewrites, measures, copies and frees a `WBF` key.
+//! Every path through bytes goes through the record of `record.rs`.
+
+use std::io::Write;
+use std::os::raw::{c_int, c_longlong, c_void};
+
+use redis_module::native_types::RedisType;
+use redis_module::{logging, raw};
+
+use super::record::RecordError;
+use super::{server_ms, Loading, WindowValue, Windowed};
+use crate::data_type::{restore_cap, type_methods, RdbReader, RdbWriter};
+use crate::dump::CHUNK_BYTES;
+
+/// The type's name (exactly nine characters) and encoding version.
+pub(crate) static WINDOWED_TYPE: RedisType = RedisType::new(
+    "wbloom-ab",
+    ENCODING_VERSION,
+    type_methods(rdb_load, rdb_save, aof_rewrite, free, mem_usage, copy),
+);
+
+const ENCODING_VERSION: i32 = 1;
+
+/// RDB layout: a tag; for a filter its record as a run of string buffers
+/// (`data_type.rs`'s writer); for a key whose AOF chunks were still
+/// arriving, the record's length and the bytes received.
+const TAG_READY: u64 = 1;
+const TAG_LOADING: u64 = 2;
+
+unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // Safety: the server passes a value this type created.
+    let value = unsafe { &*value.cast::<WindowValue>() };
+    match value {
+        WindowValue::Ready(windowed) => {
+            raw::save_unsigned(io, TAG_READY);
+            let mut out = RdbWriter::new(io);
+            // The writer never fails; a library error would be a bug.
+            if let Err(error) = windowed.write_record(&mut out, server_ms()) {
+                logging::log_warning(format!("atomic-bloom: RDB save failed: {error}"));
+            }
+            out.finish();
+        }
+        WindowValue::Loading(loading) => {
+            raw::save_unsigned(io, TAG_LOADING);
+            raw::save_unsigned(io, loading.total);
+            raw::save_slice(io, &loading.received);
+        }
+    }
+}
+
+unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    if encver != ENCODING_VERSION {
+        logging::log_warning(format!(
+            "atomic-bloom: windowed RDB encoding version {encver} is not {ENCODING_VERSION}"
+        ));
+        return std::ptr::null_mut();
+    }
+    let cap = restore_cap(io).map(WindowValue::filter_cap);
+    let value = match raw::load_unsigned(io) {
+        Ok(TAG_READY) => match Windowed::read_record(RdbReader::new(io), server_ms(), cap) {
+            Ok(windowed) => WindowValue::Ready(windowed),
+            Err(error) => {
+                logging::log_warning(format!("atomic-bloom: RDB load refused: {error}"));
+                return std::ptr::null_mut();
+            }
+        },
+        Ok(TAG_LOADING) => match (raw::load_unsigned(io), raw::load_string_buffer(io)) {
+            (Ok(total), Ok(received)) if (received.as_ref().len() as u64) < total => {
+                WindowValue::Loading(Loading {
+                    total,
+                    received: received.as_ref().to_vec(),
+                })
+            }
+            _ => return std::ptr::null_mut(),
+        },
+        _ => return std::ptr::null_mut(),
+    };
+    Box::into_raw(Box::new(value)).cast::<c_void>()
+}
+
+/// Emits `WBF.LOADCHUNK key offset chunk` for each chunk of a record.
+struct AofWriter {
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    buffer: Vec<u8>,
+    emitted: u64,
+}
+
+impl AofWriter {
+    fn emit(&mut self) {
+        if self.buffer.is_empty() {
+            return;
+        }
+        // Safety: EmitAOF exists in every server this module loads into
+        // (Redis 4+); "slb" is a module string, a long long and a buffer
+        // with its length, which is what follows.
+        unsafe {
+            raw::RedisModule_EmitAOF.unwrap()(
+                self.aof,
+                c"WBF.LOADCHUNK".as_ptr(),
+                c"slb".as_ptr(),
+                self.key,
+                self.emitted as c_longlong,
+                self.buffer.as_ptr(),
+                self.buffer.len(),
+            );
+        }
+        self.emitted += self.buffer.len() as u64;
+        self.buffer.clear();
+    }
+}
+
+impl Write for AofWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        for piece in bytes.chunks(CHUNK_BYTES) {
+            let room = CHUNK_BYTES - self.buffer.len();
+            let (now, later) = piece.split_at(room.min(piece.len()));
+            self.buffer.extend_from_slice(now);
+            if self.buffer.len() == CHUNK_BYTES {
+                self.emit();
+            }
+            self.buffer.extend_from_slice(later);
+        }
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // Safety: the server passes a value this type created.
+    let value = unsafe { &*value.cast::<WindowValue>() };
+    let mut out = AofWriter {
+        aof,
+        key,
+        buffer: Vec::new(),
+        emitted: 0,
+    };
+    match value {
+        WindowValue::Ready(windowed) => {
+            if let Err(error) = windowed.write_record(&mut out, server_ms()) {
+                logging::log_warning(format!("atomic-bloom: AOF rewrite failed: {error}"));
+            }
+        }
+        // The chunks received so far; the rest never came.
+        WindowValue::Loading(loading) => {
+            let _ = out.write_all(&loading.received);
+        }
+    }
+    out.emit();
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    // Safety: the server passes a value this type created, once.
+    drop(unsafe { Box::from_raw(value.cast::<WindowValue>()) });
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    // Safety: the server passes a value this type created.
+    unsafe { &*value.cast::<WindowValue>() }.memory_bytes()
+}
+
+unsafe extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // Safety: the server passes a value this type created.
+    let value = unsafe { &*value.cast::<WindowValue>() };
+    let copied = match value {
+        WindowValue::Ready(windowed) => match copy_filter(windowed) {
+            Ok(copy) => WindowValue::Ready(copy),
+            Err(error) => {
+                logging::log_warning(format!("atomic-bloom: COPY failed: {error}"));
+                return std::ptr::null_mut();
+            }
+        },
+        WindowValue::Loading(loading) => WindowValue::Loading(Loading {
+            total: loading.total,
+            received: loading.received.clone(),
+        }),
+    };
+    Box::into_raw(Box::new(copied)).cast::<c_void>()
+}
+
+/// A copy through the record (the library has no clone of a windowed
+/// filter): the same bits, epoch and time left.
+fn copy_filter(windowed: &Windowed) -> Result<Windowed, RecordError> {
+    let now = server_ms();
+    let mut bytes = Vec::new();
+    windowed
+        .write_record(&mut bytes, now)
+        .map_err(RecordError::Filter)?;
+    Windowed::read_record(bytes.as_slice(), now, None)
+}

