@@ -421,3 +421,38 @@ fn an_out_of_memory_server_is_an_error_and_loses_nothing() {
         assert!(frontier.is_finished().unwrap());
     }
 }
+
+/// The fleet's own keys (its settings, its busy clients) sit under one
+/// hash tag per prefix whatever the shard count, so a process started
+/// with another shard count is refused instead of crawling as a second
+/// fleet, under any prefix (the default one included).
+#[test]
+fn a_process_with_another_shard_count_is_refused_under_any_prefix() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    for (prefix, first, others) in [("atomic-bloom", 8, &[4, 16][..]), ("crawl", 4, &[2][..])] {
+        let settled = FleetConfig::new(server.url()).prefix(prefix).shards(first);
+        let _fleet = FleetFrontier::connect(&settled).expect("the first client settles the fleet");
+        for &shards in others {
+            let other = settled.clone().shards(shards);
+            let refusals = [
+                FleetFrontier::connect(&other).map(|_| ()),
+                FleetSeen::connect(&other).map(|_| ()),
+            ];
+            for refusal in refusals {
+                match refusal {
+                    Err(Error::FleetSettingsDiffer {
+                        setting,
+                        fleet,
+                        this,
+                        ..
+                    }) => assert_eq!(
+                        (setting.as_str(), fleet, this),
+                        ("shards", first.to_string(), shards.to_string()),
+                        "prefix {prefix}"
+                    ),
+                    other => panic!("prefix {prefix}, {first} then {shards} shards: {other:?}"),
+                }
+            }
+        }
+    }
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, Value};
 
 use super::failure::Failure;
-use super::keys::{self, ShardKeys};
+use super::keys::{self, FleetKeys, ShardKeys};
 use super::link::Link;
 use super::{lock, millis, scripts, FleetConfig, FleetStats};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
@@ -100,10 +100,9 @@ struct Counters {
 pub(crate) struct Client {
     pub(crate) config: FleetConfig,
     pub(crate) keys: Vec<ShardKeys>,
-    /// The control hash: the epoch of busy transitions.
-    control: String,
-    /// The busy clients, each with the deadline of its heartbeat.
-    clients: String,
+    /// The fleet's own keys: settings, epoch, busy clients; on the route
+    /// after the shards' (`fleet_route`).
+    fleet: FleetKeys,
     /// This client's name in result keys, lease tokens and the census.
     id: String,
     pub(crate) local: Option<ScalableBloomFilter<str>>,
@@ -147,9 +146,14 @@ impl Client {
     pub(crate) fn connect(config: &FleetConfig) -> Result<Client, Error> {
         config.validate()?;
         let keys = keys::shard_keys(&config.prefix, config.shards);
-        let control = format!("{}:control:{{{}}}", config.prefix, keys[0].tag);
-        let clients = format!("{}:clients:{{{}}}", config.prefix, keys[0].tag);
-        let link = Link::connect(&config.url, config.timeout, config.durability, &keys)?;
+        let fleet = keys::fleet_keys(&config.prefix);
+        let link = Link::connect(
+            &config.url,
+            config.timeout,
+            config.durability,
+            &keys,
+            &fleet.tag,
+        )?;
         let local = if config.local_filter {
             Some(
                 ScalableBloomFilter::builder(config.local_capacity, config.local_error_rate)
@@ -162,8 +166,7 @@ impl Client {
         let client = Client {
             config: config.clone(),
             keys,
-            control,
-            clients,
+            fleet,
             id,
             local,
             wire: Mutex::new(Wire {
@@ -184,7 +187,8 @@ impl Client {
     /// client whose settings differ from them.
     fn check_settings(&self) -> Result<(), Error> {
         let config = &self.config;
-        let key = format!("{}:config:{{{}}}", config.prefix, self.keys[0].tag);
+        let key = self.fleet.config.clone();
+        let route = self.fleet_route();
         let fields = [
             ("shards", config.shards.to_string()),
             ("capacity", config.capacity.to_string()),
@@ -193,7 +197,7 @@ impl Client {
         ];
         let command = scripts::settings(&key, &fields);
         let mut wire = self.wire();
-        let replies = self.run(&mut wire, &[(0, key.clone(), command)])?;
+        let replies = self.run(&mut wire, &[(route, key.clone(), command)])?;
         match replies.first() {
             Some(Value::Array(pair)) if pair.is_empty() => Ok(()),
             Some(Value::Array(pair)) => {
@@ -215,10 +219,15 @@ impl Client {
                 })
             }
             other => Err(server_error(
-                wire.link.node_of(0),
+                wire.link.node_of(route),
                 format!("the fleet's settings check answered {other:?}"),
             )),
         }
+    }
+
+    /// The route of the fleet's own keys: after the shards'.
+    fn fleet_route(&self) -> usize {
+        self.keys.len()
     }
 
     /// The connections, for one thread.
@@ -520,16 +529,22 @@ impl Client {
             })
             .collect();
         if busy {
-            let command = scripts::state(&self.control, &self.clients, &self.id, true, lease_ms);
-            commands.push((0, self.clients.clone(), command));
+            let fleet = &self.fleet;
+            let command = scripts::state(&fleet.control, &fleet.clients, &self.id, true, lease_ms);
+            commands.push((self.fleet_route(), fleet.clients.clone(), command));
         }
         let mut beat = lock(&self.beat);
         let beat = match &mut *beat {
             Some(link) => link,
             none => {
                 let config = &self.config;
-                let link =
-                    Link::connect(&config.url, config.timeout, config.durability, &self.keys)?;
+                let link = Link::connect(
+                    &config.url,
+                    config.timeout,
+                    config.durability,
+                    &self.keys,
+                    &self.fleet.tag,
+                )?;
                 none.insert(link)
             }
         };
@@ -590,15 +605,23 @@ impl Client {
     /// or idle.
     pub(crate) fn set_busy(&self, wire: &mut Wire, busy: bool) -> Result<(), Error> {
         let lease_ms = millis(self.config.lease);
-        let command = scripts::state(&self.control, &self.clients, &self.id, busy, lease_ms);
-        self.run(wire, &[(0, self.clients.clone(), command)])?;
+        let fleet = &self.fleet;
+        let command = scripts::state(&fleet.control, &fleet.clients, &self.id, busy, lease_ms);
+        self.run(
+            wire,
+            &[(self.fleet_route(), fleet.clients.clone(), command)],
+        )?;
         Ok(())
     }
 
     /// The control hash's epoch and how many live clients are busy.
     pub(crate) fn census(&self, wire: &mut Wire) -> Result<(i64, i64), Error> {
-        let command = scripts::census(&self.control, &self.clients);
-        let replies = self.run(wire, &[(0, self.clients.clone(), command)])?;
+        let fleet = &self.fleet;
+        let command = scripts::census(&fleet.control, &fleet.clients);
+        let replies = self.run(
+            wire,
+            &[(self.fleet_route(), fleet.clients.clone(), command)],
+        )?;
         if let Some(Value::Array(pair)) = replies.first() {
             if let [Value::BulkString(epoch), Value::Int(busy)] = pair.as_slice() {
                 if let Ok(epoch) = String::from_utf8_lossy(epoch).parse() {
@@ -607,7 +630,7 @@ impl Client {
             }
         }
         Err(server_error(
-            wire.link.node_of(0),
+            wire.link.node_of(self.fleet_route()),
             format!("the fleet's census answered {replies:?}"),
         ))
     }
