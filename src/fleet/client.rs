@@ -569,8 +569,10 @@ impl Client {
         Ok(held.saturating_sub(renewed))
     }
 
-    /// Items in the fleet's queues, over every shard.
-    pub(crate) fn queued(&self, wire: &mut Wire) -> Result<u64, Error> {
+    /// Items in the fleet's queues, over the shards that answered, and the
+    /// first error of those that did not: a node that is down hides its
+    /// own shards' items, not the others'.
+    pub(crate) fn queued(&self, wire: &mut Wire) -> (u64, Option<Error>) {
         let commands: Vec<ShardCommand> = (self.keys.iter().enumerate())
             .map(|(shard, keys)| {
                 let mut length = redis::cmd("LLEN");
@@ -578,7 +580,18 @@ impl Client {
                 (shard, keys.queue.clone(), length)
             })
             .collect();
-        self.sum(wire, &commands)
+        let mut queued = 0;
+        let mut first_error = None;
+        for outcome in self.execute(wire, &commands) {
+            match outcome {
+                Ok(Value::Int(length)) => queued += length.max(0) as u64,
+                Ok(_) => {}
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        (queued, first_error)
     }
 
     /// URLs queued or on lease over every shard, after expired leases went

@@ -454,9 +454,13 @@ impl Shared {
             .busy;
         // An idle client goes busy only for a queue that has something: an
         // idle fleet polling its empty queues changes nothing a check of
-        // the fleet reads.
-        if idle && client.queued(&mut client.wire())? == 0 {
-            return flushed.map(|()| None);
+        // the fleet reads. A node that is down hides only its own shards.
+        if idle {
+            match client.queued(&mut client.wire()) {
+                (0, Some(error)) => return Err(error),
+                (0, None) => return flushed.map(|()| None),
+                (_, _) => {}
+            }
         }
         let _busy = self.busy()?;
         let urls = client.take(&mut client.wire(), client.config.pop_batch)?;
