@@ -456,3 +456,51 @@ fn a_process_with_another_shard_count_is_refused_under_any_prefix() {
         }
     }
 }
+
+/// A worker that panics (or returns early with `?`) drops its `Leased`
+/// without completing it: the URL goes back on the queue, another client
+/// crawls it, and the fleet finishes, the dropping client included,
+/// long before the lease would have ended.
+#[test]
+fn a_leased_url_dropped_without_complete_is_crawled_and_the_fleet_finishes() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    // A lease far longer than the test: only giving it back ends it.
+    let config = config(&server.url(), "dropped").lease(Duration::from_secs(120));
+    let dropper = FleetFrontier::connect(&config).unwrap();
+    let urls: Vec<String> = (0..5)
+        .map(|page| format!("https://example.com/{page}"))
+        .collect();
+    for url in &urls {
+        dropper.push(url.clone()).unwrap();
+    }
+    dropper.flush().unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let page = dropper.pop().unwrap().expect("a URL");
+        panic!("a worker fails while crawling {}", page.url());
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(dropper.held().1, 0, "the dropped page is no longer in hand");
+    let other = FleetFrontier::connect(&config).unwrap();
+    let mut crawled = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        for frontier in [&other, &dropper] {
+            while let Some(page) = frontier.pop().unwrap() {
+                crawled.push(page.url().to_string());
+                frontier.complete(page);
+            }
+        }
+        // Each client checks (and so goes idle) every round.
+        let finished = [&other, &dropper].map(|frontier| frontier.is_finished().unwrap());
+        if finished == [true, true] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the fleet never finished; crawled {crawled:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    crawled.sort();
+    assert_eq!(crawled, urls, "every URL crawled once, the dropped one too");
+}

@@ -55,6 +55,13 @@ enum Piggyback {
     Acknowledge { shard: usize, key: String },
     /// Every URL of a lease is done: end it.
     Complete { shard: usize, token: String },
+    /// A URL of a lease was dropped without being completed: give it back
+    /// to the queue (the lease ends once its other URLs are done).
+    Release {
+        shard: usize,
+        token: String,
+        url: String,
+    },
 }
 
 /// What one thread at a time uses: the connections, what rides on the
@@ -276,6 +283,11 @@ impl Client {
                     .map(|command| (*shard, keys.leases.clone(), command))
                     .collect()
             }
+            Piggyback::Release { shard, token, url } => {
+                let keys = &self.keys[*shard];
+                let command = scripts::release(keys, token, url);
+                vec![(*shard, keys.inflight.clone(), command)]
+            }
         }
     }
 
@@ -307,24 +319,44 @@ impl Client {
             // A piggyback entry is done once all its commands are (a refused
             // one is dropped: it would be refused again).
             let mut kept = Vec::new();
+            let mut ended = Vec::new();
             let mut failures: Vec<Failure> = Vec::new();
             for (entry, count) in wire.piggyback.drain(..carried).zip(carriers) {
                 let mut retry = false;
+                let mut refused = false;
                 for result in results.by_ref().take(count) {
                     if let Err(failure) = result {
-                        if !matches!(failure, Failure::Refused(_)) {
+                        if matches!(failure, Failure::Refused(_)) {
+                            refused = true;
+                        } else {
                             retry = true;
                             failures.push(failure);
                         }
                     }
                 }
-                if retry {
-                    kept.push(entry);
-                } else if let Piggyback::Complete { shard, token } = entry {
-                    lock(&self.leases).remove(&(shard, token));
+                match entry {
+                    entry if retry => kept.push(entry),
+                    Piggyback::Complete { shard, token } => {
+                        lock(&self.leases).remove(&(shard, token));
+                    }
+                    // A URL given back counts as done for its lease; one the
+                    // server refused to give back stays leased, so the lease
+                    // is no longer renewed: it ends, and its URLs go back.
+                    Piggyback::Release { shard, token, .. } if refused => {
+                        log::warn!(
+                            "atomic-bloom fleet: a dropped URL could not be given back; its \
+                             take goes back on the queue when its lease ends"
+                        );
+                        lock(&self.leases).remove(&(shard, token));
+                    }
+                    Piggyback::Release { shard, token, .. } => {
+                        ended.extend(self.count_done(shard, token, 1));
+                    }
+                    Piggyback::Acknowledge { .. } => {}
                 }
             }
             wire.piggyback.splice(0..0, kept);
+            wire.piggyback.extend(ended);
             debug_assert_eq!(results.len(), pipeline.len() - in_front);
             let mut still = Vec::new();
             for (at, result) in waiting.into_iter().zip(results) {
@@ -502,12 +534,23 @@ impl Client {
     /// Counts `done` more URLs of `shard`'s lease `token` as done; once
     /// all are, the lease's end rides on `wire`'s next pipeline.
     pub(crate) fn complete(&self, wire: &mut Wire, shard: usize, token: String, done: usize) {
-        if let Some(left) = lock(&self.leases).get_mut(&(shard, token.clone())) {
-            *left = left.saturating_sub(done);
-            if *left == 0 {
-                wire.piggyback.push(Piggyback::Complete { shard, token });
-            }
-        }
+        wire.piggyback.extend(self.count_done(shard, token, done));
+    }
+
+    /// Gives a URL of `shard`'s lease `token`, dropped without being
+    /// completed, back to the queue with `wire`'s next pipeline; once the
+    /// server has it, it counts as done for the lease.
+    pub(crate) fn release(&self, wire: &mut Wire, shard: usize, token: String, url: String) {
+        wire.piggyback
+            .push(Piggyback::Release { shard, token, url });
+    }
+
+    /// Counts `done` more URLs of a lease as done: its end, once all are.
+    fn count_done(&self, shard: usize, token: String, done: usize) -> Option<Piggyback> {
+        let mut leases = lock(&self.leases);
+        let left = leases.get_mut(&(shard, token.clone()))?;
+        *left = left.saturating_sub(done);
+        (*left == 0).then_some(Piggyback::Complete { shard, token })
     }
 
     /// Extends every lease this client holds, and its busy mark if `busy`,

@@ -89,13 +89,44 @@ struct State {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug)]
-pub struct Leased(TakenUrl);
+///
+/// A `Leased` dropped without being completed (a worker that panicked, or
+/// returned early with `?`) gives its URL back: it goes back at the head
+/// of the fleet's queue with the frontier's next call that reaches the
+/// server, for any process to crawl, and no longer holds up its lease or
+/// the fleet's end.
+pub struct Leased {
+    /// The URL and its lease; `None` once completed.
+    page: Option<TakenUrl>,
+    /// The frontier it came from, which gives it back if it is dropped.
+    owner: Arc<Shared>,
+}
 
 impl Leased {
     /// The URL.
     pub fn url(&self) -> &str {
-        &self.0.url
+        &self
+            .page
+            .as_ref()
+            .expect("a Leased holds its URL until consumed")
+            .url
+    }
+}
+
+impl Drop for Leased {
+    /// Gives the URL back when it was not completed.
+    fn drop(&mut self) {
+        if let Some(page) = self.page.take() {
+            self.owner.give_back(page);
+        }
+    }
+}
+
+impl fmt::Debug for Leased {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Leased")
+            .field("page", &self.page)
+            .finish_non_exhaustive()
     }
 }
 
@@ -110,6 +141,9 @@ struct Shared {
     taken: Mutex<Taken>,
     /// Completed URLs whose leases have yet to end on the server.
     done: Mutex<Vec<Done>>,
+    /// Popped URLs dropped without being completed, to give back to the
+    /// queue with the next pipeline.
+    dropped: Mutex<Vec<TakenUrl>>,
     /// Numbers pushed items, and marks completions among them.
     order: PushOrder,
     /// Items one shard may hold before pushes send or refuse.
@@ -195,6 +229,7 @@ impl FleetFrontier {
             outboxes: (0..shards).map(|_| Mutex::new(Outbox::default())).collect(),
             taken: Mutex::new(Taken::default()),
             done: Mutex::new(Vec::new()),
+            dropped: Mutex::new(Vec::new()),
             order: PushOrder::new(),
             state: RwLock::new(State::default()),
             client,
@@ -254,7 +289,10 @@ impl FleetFrontier {
     /// [`Error::ServerUnavailable`] (or another server error); a take whose
     /// answer was lost is finished by the next call, so no URL is lost.
     pub fn pop(&self) -> Result<Option<Leased>, Error> {
-        self.shared.pop()
+        Ok(self.shared.pop()?.map(|page| Leased {
+            page: Some(page),
+            owner: Arc::clone(&self.shared),
+        }))
     }
 
     /// Says a popped URL is done: its links are pushed (the pushes have
@@ -263,8 +301,10 @@ impl FleetFrontier {
     /// client, once every URL of the take is completed and the server has
     /// answered every push made before. Until then it is renewed; if this
     /// process dies first, the take's URLs are crawled again by others.
-    pub fn complete(&self, page: Leased) {
-        self.shared.complete(page.0);
+    pub fn complete(&self, mut page: Leased) {
+        if let Some(page) = page.page.take() {
+            self.shared.complete(page);
+        }
     }
 
     /// Whether the whole fleet is out of work: no live process holds,
@@ -415,9 +455,12 @@ impl Shared {
         self.send(&shards)
     }
 
-    /// Moves the completions whose pushes have all been answered onto the
-    /// next pipeline.
+    /// Moves the URLs dropped without being completed, and the completions
+    /// whose pushes have all been answered, onto the next pipeline.
     fn queue_completions(&self, wire: &mut Wire) {
+        for page in mem::take(&mut *lock(&self.dropped)) {
+            self.client.release(wire, page.shard, page.token, page.url);
+        }
         let answered_below = (self.outboxes.iter())
             .filter_map(|outbox| lock(outbox).oldest())
             .min()
@@ -439,7 +482,7 @@ impl Shared {
         }
     }
 
-    fn pop(&self) -> Result<Option<Leased>, Error> {
+    fn pop(&self) -> Result<Option<TakenUrl>, Error> {
         if let Some(page) = self.pop_taken(Vec::new()) {
             return Ok(Some(page));
         }
@@ -471,12 +514,20 @@ impl Shared {
     }
 
     /// Adds `urls` to what this process took, and pops one.
-    fn pop_taken(&self, urls: Vec<TakenUrl>) -> Option<Leased> {
+    fn pop_taken(&self, urls: Vec<TakenUrl>) -> Option<TakenUrl> {
         let mut taken = lock(&self.taken);
         taken.buffer.extend(urls);
         let page = taken.buffer.pop_front();
         taken.in_hand += usize::from(page.is_some());
-        page.map(Leased)
+        page
+    }
+
+    /// A popped URL dropped without being completed: given back to the
+    /// queue with the next pipeline (see `queue_completions`).
+    fn give_back(&self, page: TakenUrl) {
+        lock(&self.dropped).push(page);
+        let mut taken = lock(&self.taken);
+        taken.in_hand = taken.in_hand.saturating_sub(1);
     }
 
     fn complete(&self, page: TakenUrl) {
@@ -505,6 +556,7 @@ impl Shared {
                 }
                 if wire.has_unfinished_take()
                     || !lock(&self.done).is_empty()
+                    || !lock(&self.dropped).is_empty()
                     || self.outboxes.iter().any(|outbox| lock(outbox).held() > 0)
                 {
                     return Ok(false);

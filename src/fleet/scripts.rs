@@ -121,6 +121,33 @@ redis.call('LTRIM', KEYS[1], #taken, -1)
 return taken
 ";
 
+/// Gives back URL ARGV[2] of lease ARGV[1] (a page its process dropped
+/// without completing): off the take's URLs and back at the head of the
+/// queue, once; the lease ends with its last URL. Answers 1 when it gave
+/// the URL back, 0 when the lease no longer holds it (given back before,
+/// or the lease expired and its URLs went back whole).
+///
+/// KEYS: queue, inflight, leases.
+const RELEASE: &str = r"
+local held = redis.call('HGET', KEYS[2], ARGV[1])
+if not held then return 0 end
+local urls = cjson.decode(held)
+for at = 1, #urls do
+  if urls[at] == ARGV[2] then
+    table.remove(urls, at)
+    redis.call('LPUSH', KEYS[1], ARGV[2])
+    if #urls == 0 then
+      redis.call('HDEL', KEYS[2], ARGV[1])
+      redis.call('ZREM', KEYS[3], ARGV[1])
+    else
+      redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(urls))
+    end
+    return 1
+  end
+end
+return 0
+";
+
 /// Extends the leases ARGV[2..] by ARGV[1] milliseconds from now; a token
 /// that expired stays expired (its URLs are back on the queue). Answers
 /// how many were extended.
@@ -233,6 +260,7 @@ pub(crate) struct Scripts {
     offer: Script,
     take: Script,
     renew: Script,
+    release: Script,
     pending: Script,
     state: Script,
     census: Script,
@@ -249,6 +277,7 @@ impl Scripts {
                 offer: Script::new(OFFER.to_string()),
                 take: on_queue(TAKE),
                 renew: on_queue(RENEW),
+                release: Script::new(RELEASE.to_string()),
                 pending: on_queue(PENDING),
                 state: Script::new(STATE.to_string()),
                 census: Script::new(CENSUS.to_string()),
@@ -258,11 +287,12 @@ impl Scripts {
     }
 
     /// All of them, to load.
-    pub(crate) fn all(&self) -> [&Script; 7] {
+    pub(crate) fn all(&self) -> [&Script; 8] {
         [
             &self.offer,
             &self.take,
             &self.renew,
+            &self.release,
             &self.pending,
             &self.state,
             &self.census,
@@ -342,6 +372,13 @@ pub(crate) fn renew(shard: &ShardKeys, tokens: &[String], lease_ms: u64) -> Cmd 
     for token in tokens {
         command.arg(token);
     }
+    command
+}
+
+/// Gives `url` of `shard`'s lease `token` back to the queue.
+pub(crate) fn release(shard: &ShardKeys, token: &str, url: &str) -> Cmd {
+    let mut command = scripts().release.run(&queue_keys(shard));
+    command.arg(token).arg(url);
     command
 }
 
