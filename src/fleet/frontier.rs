@@ -217,6 +217,8 @@ impl FleetFrontier {
     /// # Errors
     ///
     /// [`Error::InvalidFleetConfig`] for a setting out of range,
+    /// [`Error::FleetTimesConflict`] for a `retry_for` longer than the
+    /// `lease` leaves room for, or a `result_ttl` shorter than it,
     /// [`Error::ServerUnavailable`] when the server cannot be reached,
     /// [`Error::ModuleMissing`] when it has no `BF.*` commands,
     /// [`Error::FleetSettingsDiffer`] when the fleet's first client used

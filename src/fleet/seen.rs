@@ -54,6 +54,8 @@ impl FleetSeen {
     /// # Errors
     ///
     /// [`Error::InvalidFleetConfig`] for a setting out of range,
+    /// [`Error::FleetTimesConflict`] for a `retry_for` longer than the
+    /// `lease` leaves room for, or a `result_ttl` shorter than it,
     /// [`Error::ServerUnavailable`] when the server cannot be reached,
     /// [`Error::ModuleMissing`] when it has no `BF.*` commands.
     pub fn connect(config: &FleetConfig) -> Result<FleetSeen, Error> {
