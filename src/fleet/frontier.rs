@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::client::{Batch, Client, TakenUrl, Wire};
 use super::{lock, FleetConfig, FleetStats};
-use crate::push_order::PushOrder;
+use crate::push_order::{Completions, PushOrder};
 use crate::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use crate::Error;
 
@@ -53,15 +53,6 @@ struct Taken {
     buffer: VecDeque<TakenUrl>,
     /// Popped and not yet completed.
     in_hand: usize,
-}
-
-/// A completed URL whose lease ends once every push numbered below
-/// `after` has been answered.
-#[derive(Debug)]
-struct Done {
-    /// The shard and lease token the URL came under.
-    lease: (usize, String),
-    after: u64,
 }
 
 /// Whether this client is marked busy on the server, and whether the last
@@ -139,8 +130,9 @@ struct Shared {
     state: RwLock<State>,
     outboxes: Vec<Mutex<Outbox>>,
     taken: Mutex<Taken>,
-    /// Completed URLs whose leases have yet to end on the server.
-    done: Mutex<Vec<Done>>,
+    /// Completed URLs whose leases have yet to end on the server, by
+    /// shard and lease token.
+    done: Completions<(usize, String)>,
     /// Popped URLs dropped without being completed, to give back to the
     /// queue with the next pipeline.
     dropped: Mutex<Vec<TakenUrl>>,
@@ -230,7 +222,7 @@ impl FleetFrontier {
             held_per_shard: (config.max_buffered / shards).max(config.batch_size),
             outboxes: (0..shards).map(|_| Mutex::new(Outbox::default())).collect(),
             taken: Mutex::new(Taken::default()),
-            done: Mutex::new(Vec::new()),
+            done: Completions::new(),
             dropped: Mutex::new(Vec::new()),
             order: PushOrder::new(),
             state: RwLock::new(State::default()),
@@ -463,23 +455,18 @@ impl Shared {
         for page in mem::take(&mut *lock(&self.dropped)) {
             self.client.release(wire, page.shard, page.token, page.url);
         }
-        let answered_below = (self.outboxes.iter())
-            .filter_map(|outbox| lock(outbox).oldest())
-            .min()
-            .unwrap_or(u64::MAX);
-        let mut done = lock(&self.done);
-        if done.is_empty() {
-            return;
-        }
-        let mut ready: HashMap<(usize, String), usize> = HashMap::new();
-        done.retain_mut(|entry| {
-            if entry.after > answered_below {
-                return true;
-            }
-            *ready.entry(mem::take(&mut entry.lease)).or_default() += 1;
-            false
+        // The completions first, the outboxes after (see `take_ready`).
+        let ready = self.done.take_ready(|| {
+            (self.outboxes.iter())
+                .filter_map(|outbox| lock(outbox).oldest())
+                .min()
+                .unwrap_or(u64::MAX)
         });
-        for ((shard, token), count) in ready {
+        let mut counts: HashMap<(usize, String), usize> = HashMap::new();
+        for lease in ready {
+            *counts.entry(lease).or_default() += 1;
+        }
+        for ((shard, token), count) in counts {
             self.client.complete(wire, shard, token, count);
         }
     }
@@ -537,8 +524,7 @@ impl Shared {
         // buffered the URL saw a bit set inside that outbox's lock: the
         // mark passes through every lock (see `push_order`).
         let after = self.order.mark(&self.outboxes);
-        let lease = (page.shard, page.token);
-        lock(&self.done).push(Done { lease, after });
+        self.done.record((page.shard, page.token), after);
         let mut taken = lock(&self.taken);
         taken.in_hand = taken.in_hand.saturating_sub(1);
     }
@@ -557,7 +543,7 @@ impl Shared {
                     }
                 }
                 if wire.has_unfinished_take()
-                    || !lock(&self.done).is_empty()
+                    || !self.done.is_empty()
                     || !lock(&self.dropped).is_empty()
                     || self.outboxes.iter().any(|outbox| lock(outbox).held() > 0)
                 {
