@@ -504,3 +504,79 @@ fn a_leased_url_dropped_without_complete_is_crawled_and_the_fleet_finishes() {
     crawled.sort();
     assert_eq!(crawled, urls, "every URL crawled once, the dropped one too");
 }
+
+/// A batch refused part-way (a full filter that cannot grow) keeps the
+/// answers of the items its first run added: offered again once the
+/// filter has room, every item is answered new, once. While the refusal
+/// lasts, calls for other items go on.
+#[test]
+fn a_batch_refused_part_way_keeps_its_answers_and_holds_up_only_its_items() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let config = FleetConfig::new(server.url())
+        .prefix("partway")
+        .shards(2)
+        .without_local_filter()
+        .retry_for(Duration::from_millis(300));
+    let seen = FleetSeen::connect(&config).unwrap();
+    let warm: Vec<String> = (0..20).map(|n| format!("warm{n}")).collect();
+    assert!(seen.insert_many(&warm).unwrap().iter().all(|&new| new));
+    let mut connection = server.connect();
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg("partway:seen:*")
+        .query(&mut connection)
+        .unwrap();
+    keys.sort();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    let full = &keys[0];
+    let reserve = |capacity: usize, nonscaling: bool, connection: &mut redis::Connection| {
+        redis::cmd("DEL").arg(full).query::<()>(connection).unwrap();
+        let mut reserve = redis::cmd("BF.RESERVE");
+        reserve.arg(full).arg(0.0001).arg(capacity);
+        if nonscaling {
+            reserve.arg("NONSCALING");
+        }
+        reserve.query::<()>(connection).unwrap();
+    };
+    reserve(10, true, &mut connection);
+    let items: Vec<String> = (0..200).map(|n| format!("item{n}")).collect();
+    match seen.insert_many(&items) {
+        Err(Error::ServerRefused { message, .. }) => assert!(message.contains("full"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    // Other items, one a call: those of the other shard are answered.
+    let mut answered = 0;
+    for n in 0..40 {
+        if let Ok(new) = seen.insert(&format!("other{n}")) {
+            assert!(new, "other{n} answered seen");
+            answered += 1;
+        }
+    }
+    assert!(answered > 0, "a refused batch held up every call");
+    // Room again, keeping what the full filter holds.
+    let offered: Vec<String> = (items.iter().cloned())
+        .chain((0..40).map(|n| format!("other{n}")))
+        .collect();
+    let held: Vec<i64> = redis::cmd("BF.MEXISTS")
+        .arg(full)
+        .arg(&offered)
+        .query(&mut connection)
+        .unwrap();
+    let held: Vec<&String> = (offered.iter().zip(held))
+        .filter(|(_, held)| *held == 1)
+        .map(|(item, _)| item)
+        .collect();
+    assert!(!held.is_empty(), "the first run added nothing");
+    reserve(10_000, false, &mut connection);
+    redis::cmd("BF.MADD")
+        .arg(full)
+        .arg(&held)
+        .query::<()>(&mut connection)
+        .unwrap();
+    let answers = seen.insert_many(&items).expect("room again");
+    let lost: Vec<&String> = (items.iter().zip(&answers))
+        .filter(|(_, &new)| !new)
+        .map(|(item, _)| item)
+        .collect();
+    assert!(lost.is_empty(), "answered seen, never new: {lost:?}");
+    assert!(seen.insert_many(&items).unwrap().iter().all(|&new| !new));
+}
