@@ -131,6 +131,11 @@ impl<K> Completions<K> {
             .push((key, after));
     }
 
+    /// Completions waiting.
+    pub fn len(&self) -> usize {
+        (self.done.lock().unwrap_or_else(PoisonError::into_inner)).len()
+    }
+
     /// Whether no completion waits.
     pub fn is_empty(&self) -> bool {
         (self.done.lock().unwrap_or_else(PoisonError::into_inner)).is_empty()

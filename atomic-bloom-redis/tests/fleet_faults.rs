@@ -580,3 +580,89 @@ fn a_batch_refused_part_way_keeps_its_answers_and_holds_up_only_its_items() {
     assert!(lost.is_empty(), "answered seen, never new: {lost:?}");
     assert!(seen.insert_many(&items).unwrap().iter().all(|&new| !new));
 }
+
+/// A shard whose batches are refused (a full filter that cannot grow)
+/// holds back the completions of the pages crawled meanwhile (their links
+/// wait in its batch): past `max_buffered` of them the client takes no
+/// more work and says why, instead of growing without bound; once the
+/// filter has room, the batches go, and the fleet finishes.
+#[test]
+fn a_refused_batch_bounds_what_a_frontier_holds_back_and_the_fleet_finishes() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let config = config(&server.url(), "pinned")
+        .shards(2)
+        .batch_size(8)
+        .max_buffered(32)
+        .pop_batch(8);
+    let frontier = FleetFrontier::connect(&config).unwrap();
+    let seeds: Vec<String> = (0..400)
+        .map(|n| format!("https://example.com/seed{n}"))
+        .collect();
+    for url in &seeds {
+        frontier.push(url.clone()).unwrap();
+    }
+    frontier.flush().unwrap();
+    let mut connection = server.connect();
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg("pinned:seen:*")
+        .query(&mut connection)
+        .unwrap();
+    keys.sort();
+    let full = keys[0].clone();
+    let reserve = |capacity: usize, nonscaling: bool, connection: &mut redis::Connection| {
+        redis::cmd("DEL")
+            .arg(&full)
+            .query::<()>(connection)
+            .unwrap();
+        let mut reserve = redis::cmd("BF.RESERVE");
+        reserve.arg(&full).arg(0.0001).arg(capacity);
+        if nonscaling {
+            reserve.arg("NONSCALING");
+        }
+        reserve.query::<()>(connection).unwrap();
+    };
+    // Shard 0's filter is full: every link for it is refused from now on.
+    reserve(1, true, &mut connection);
+    redis::cmd("BF.ADD")
+        .arg(&full)
+        .arg("filler")
+        .query::<()>(&mut connection)
+        .unwrap();
+    let mut crawled = 0;
+    let mut stopped = None;
+    for _ in 0..400 {
+        match frontier.pop() {
+            Ok(Some(page)) => {
+                for link in 0..4 {
+                    frontier.push(format!("{}/{link}", page.url())).ok();
+                }
+                frontier.complete(page);
+                crawled += 1;
+            }
+            Ok(None) => break,
+            Err(error) => {
+                stopped = Some(error);
+                break;
+            }
+        }
+    }
+    let taken = frontier.stats().taken;
+    assert!(
+        stopped.is_some(),
+        "took {taken} URLs and crawled {crawled} pages with their completions held back"
+    );
+    assert!(
+        stopped.unwrap().to_string().contains("full"),
+        "the error says why"
+    );
+    assert!(taken <= 32 + 2 * 8 + 8, "took {taken} URLs");
+    // Room again (keeping what it held): the fleet finishes.
+    reserve(100_000, false, &mut connection);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !frontier.is_finished().unwrap_or(false) {
+        assert!(Instant::now() < deadline, "the fleet never finished");
+        while let Ok(Some(page)) = frontier.pop() {
+            frontier.complete(page);
+        }
+    }
+}

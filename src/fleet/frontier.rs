@@ -282,6 +282,9 @@ impl FleetFrontier {
     ///
     /// [`Error::ServerUnavailable`] (or another server error); a take whose
     /// answer was lost is finished by the next call, so no URL is lost.
+    /// The error of the batches that cannot be sent, with nothing taken,
+    /// once [`max_buffered`](FleetConfig::max_buffered) completions wait
+    /// for them (their pages' links are in those batches).
     pub fn pop(&self) -> Result<Option<Leased>, Error> {
         Ok(self.shared.pop()?.map(|page| Leased {
             page: Some(page),
@@ -479,6 +482,14 @@ impl Shared {
         // others; its error comes back when there is nothing to pop.
         let flushed = self.flush();
         let client = &self.client;
+        // Completions held back by batches that cannot be sent pile up with
+        // every page crawled: past `max_buffered` of them, no more work is
+        // taken until the batches go, so this client's maps stay bounded.
+        if let Err(error) = &flushed {
+            if self.done.len() >= client.config.max_buffered {
+                return Err(error.clone());
+            }
+        }
         let idle = !self
             .state
             .read()

@@ -287,7 +287,9 @@ impl FleetConfig {
 
     /// Items the client holds for the server at most, over all shards;
     /// past it, a push that cannot send returns the error instead of
-    /// buffering. At least `batch_size`.
+    /// buffering. At least `batch_size`. A frontier also stops taking
+    /// work (its `pop` returns the error) while this many completed pages
+    /// wait for batches that cannot be sent.
     pub fn max_buffered(mut self, items: usize) -> Self {
         self.max_buffered = items;
         self
