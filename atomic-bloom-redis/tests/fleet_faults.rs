@@ -666,3 +666,32 @@ fn a_refused_batch_bounds_what_a_frontier_holds_back_and_the_fleet_finishes() {
         }
     }
 }
+
+/// Calls of more batches than a pipeline carries acknowledgements for:
+/// the batches' answers on the server (and the acknowledgements the
+/// client keeps) stay bounded.
+#[test]
+fn acknowledgements_do_not_pile_up_when_a_call_makes_many_batches() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let config = FleetConfig::new(server.url())
+        .prefix("acks")
+        .shards(2)
+        .batch_size(1)
+        .without_local_filter();
+    let seen = FleetSeen::connect(&config).unwrap();
+    for round in 0..4 {
+        let items: Vec<String> = (0..1000).map(|n| format!("r{round}-{n}")).collect();
+        assert!(seen.insert_many(&items).unwrap().iter().all(|&new| new));
+    }
+    seen.insert("last").unwrap();
+    let mut connection = server.connect();
+    let answers: Vec<String> = redis::cmd("KEYS")
+        .arg("acks:result:*")
+        .query(&mut connection)
+        .unwrap();
+    assert!(
+        answers.len() <= 600,
+        "{} batch answers left on the server",
+        answers.len()
+    );
+}

@@ -460,7 +460,20 @@ impl Client {
                 Ok(flags.iter().map(|&flag| flag == b'1').collect())
             }));
         }
+        self.send_excess_piggyback(wire);
         answers
+    }
+
+    /// Sends what waits to ride on a pipeline beyond what the next one
+    /// carries (a call of more than that many batches leaves as many
+    /// acknowledgements): otherwise each such call would add more than the
+    /// next one takes, and they would pile up on both sides.
+    fn send_excess_piggyback(&self, wire: &mut Wire) {
+        let mut rounds = wire.piggyback.len() / PIGGYBACK_PER_PIPELINE;
+        while rounds > 0 && wire.piggyback.len() > PIGGYBACK_PER_PIPELINE {
+            self.execute(wire, &[]);
+            rounds -= 1;
+        }
     }
 
     /// Takes up to `count` URLs from the fleet's queues, spread over the
