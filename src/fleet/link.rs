@@ -452,10 +452,22 @@ impl Link {
             pipeline.add_command(script.load()).ignore();
         }
         pipeline.cmd("ASKING").ignore().add_command(cmd.clone());
-        let (reply,): (Value,) = pipeline
+        // The same waits as any pipeline: a write answered through ASK is
+        // as easily undone by a failover as any other.
+        self.durability.append(&mut pipeline);
+        let replies: Vec<Value> = pipeline
             .query(connection)
             .map_err(|error| classify(&address, key, &error))?;
-        Ok(reply)
+        let Some((reply, waits)) = replies.split_first() else {
+            return Err(Failure::Unreachable {
+                node: address,
+                reason: "an ASK pipeline's replies were missing".to_string(),
+            });
+        };
+        if let Some(failure) = self.durability.check(&address, waits) {
+            return Err(failure);
+        }
+        Ok(reply.clone())
     }
 }
 
