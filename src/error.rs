@@ -261,6 +261,22 @@ pub enum Error {
         /// This client's value.
         this: String,
     },
+    /// Two fleet times that bound each other do not fit: `setting` must be
+    /// at most (or at least) `limit`, which the other settings named in
+    /// `reason` decide.
+    #[cfg(feature = "redis")]
+    FleetTimesConflict {
+        /// The setting that does not fit.
+        setting: &'static str,
+        /// Its value.
+        value: std::time::Duration,
+        /// `"at most"` or `"at least"`.
+        bound: &'static str,
+        /// The bound, from the other settings.
+        limit: std::time::Duration,
+        /// Why, and which other setting to change instead.
+        reason: &'static str,
+    },
     /// A fleet configuration value is out of range.
     #[cfg(feature = "redis")]
     InvalidFleetConfig {
@@ -481,6 +497,18 @@ impl fmt::Display for Error {
                 "this client's {setting} is {this} but the fleet's is {fleet} (stored in \
                  {key}): start every process with the same shards, capacity, error rate and \
                  expansion, or give this fleet another prefix"
+            ),
+            #[cfg(feature = "redis")]
+            Error::FleetTimesConflict {
+                setting,
+                value,
+                bound,
+                limit,
+                reason,
+            } => write!(
+                f,
+                "fleet setting `{setting}` is {value:?} but must be {bound} {limit:?}: {reason}; \
+                 set `{setting}` to {bound} {limit:?}"
             ),
             #[cfg(feature = "redis")]
             Error::InvalidFleetConfig { setting, expected } => {

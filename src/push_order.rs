@@ -76,3 +76,98 @@ impl PushOrder {
         self.next.load(Ordering::Relaxed)
     }
 }
+
+/// Completed pages whose leases wait for their pushes to be answered: each
+/// a key (its lease) and the mark of its completion.
+///
+/// # Example
+///
+/// ```
+/// # #[cfg(not(atomic_bloom_loom))] {
+/// use std::sync::Mutex;
+/// use atomic_bloom::push_order::{Completions, PushOrder};
+///
+/// let order = PushOrder::new();
+/// let lanes = vec![Mutex::new(Vec::new())];
+/// let completions = Completions::new();
+/// let number = {
+///     let mut lane = lanes[0].lock().unwrap();
+///     let number = order.number();
+///     lane.push(number);
+///     number
+/// };
+/// completions.record("page", order.mark(&lanes));
+/// // The push is not answered yet: the page waits.
+/// assert!(completions.take_ready(|| number).is_empty());
+/// // Answered: the page is ready.
+/// assert_eq!(completions.take_ready(|| u64::MAX), ["page"]);
+/// # }
+/// ```
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Completions<K> {
+    done: Mutex<Vec<(K, u64)>>,
+}
+
+impl<K> Default for Completions<K> {
+    fn default() -> Self {
+        Completions::new()
+    }
+}
+
+impl<K> Completions<K> {
+    /// None yet.
+    pub fn new() -> Completions<K> {
+        Completions {
+            done: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Records a completion of `key` marked `after` (by [`PushOrder::mark`]).
+    pub fn record(&self, key: K, after: u64) {
+        self.done
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((key, after));
+    }
+
+    /// Completions waiting.
+    pub fn len(&self) -> usize {
+        (self.done.lock().unwrap_or_else(PoisonError::into_inner)).len()
+    }
+
+    /// Whether no completion waits.
+    pub fn is_empty(&self) -> bool {
+        (self.done.lock().unwrap_or_else(PoisonError::into_inner)).is_empty()
+    }
+
+    /// Takes the completions whose pushes have all been answered: those
+    /// marked at or below `answered_below()`, the oldest unanswered push
+    /// number over every lane (`u64::MAX` when none waits).
+    ///
+    /// The completions are read first and the lanes after: a completion
+    /// recorded after its pushes went in their lanes is then never judged
+    /// by a look at the lanes older than it (the other order let a thread
+    /// buffer a push and complete its page between the look and the read,
+    /// and the page's lease end went out with its push still buffered).
+    pub fn take_ready(&self, answered_below: impl FnOnce() -> u64) -> Vec<K> {
+        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+        if done.is_empty() {
+            return Vec::new();
+        }
+        // Lanes are locked inside this lock; a completion locks lanes
+        // before this one and never both at once, so no cycle.
+        let below = answered_below();
+        let mut ready = Vec::new();
+        let mut waiting = Vec::with_capacity(done.len());
+        for (key, after) in done.drain(..) {
+            if after <= below {
+                ready.push(key);
+            } else {
+                waiting.push((key, after));
+            }
+        }
+        *done = waiting;
+        ready
+    }
+}

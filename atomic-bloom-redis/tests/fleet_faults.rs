@@ -421,3 +421,277 @@ fn an_out_of_memory_server_is_an_error_and_loses_nothing() {
         assert!(frontier.is_finished().unwrap());
     }
 }
+
+/// The fleet's own keys (its settings, its busy clients) sit under one
+/// hash tag per prefix whatever the shard count, so a process started
+/// with another shard count is refused instead of crawling as a second
+/// fleet, under any prefix (the default one included).
+#[test]
+fn a_process_with_another_shard_count_is_refused_under_any_prefix() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    for (prefix, first, others) in [("atomic-bloom", 8, &[4, 16][..]), ("crawl", 4, &[2][..])] {
+        let settled = FleetConfig::new(server.url()).prefix(prefix).shards(first);
+        let _fleet = FleetFrontier::connect(&settled).expect("the first client settles the fleet");
+        for &shards in others {
+            let other = settled.clone().shards(shards);
+            let refusals = [
+                FleetFrontier::connect(&other).map(|_| ()),
+                FleetSeen::connect(&other).map(|_| ()),
+            ];
+            for refusal in refusals {
+                match refusal {
+                    Err(Error::FleetSettingsDiffer {
+                        setting,
+                        fleet,
+                        this,
+                        ..
+                    }) => assert_eq!(
+                        (setting.as_str(), fleet, this),
+                        ("shards", first.to_string(), shards.to_string()),
+                        "prefix {prefix}"
+                    ),
+                    other => panic!("prefix {prefix}, {first} then {shards} shards: {other:?}"),
+                }
+            }
+        }
+    }
+}
+
+/// A worker that panics (or returns early with `?`) drops its `Leased`
+/// without completing it: the URL goes back on the queue, another client
+/// crawls it, and the fleet finishes, the dropping client included,
+/// long before the lease would have ended.
+#[test]
+fn a_leased_url_dropped_without_complete_is_crawled_and_the_fleet_finishes() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    // A lease far longer than the test: only giving it back ends it.
+    let config = config(&server.url(), "dropped").lease(Duration::from_secs(120));
+    let dropper = FleetFrontier::connect(&config).unwrap();
+    let urls: Vec<String> = (0..5)
+        .map(|page| format!("https://example.com/{page}"))
+        .collect();
+    for url in &urls {
+        dropper.push(url.clone()).unwrap();
+    }
+    dropper.flush().unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let page = dropper.pop().unwrap().expect("a URL");
+        panic!("a worker fails while crawling {}", page.url());
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(dropper.held().1, 0, "the dropped page is no longer in hand");
+    let other = FleetFrontier::connect(&config).unwrap();
+    let mut crawled = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        for frontier in [&other, &dropper] {
+            while let Some(page) = frontier.pop().unwrap() {
+                crawled.push(page.url().to_string());
+                frontier.complete(page);
+            }
+        }
+        // Each client checks (and so goes idle) every round.
+        let finished = [&other, &dropper].map(|frontier| frontier.is_finished().unwrap());
+        if finished == [true, true] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the fleet never finished; crawled {crawled:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    crawled.sort();
+    assert_eq!(crawled, urls, "every URL crawled once, the dropped one too");
+}
+
+/// A batch refused part-way (a full filter that cannot grow) keeps the
+/// answers of the items its first run added: offered again once the
+/// filter has room, every item is answered new, once. While the refusal
+/// lasts, calls for other items go on.
+#[test]
+fn a_batch_refused_part_way_keeps_its_answers_and_holds_up_only_its_items() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let config = FleetConfig::new(server.url())
+        .prefix("partway")
+        .shards(2)
+        .without_local_filter()
+        .retry_for(Duration::from_millis(300));
+    let seen = FleetSeen::connect(&config).unwrap();
+    let warm: Vec<String> = (0..20).map(|n| format!("warm{n}")).collect();
+    assert!(seen.insert_many(&warm).unwrap().iter().all(|&new| new));
+    let mut connection = server.connect();
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg("partway:seen:*")
+        .query(&mut connection)
+        .unwrap();
+    keys.sort();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    let full = &keys[0];
+    let reserve = |capacity: usize, nonscaling: bool, connection: &mut redis::Connection| {
+        redis::cmd("DEL").arg(full).query::<()>(connection).unwrap();
+        let mut reserve = redis::cmd("BF.RESERVE");
+        reserve.arg(full).arg(0.0001).arg(capacity);
+        if nonscaling {
+            reserve.arg("NONSCALING");
+        }
+        reserve.query::<()>(connection).unwrap();
+    };
+    reserve(10, true, &mut connection);
+    let items: Vec<String> = (0..200).map(|n| format!("item{n}")).collect();
+    match seen.insert_many(&items) {
+        Err(Error::ServerRefused { message, .. }) => assert!(message.contains("full"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    // Other items, one a call: those of the other shard are answered.
+    let mut answered = 0;
+    for n in 0..40 {
+        if let Ok(new) = seen.insert(&format!("other{n}")) {
+            assert!(new, "other{n} answered seen");
+            answered += 1;
+        }
+    }
+    assert!(answered > 0, "a refused batch held up every call");
+    // Room again, keeping what the full filter holds.
+    let offered: Vec<String> = (items.iter().cloned())
+        .chain((0..40).map(|n| format!("other{n}")))
+        .collect();
+    let held: Vec<i64> = redis::cmd("BF.MEXISTS")
+        .arg(full)
+        .arg(&offered)
+        .query(&mut connection)
+        .unwrap();
+    let held: Vec<&String> = (offered.iter().zip(held))
+        .filter(|(_, held)| *held == 1)
+        .map(|(item, _)| item)
+        .collect();
+    assert!(!held.is_empty(), "the first run added nothing");
+    reserve(10_000, false, &mut connection);
+    redis::cmd("BF.MADD")
+        .arg(full)
+        .arg(&held)
+        .query::<()>(&mut connection)
+        .unwrap();
+    let answers = seen.insert_many(&items).expect("room again");
+    let lost: Vec<&String> = (items.iter().zip(&answers))
+        .filter(|(_, &new)| !new)
+        .map(|(item, _)| item)
+        .collect();
+    assert!(lost.is_empty(), "answered seen, never new: {lost:?}");
+    assert!(seen.insert_many(&items).unwrap().iter().all(|&new| !new));
+}
+
+/// A shard whose batches are refused (a full filter that cannot grow)
+/// holds back the completions of the pages crawled meanwhile (their links
+/// wait in its batch): past `max_buffered` of them the client takes no
+/// more work and says why, instead of growing without bound; once the
+/// filter has room, the batches go, and the fleet finishes.
+#[test]
+fn a_refused_batch_bounds_what_a_frontier_holds_back_and_the_fleet_finishes() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let config = config(&server.url(), "pinned")
+        .shards(2)
+        .batch_size(8)
+        .max_buffered(32)
+        .pop_batch(8);
+    let frontier = FleetFrontier::connect(&config).unwrap();
+    let seeds: Vec<String> = (0..400)
+        .map(|n| format!("https://example.com/seed{n}"))
+        .collect();
+    for url in &seeds {
+        frontier.push(url.clone()).unwrap();
+    }
+    frontier.flush().unwrap();
+    let mut connection = server.connect();
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg("pinned:seen:*")
+        .query(&mut connection)
+        .unwrap();
+    keys.sort();
+    let full = keys[0].clone();
+    let reserve = |capacity: usize, nonscaling: bool, connection: &mut redis::Connection| {
+        redis::cmd("DEL")
+            .arg(&full)
+            .query::<()>(connection)
+            .unwrap();
+        let mut reserve = redis::cmd("BF.RESERVE");
+        reserve.arg(&full).arg(0.0001).arg(capacity);
+        if nonscaling {
+            reserve.arg("NONSCALING");
+        }
+        reserve.query::<()>(connection).unwrap();
+    };
+    // Shard 0's filter is full: every link for it is refused from now on.
+    reserve(1, true, &mut connection);
+    redis::cmd("BF.ADD")
+        .arg(&full)
+        .arg("filler")
+        .query::<()>(&mut connection)
+        .unwrap();
+    let mut crawled = 0;
+    let mut stopped = None;
+    for _ in 0..400 {
+        match frontier.pop() {
+            Ok(Some(page)) => {
+                for link in 0..4 {
+                    frontier.push(format!("{}/{link}", page.url())).ok();
+                }
+                frontier.complete(page);
+                crawled += 1;
+            }
+            Ok(None) => break,
+            Err(error) => {
+                stopped = Some(error);
+                break;
+            }
+        }
+    }
+    let taken = frontier.stats().taken;
+    assert!(
+        stopped.is_some(),
+        "took {taken} URLs and crawled {crawled} pages with their completions held back"
+    );
+    assert!(
+        stopped.unwrap().to_string().contains("full"),
+        "the error says why"
+    );
+    assert!(taken <= 32 + 2 * 8 + 8, "took {taken} URLs");
+    // Room again (keeping what it held): the fleet finishes.
+    reserve(100_000, false, &mut connection);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !frontier.is_finished().unwrap_or(false) {
+        assert!(Instant::now() < deadline, "the fleet never finished");
+        while let Ok(Some(page)) = frontier.pop() {
+            frontier.complete(page);
+        }
+    }
+}
+
+/// Calls of more batches than a pipeline carries acknowledgements for:
+/// the batches' answers on the server (and the acknowledgements the
+/// client keeps) stay bounded.
+#[test]
+fn acknowledgements_do_not_pile_up_when_a_call_makes_many_batches() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let config = FleetConfig::new(server.url())
+        .prefix("acks")
+        .shards(2)
+        .batch_size(1)
+        .without_local_filter();
+    let seen = FleetSeen::connect(&config).unwrap();
+    for round in 0..4 {
+        let items: Vec<String> = (0..1000).map(|n| format!("r{round}-{n}")).collect();
+        assert!(seen.insert_many(&items).unwrap().iter().all(|&new| new));
+    }
+    seen.insert("last").unwrap();
+    let mut connection = server.connect();
+    let answers: Vec<String> = redis::cmd("KEYS")
+        .arg("acks:result:*")
+        .query(&mut connection)
+        .unwrap();
+    assert!(
+        answers.len() <= 600,
+        "{} batch answers left on the server",
+        answers.len()
+    );
+}

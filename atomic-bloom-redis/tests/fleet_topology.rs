@@ -134,6 +134,12 @@ fn a_node_that_dies_stops_only_its_own_shards() {
             other.complete(page);
         }
     }
+    // The other client, idle, takes from the live shards (the children
+    // pushed above wait there) although a node is down.
+    assert!(
+        !taken_by_other.is_empty(),
+        "a client that joined while a node was down popped nothing from the live shards"
+    );
     assert!(
         !taken_by_other.contains(held.url()),
         "{} went to another client while its holder lived",
@@ -342,4 +348,81 @@ fn wait_for_aof_waits_for_the_fsync_and_refuses_a_server_without_it() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// A take answered through `ASK` (its slot migrating, its keys already on
+/// the node the slot moves to) waits for the replicas as any other: with
+/// that node's replica gone, no URL is handed out from it, since a
+/// failover could undo the take.
+#[test]
+fn a_take_answered_through_ask_waits_for_the_replicas() {
+    let mut cluster = Cluster::start(Kind::Valkey, 2);
+    cluster.add_replica(Kind::Valkey, 0);
+    let replica_of_second = cluster.add_replica(Kind::Valkey, 1);
+    let config = config(&cluster.nodes[0].url(), "asked", 2)
+        .retry_for(Duration::from_millis(300))
+        .lease(Duration::from_secs(30))
+        .wait_for_replicas(1, Duration::from_millis(200));
+    let holder = FleetFrontier::connect(&config).unwrap();
+    for n in 0..200 {
+        holder.push(format!("https://site{n}.example/")).unwrap();
+    }
+    holder.flush().unwrap();
+    // A take held, so that shard 0's lease keys exist.
+    let held = holder.pop().unwrap().expect("a URL");
+    // Shard 0 (on the first node) moves to the second, every key of it,
+    // and the slot stays migrating: its commands are answered through ASK.
+    let (source, target) = (&cluster.nodes[0], &cluster.nodes[1]);
+    let mut from = source.connect();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("asked:queue:*")
+        .query(&mut from)
+        .unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let slot = key_slot(source, &keys[0]);
+    let (source_id, target_id) = (node_id(source), node_id(target));
+    let setslot = |server: &Server, state: &str, id: &str| {
+        redis::cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(slot)
+            .arg(state)
+            .arg(id)
+            .query::<()>(&mut server.connect())
+            .unwrap()
+    };
+    setslot(target, "IMPORTING", &source_id);
+    setslot(source, "MIGRATING", &target_id);
+    loop {
+        let batch: Vec<String> = redis::cmd("CLUSTER")
+            .arg("GETKEYSINSLOT")
+            .arg(slot)
+            .arg(10)
+            .query(&mut from)
+            .unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        let mut migrate = redis::cmd("MIGRATE");
+        migrate
+            .arg("127.0.0.1")
+            .arg(target.port)
+            .arg("")
+            .arg(0)
+            .arg(5000)
+            .arg("REPLACE")
+            .arg("KEYS")
+            .arg(&batch);
+        migrate.query::<()>(&mut from).unwrap();
+    }
+    cluster.nodes[replica_of_second].kill();
+    let taker = FleetFrontier::connect(&config).unwrap();
+    for _ in 0..3 {
+        if let Ok(Some(page)) = taker.pop() {
+            panic!(
+                "{} was handed out through ASK without its replica",
+                page.url()
+            );
+        }
+    }
+    holder.complete(held);
 }

@@ -372,12 +372,20 @@ fn run_fleet(
     use std::io::Write;
     use std::sync::Mutex;
 
+    let lease = Duration::try_from_secs_f64(args.lease).map_err(|e| format!("--lease: {e}"))?;
     let mut config = FleetConfig::new(url)
         .prefix(args.prefix.as_str())
         .shards(args.shards)
         .capacity(capacity, args.rate)
         .local_filter(capacity, args.rate / 10.0)
-        .lease(Duration::try_from_secs_f64(args.lease).map_err(|e| format!("--lease: {e}"))?);
+        .lease(lease)
+        // The longest retries a lease leaves room for (two thirds of it
+        // less three timeouts of 2 s), 30 s at most.
+        .retry_for(
+            (lease * 2 / 3)
+                .saturating_sub(Duration::from_secs(6))
+                .min(Duration::from_secs(30)),
+        );
     if args.naive {
         config = config.without_local_filter().batch_size(1);
     }

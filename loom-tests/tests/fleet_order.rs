@@ -1,12 +1,15 @@
 //! loom model of the fleet frontier's push order (`src/push_order.rs`): a
 //! thread that saw another thread's push through a relaxed bit (the local
 //! filter's, set inside the push's lane lock) marks a completion above
-//! that push's number, so the completion waits for its answer.
+//! that push's number, so the completion waits for its answer; and the
+//! sender that moves ready completions onto the next pipeline
+//! (`queue_completions`) never ends a lease whose page's push is still
+//! buffered.
 //!
 //! Run as in `bloom.rs`.
 #![cfg(atomic_bloom_loom)]
 
-use atomic_bloom::push_order::PushOrder;
+use atomic_bloom::push_order::{Completions, PushOrder};
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
@@ -63,5 +66,50 @@ fn a_completion_is_marked_after_its_own_pushes() {
         let (first, second) = (worker(0), worker(1));
         first.join().unwrap();
         second.join().unwrap();
+    });
+}
+
+/// One thread crawls: it buffers a link of its page in lane 1 (numbered
+/// under the lane's lock) and completes the page. Another sends, as
+/// `queue_completions` does: it takes the completions whose pushes are
+/// all answered, the oldest buffered push over the lanes deciding. The
+/// link is never answered here, so the page must never be ready: its
+/// lease would end while its link is still buffered, and a process killed
+/// then loses the link. (Reading the lanes before the completions, as the
+/// sender once did, fails: the crawler buffers and completes between the
+/// two reads.)
+#[test]
+fn a_lease_never_ends_while_its_pages_link_is_buffered() {
+    loom::model(|| {
+        let lanes = Arc::new(vec![Mutex::new(Vec::new()), Mutex::new(Vec::new())]);
+        let order = Arc::new(PushOrder::new());
+        let completions = Arc::new(Completions::new());
+        let crawler = {
+            let (lanes, order, completions) = (lanes.clone(), order.clone(), completions.clone());
+            thread::spawn(move || {
+                {
+                    let mut lane = lanes[1].lock().unwrap();
+                    let number = order.number();
+                    lane.push(number);
+                }
+                let after = order.mark(&lanes);
+                completions.record("page", after);
+            })
+        };
+        let ready = completions.take_ready(|| {
+            (lanes.iter())
+                .filter_map(|lane| lane.lock().unwrap().first().copied())
+                .min()
+                .unwrap_or(u64::MAX)
+        });
+        assert!(
+            ready.is_empty(),
+            "the page's lease ended with its link still buffered"
+        );
+        crawler.join().unwrap();
+        // Once the link is answered (off its lane), the page is ready.
+        lanes[1].lock().unwrap().clear();
+        let ready = completions.take_ready(|| u64::MAX);
+        assert_eq!(ready.len(), 1);
     });
 }

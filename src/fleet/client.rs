@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, Value};
 
 use super::failure::Failure;
-use super::keys::{self, ShardKeys};
+use super::keys::{self, FleetKeys, ShardKeys};
 use super::link::Link;
 use super::{lock, millis, scripts, FleetConfig, FleetStats};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
@@ -55,6 +55,13 @@ enum Piggyback {
     Acknowledge { shard: usize, key: String },
     /// Every URL of a lease is done: end it.
     Complete { shard: usize, token: String },
+    /// A URL of a lease was dropped without being completed: give it back
+    /// to the queue (the lease ends once its other URLs are done).
+    Release {
+        shard: usize,
+        token: String,
+        url: String,
+    },
 }
 
 /// What one thread at a time uses: the connections, what rides on the
@@ -100,10 +107,9 @@ struct Counters {
 pub(crate) struct Client {
     pub(crate) config: FleetConfig,
     pub(crate) keys: Vec<ShardKeys>,
-    /// The control hash: the epoch of busy transitions.
-    control: String,
-    /// The busy clients, each with the deadline of its heartbeat.
-    clients: String,
+    /// The fleet's own keys: settings, epoch, busy clients; on the route
+    /// after the shards' (`fleet_route`).
+    fleet: FleetKeys,
     /// This client's name in result keys, lease tokens and the census.
     id: String,
     pub(crate) local: Option<ScalableBloomFilter<str>>,
@@ -147,9 +153,14 @@ impl Client {
     pub(crate) fn connect(config: &FleetConfig) -> Result<Client, Error> {
         config.validate()?;
         let keys = keys::shard_keys(&config.prefix, config.shards);
-        let control = format!("{}:control:{{{}}}", config.prefix, keys[0].tag);
-        let clients = format!("{}:clients:{{{}}}", config.prefix, keys[0].tag);
-        let link = Link::connect(&config.url, config.timeout, config.durability, &keys)?;
+        let fleet = keys::fleet_keys(&config.prefix);
+        let link = Link::connect(
+            &config.url,
+            config.timeout,
+            config.durability,
+            &keys,
+            &fleet.tag,
+        )?;
         let local = if config.local_filter {
             Some(
                 ScalableBloomFilter::builder(config.local_capacity, config.local_error_rate)
@@ -162,8 +173,7 @@ impl Client {
         let client = Client {
             config: config.clone(),
             keys,
-            control,
-            clients,
+            fleet,
             id,
             local,
             wire: Mutex::new(Wire {
@@ -184,7 +194,8 @@ impl Client {
     /// client whose settings differ from them.
     fn check_settings(&self) -> Result<(), Error> {
         let config = &self.config;
-        let key = format!("{}:config:{{{}}}", config.prefix, self.keys[0].tag);
+        let key = self.fleet.config.clone();
+        let route = self.fleet_route();
         let fields = [
             ("shards", config.shards.to_string()),
             ("capacity", config.capacity.to_string()),
@@ -193,7 +204,7 @@ impl Client {
         ];
         let command = scripts::settings(&key, &fields);
         let mut wire = self.wire();
-        let replies = self.run(&mut wire, &[(0, key.clone(), command)])?;
+        let replies = self.run(&mut wire, &[(route, key.clone(), command)])?;
         match replies.first() {
             Some(Value::Array(pair)) if pair.is_empty() => Ok(()),
             Some(Value::Array(pair)) => {
@@ -215,10 +226,15 @@ impl Client {
                 })
             }
             other => Err(server_error(
-                wire.link.node_of(0),
+                wire.link.node_of(route),
                 format!("the fleet's settings check answered {other:?}"),
             )),
         }
+    }
+
+    /// The route of the fleet's own keys: after the shards'.
+    fn fleet_route(&self) -> usize {
+        self.keys.len()
     }
 
     /// The connections, for one thread.
@@ -267,6 +283,11 @@ impl Client {
                     .map(|command| (*shard, keys.leases.clone(), command))
                     .collect()
             }
+            Piggyback::Release { shard, token, url } => {
+                let keys = &self.keys[*shard];
+                let command = scripts::release(keys, token, url);
+                vec![(*shard, keys.inflight.clone(), command)]
+            }
         }
     }
 
@@ -298,24 +319,44 @@ impl Client {
             // A piggyback entry is done once all its commands are (a refused
             // one is dropped: it would be refused again).
             let mut kept = Vec::new();
+            let mut ended = Vec::new();
             let mut failures: Vec<Failure> = Vec::new();
             for (entry, count) in wire.piggyback.drain(..carried).zip(carriers) {
                 let mut retry = false;
+                let mut refused = false;
                 for result in results.by_ref().take(count) {
                     if let Err(failure) = result {
-                        if !matches!(failure, Failure::Refused(_)) {
+                        if matches!(failure, Failure::Refused(_)) {
+                            refused = true;
+                        } else {
                             retry = true;
                             failures.push(failure);
                         }
                     }
                 }
-                if retry {
-                    kept.push(entry);
-                } else if let Piggyback::Complete { shard, token } = entry {
-                    lock(&self.leases).remove(&(shard, token));
+                match entry {
+                    entry if retry => kept.push(entry),
+                    Piggyback::Complete { shard, token } => {
+                        lock(&self.leases).remove(&(shard, token));
+                    }
+                    // A URL given back counts as done for its lease; one the
+                    // server refused to give back stays leased, so the lease
+                    // is no longer renewed: it ends, and its URLs go back.
+                    Piggyback::Release { shard, token, .. } if refused => {
+                        log::warn!(
+                            "atomic-bloom fleet: a dropped URL could not be given back; its \
+                             take goes back on the queue when its lease ends"
+                        );
+                        lock(&self.leases).remove(&(shard, token));
+                    }
+                    Piggyback::Release { shard, token, .. } => {
+                        ended.extend(self.count_done(shard, token, 1));
+                    }
+                    Piggyback::Acknowledge { .. } => {}
                 }
             }
             wire.piggyback.splice(0..0, kept);
+            wire.piggyback.extend(ended);
             debug_assert_eq!(results.len(), pipeline.len() - in_front);
             let mut still = Vec::new();
             for (at, result) in waiting.into_iter().zip(results) {
@@ -419,7 +460,20 @@ impl Client {
                 Ok(flags.iter().map(|&flag| flag == b'1').collect())
             }));
         }
+        self.send_excess_piggyback(wire);
         answers
+    }
+
+    /// Sends what waits to ride on a pipeline beyond what the next one
+    /// carries (a call of more than that many batches leaves as many
+    /// acknowledgements): otherwise each such call would add more than the
+    /// next one takes, and they would pile up on both sides.
+    fn send_excess_piggyback(&self, wire: &mut Wire) {
+        let mut rounds = wire.piggyback.len() / PIGGYBACK_PER_PIPELINE;
+        while rounds > 0 && wire.piggyback.len() > PIGGYBACK_PER_PIPELINE {
+            self.execute(wire, &[]);
+            rounds -= 1;
+        }
     }
 
     /// Takes up to `count` URLs from the fleet's queues, spread over the
@@ -493,12 +547,23 @@ impl Client {
     /// Counts `done` more URLs of `shard`'s lease `token` as done; once
     /// all are, the lease's end rides on `wire`'s next pipeline.
     pub(crate) fn complete(&self, wire: &mut Wire, shard: usize, token: String, done: usize) {
-        if let Some(left) = lock(&self.leases).get_mut(&(shard, token.clone())) {
-            *left = left.saturating_sub(done);
-            if *left == 0 {
-                wire.piggyback.push(Piggyback::Complete { shard, token });
-            }
-        }
+        wire.piggyback.extend(self.count_done(shard, token, done));
+    }
+
+    /// Gives a URL of `shard`'s lease `token`, dropped without being
+    /// completed, back to the queue with `wire`'s next pipeline; once the
+    /// server has it, it counts as done for the lease.
+    pub(crate) fn release(&self, wire: &mut Wire, shard: usize, token: String, url: String) {
+        wire.piggyback
+            .push(Piggyback::Release { shard, token, url });
+    }
+
+    /// Counts `done` more URLs of a lease as done: its end, once all are.
+    fn count_done(&self, shard: usize, token: String, done: usize) -> Option<Piggyback> {
+        let mut leases = lock(&self.leases);
+        let left = leases.get_mut(&(shard, token.clone()))?;
+        *left = left.saturating_sub(done);
+        (*left == 0).then_some(Piggyback::Complete { shard, token })
     }
 
     /// Extends every lease this client holds, and its busy mark if `busy`,
@@ -520,16 +585,22 @@ impl Client {
             })
             .collect();
         if busy {
-            let command = scripts::state(&self.control, &self.clients, &self.id, true, lease_ms);
-            commands.push((0, self.clients.clone(), command));
+            let fleet = &self.fleet;
+            let command = scripts::state(&fleet.control, &fleet.clients, &self.id, true, lease_ms);
+            commands.push((self.fleet_route(), fleet.clients.clone(), command));
         }
         let mut beat = lock(&self.beat);
         let beat = match &mut *beat {
             Some(link) => link,
             none => {
                 let config = &self.config;
-                let link =
-                    Link::connect(&config.url, config.timeout, config.durability, &self.keys)?;
+                let link = Link::connect(
+                    &config.url,
+                    config.timeout,
+                    config.durability,
+                    &self.keys,
+                    &self.fleet.tag,
+                )?;
                 none.insert(link)
             }
         };
@@ -554,8 +625,10 @@ impl Client {
         Ok(held.saturating_sub(renewed))
     }
 
-    /// Items in the fleet's queues, over every shard.
-    pub(crate) fn queued(&self, wire: &mut Wire) -> Result<u64, Error> {
+    /// Items in the fleet's queues, over the shards that answered, and the
+    /// first error of those that did not: a node that is down hides its
+    /// own shards' items, not the others'.
+    pub(crate) fn queued(&self, wire: &mut Wire) -> (u64, Option<Error>) {
         let commands: Vec<ShardCommand> = (self.keys.iter().enumerate())
             .map(|(shard, keys)| {
                 let mut length = redis::cmd("LLEN");
@@ -563,7 +636,18 @@ impl Client {
                 (shard, keys.queue.clone(), length)
             })
             .collect();
-        self.sum(wire, &commands)
+        let mut queued = 0;
+        let mut first_error = None;
+        for outcome in self.execute(wire, &commands) {
+            match outcome {
+                Ok(Value::Int(length)) => queued += length.max(0) as u64,
+                Ok(_) => {}
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        (queued, first_error)
     }
 
     /// URLs queued or on lease over every shard, after expired leases went
@@ -590,15 +674,23 @@ impl Client {
     /// or idle.
     pub(crate) fn set_busy(&self, wire: &mut Wire, busy: bool) -> Result<(), Error> {
         let lease_ms = millis(self.config.lease);
-        let command = scripts::state(&self.control, &self.clients, &self.id, busy, lease_ms);
-        self.run(wire, &[(0, self.clients.clone(), command)])?;
+        let fleet = &self.fleet;
+        let command = scripts::state(&fleet.control, &fleet.clients, &self.id, busy, lease_ms);
+        self.run(
+            wire,
+            &[(self.fleet_route(), fleet.clients.clone(), command)],
+        )?;
         Ok(())
     }
 
     /// The control hash's epoch and how many live clients are busy.
     pub(crate) fn census(&self, wire: &mut Wire) -> Result<(i64, i64), Error> {
-        let command = scripts::census(&self.control, &self.clients);
-        let replies = self.run(wire, &[(0, self.clients.clone(), command)])?;
+        let fleet = &self.fleet;
+        let command = scripts::census(&fleet.control, &fleet.clients);
+        let replies = self.run(
+            wire,
+            &[(self.fleet_route(), fleet.clients.clone(), command)],
+        )?;
         if let Some(Value::Array(pair)) = replies.first() {
             if let [Value::BulkString(epoch), Value::Int(busy)] = pair.as_slice() {
                 if let Ok(epoch) = String::from_utf8_lossy(epoch).parse() {
@@ -607,7 +699,7 @@ impl Client {
             }
         }
         Err(server_error(
-            wire.link.node_of(0),
+            wire.link.node_of(self.fleet_route()),
             format!("the fleet's census answered {replies:?}"),
         ))
     }

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::client::{Batch, Client, TakenUrl, Wire};
 use super::{lock, FleetConfig, FleetStats};
-use crate::push_order::PushOrder;
+use crate::push_order::{Completions, PushOrder};
 use crate::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use crate::Error;
 
@@ -55,15 +55,6 @@ struct Taken {
     in_hand: usize,
 }
 
-/// A completed URL whose lease ends once every push numbered below
-/// `after` has been answered.
-#[derive(Debug)]
-struct Done {
-    /// The shard and lease token the URL came under.
-    lease: (usize, String),
-    after: u64,
-}
-
 /// Whether this client is marked busy on the server, and whether the last
 /// write of that mark failed (so the server may think otherwise).
 #[derive(Debug, Default)]
@@ -89,13 +80,44 @@ struct State {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug)]
-pub struct Leased(TakenUrl);
+///
+/// A `Leased` dropped without being completed (a worker that panicked, or
+/// returned early with `?`) gives its URL back: it goes back at the head
+/// of the fleet's queue with the frontier's next call that reaches the
+/// server, for any process to crawl, and no longer holds up its lease or
+/// the fleet's end.
+pub struct Leased {
+    /// The URL and its lease; `None` once completed.
+    page: Option<TakenUrl>,
+    /// The frontier it came from, which gives it back if it is dropped.
+    owner: Arc<Shared>,
+}
 
 impl Leased {
     /// The URL.
     pub fn url(&self) -> &str {
-        &self.0.url
+        &self
+            .page
+            .as_ref()
+            .expect("a Leased holds its URL until consumed")
+            .url
+    }
+}
+
+impl Drop for Leased {
+    /// Gives the URL back when it was not completed.
+    fn drop(&mut self) {
+        if let Some(page) = self.page.take() {
+            self.owner.give_back(page);
+        }
+    }
+}
+
+impl fmt::Debug for Leased {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Leased")
+            .field("page", &self.page)
+            .finish_non_exhaustive()
     }
 }
 
@@ -108,8 +130,12 @@ struct Shared {
     state: RwLock<State>,
     outboxes: Vec<Mutex<Outbox>>,
     taken: Mutex<Taken>,
-    /// Completed URLs whose leases have yet to end on the server.
-    done: Mutex<Vec<Done>>,
+    /// Completed URLs whose leases have yet to end on the server, by
+    /// shard and lease token.
+    done: Completions<(usize, String)>,
+    /// Popped URLs dropped without being completed, to give back to the
+    /// queue with the next pipeline.
+    dropped: Mutex<Vec<TakenUrl>>,
     /// Numbers pushed items, and marks completions among them.
     order: PushOrder,
     /// Items one shard may hold before pushes send or refuse.
@@ -183,6 +209,8 @@ impl FleetFrontier {
     /// # Errors
     ///
     /// [`Error::InvalidFleetConfig`] for a setting out of range,
+    /// [`Error::FleetTimesConflict`] for a `retry_for` longer than the
+    /// `lease` leaves room for, or a `result_ttl` shorter than it,
     /// [`Error::ServerUnavailable`] when the server cannot be reached,
     /// [`Error::ModuleMissing`] when it has no `BF.*` commands,
     /// [`Error::FleetSettingsDiffer`] when the fleet's first client used
@@ -194,7 +222,8 @@ impl FleetFrontier {
             held_per_shard: (config.max_buffered / shards).max(config.batch_size),
             outboxes: (0..shards).map(|_| Mutex::new(Outbox::default())).collect(),
             taken: Mutex::new(Taken::default()),
-            done: Mutex::new(Vec::new()),
+            done: Completions::new(),
+            dropped: Mutex::new(Vec::new()),
             order: PushOrder::new(),
             state: RwLock::new(State::default()),
             client,
@@ -253,8 +282,14 @@ impl FleetFrontier {
     ///
     /// [`Error::ServerUnavailable`] (or another server error); a take whose
     /// answer was lost is finished by the next call, so no URL is lost.
+    /// The error of the batches that cannot be sent, with nothing taken,
+    /// once [`max_buffered`](FleetConfig::max_buffered) completions wait
+    /// for them (their pages' links are in those batches).
     pub fn pop(&self) -> Result<Option<Leased>, Error> {
-        self.shared.pop()
+        Ok(self.shared.pop()?.map(|page| Leased {
+            page: Some(page),
+            owner: Arc::clone(&self.shared),
+        }))
     }
 
     /// Says a popped URL is done: its links are pushed (the pushes have
@@ -263,8 +298,10 @@ impl FleetFrontier {
     /// client, once every URL of the take is completed and the server has
     /// answered every push made before. Until then it is renewed; if this
     /// process dies first, the take's URLs are crawled again by others.
-    pub fn complete(&self, page: Leased) {
-        self.shared.complete(page.0);
+    pub fn complete(&self, mut page: Leased) {
+        if let Some(page) = page.page.take() {
+            self.shared.complete(page);
+        }
     }
 
     /// Whether the whole fleet is out of work: no live process holds,
@@ -415,31 +452,29 @@ impl Shared {
         self.send(&shards)
     }
 
-    /// Moves the completions whose pushes have all been answered onto the
-    /// next pipeline.
+    /// Moves the URLs dropped without being completed, and the completions
+    /// whose pushes have all been answered, onto the next pipeline.
     fn queue_completions(&self, wire: &mut Wire) {
-        let answered_below = (self.outboxes.iter())
-            .filter_map(|outbox| lock(outbox).oldest())
-            .min()
-            .unwrap_or(u64::MAX);
-        let mut done = lock(&self.done);
-        if done.is_empty() {
-            return;
+        for page in mem::take(&mut *lock(&self.dropped)) {
+            self.client.release(wire, page.shard, page.token, page.url);
         }
-        let mut ready: HashMap<(usize, String), usize> = HashMap::new();
-        done.retain_mut(|entry| {
-            if entry.after > answered_below {
-                return true;
-            }
-            *ready.entry(mem::take(&mut entry.lease)).or_default() += 1;
-            false
+        // The completions first, the outboxes after (see `take_ready`).
+        let ready = self.done.take_ready(|| {
+            (self.outboxes.iter())
+                .filter_map(|outbox| lock(outbox).oldest())
+                .min()
+                .unwrap_or(u64::MAX)
         });
-        for ((shard, token), count) in ready {
+        let mut counts: HashMap<(usize, String), usize> = HashMap::new();
+        for lease in ready {
+            *counts.entry(lease).or_default() += 1;
+        }
+        for ((shard, token), count) in counts {
             self.client.complete(wire, shard, token, count);
         }
     }
 
-    fn pop(&self) -> Result<Option<Leased>, Error> {
+    fn pop(&self) -> Result<Option<TakenUrl>, Error> {
         if let Some(page) = self.pop_taken(Vec::new()) {
             return Ok(Some(page));
         }
@@ -447,6 +482,14 @@ impl Shared {
         // others; its error comes back when there is nothing to pop.
         let flushed = self.flush();
         let client = &self.client;
+        // Completions held back by batches that cannot be sent pile up with
+        // every page crawled: past `max_buffered` of them, no more work is
+        // taken until the batches go, so this client's maps stay bounded.
+        if let Err(error) = &flushed {
+            if self.done.len() >= client.config.max_buffered {
+                return Err(error.clone());
+            }
+        }
         let idle = !self
             .state
             .read()
@@ -454,9 +497,13 @@ impl Shared {
             .busy;
         // An idle client goes busy only for a queue that has something: an
         // idle fleet polling its empty queues changes nothing a check of
-        // the fleet reads.
-        if idle && client.queued(&mut client.wire())? == 0 {
-            return flushed.map(|()| None);
+        // the fleet reads. A node that is down hides only its own shards.
+        if idle {
+            match client.queued(&mut client.wire()) {
+                (0, Some(error)) => return Err(error),
+                (0, None) => return flushed.map(|()| None),
+                (_, _) => {}
+            }
         }
         let _busy = self.busy()?;
         let urls = client.take(&mut client.wire(), client.config.pop_batch)?;
@@ -467,12 +514,20 @@ impl Shared {
     }
 
     /// Adds `urls` to what this process took, and pops one.
-    fn pop_taken(&self, urls: Vec<TakenUrl>) -> Option<Leased> {
+    fn pop_taken(&self, urls: Vec<TakenUrl>) -> Option<TakenUrl> {
         let mut taken = lock(&self.taken);
         taken.buffer.extend(urls);
         let page = taken.buffer.pop_front();
         taken.in_hand += usize::from(page.is_some());
-        page.map(Leased)
+        page
+    }
+
+    /// A popped URL dropped without being completed: given back to the
+    /// queue with the next pipeline (see `queue_completions`).
+    fn give_back(&self, page: TakenUrl) {
+        lock(&self.dropped).push(page);
+        let mut taken = lock(&self.taken);
+        taken.in_hand = taken.in_hand.saturating_sub(1);
     }
 
     fn complete(&self, page: TakenUrl) {
@@ -480,8 +535,7 @@ impl Shared {
         // buffered the URL saw a bit set inside that outbox's lock: the
         // mark passes through every lock (see `push_order`).
         let after = self.order.mark(&self.outboxes);
-        let lease = (page.shard, page.token);
-        lock(&self.done).push(Done { lease, after });
+        self.done.record((page.shard, page.token), after);
         let mut taken = lock(&self.taken);
         taken.in_hand = taken.in_hand.saturating_sub(1);
     }
@@ -500,7 +554,8 @@ impl Shared {
                     }
                 }
                 if wire.has_unfinished_take()
-                    || !lock(&self.done).is_empty()
+                    || !self.done.is_empty()
+                    || !lock(&self.dropped).is_empty()
                     || self.outboxes.iter().any(|outbox| lock(outbox).held() > 0)
                 {
                     return Ok(false);

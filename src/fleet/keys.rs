@@ -53,6 +53,45 @@ pub(crate) struct ShardKeys {
     pub(crate) leases: String,
 }
 
+/// The first tag `{prefix}-{shard}-{n}` whose slot is in `low..high`.
+fn tag_in(prefix: &str, shard: usize, low: u16, high: u16) -> String {
+    // Some suffix lands in the range: at 16384 shards a range is one slot,
+    // found within a few tens of thousands of tries.
+    (0u64..)
+        .map(|attempt| format!("{prefix}-{shard}-{attempt}"))
+        .find(|tag| (low..high.max(low + 1)).contains(&slot(tag)))
+        .expect("some tag falls in every slot range")
+}
+
+/// The fleet's own keys (its settings, its epoch, its busy clients): one
+/// hash tag per prefix, whatever the shard count, so that every process
+/// of a fleet reads the same settings and refuses to start with others.
+///
+/// The tag is the one shard 0 has at 8 shards (the default), so a fleet
+/// started by an earlier version with 8 shards keeps its stored settings.
+pub(crate) fn fleet_keys(prefix: &str) -> FleetKeys {
+    let tag = tag_in(prefix, 0, 0, SLOTS / 8);
+    FleetKeys {
+        config: format!("{prefix}:config:{{{tag}}}"),
+        control: format!("{prefix}:control:{{{tag}}}"),
+        clients: format!("{prefix}:clients:{{{tag}}}"),
+        tag,
+    }
+}
+
+/// The keys of the fleet as a whole, all under one hash tag.
+#[derive(Clone, Debug)]
+pub(crate) struct FleetKeys {
+    /// The hash tag of all of them.
+    pub(crate) tag: String,
+    /// The fleet's shared settings (a hash).
+    pub(crate) config: String,
+    /// The epoch of busy transitions (a hash).
+    pub(crate) control: String,
+    /// The busy clients, each with its deadline (a sorted set).
+    pub(crate) clients: String,
+}
+
 /// The keys of `shards` shards under `prefix`: shard `i`'s tag hashes to a
 /// slot in `[i, i + 1) * 16384 / shards`.
 pub(crate) fn shard_keys(prefix: &str, shards: usize) -> Vec<ShardKeys> {
@@ -60,12 +99,7 @@ pub(crate) fn shard_keys(prefix: &str, shards: usize) -> Vec<ShardKeys> {
         .map(|shard| {
             let low = (shard * usize::from(SLOTS) / shards) as u16;
             let high = ((shard + 1) * usize::from(SLOTS) / shards) as u16;
-            // Some suffix lands in the range: at 16384 shards a range is one
-            // slot, found within a few tens of thousands of tries.
-            let tag = (0u64..)
-                .map(|attempt| format!("{prefix}-{shard}-{attempt}"))
-                .find(|tag| (low..high.max(low + 1)).contains(&slot(tag)))
-                .expect("some tag falls in every slot range");
+            let tag = tag_in(prefix, shard, low, high);
             ShardKeys {
                 seen: format!("{prefix}:seen:{{{tag}}}"),
                 queue: format!("{prefix}:queue:{{{tag}}}"),
@@ -105,6 +139,17 @@ mod tests {
                 let slot = usize::from(slot(tag));
                 assert_eq!(slot * shards / 16384, index, "{shards} shards: {tag}");
                 assert!(shard.queue.ends_with(&format!("{{{tag}}}")));
+            }
+        }
+    }
+
+    #[test]
+    fn the_fleet_keys_do_not_move_with_the_shard_count() {
+        for prefix in ["atomic-bloom", "crawl", "x"] {
+            let fleet = fleet_keys(prefix);
+            assert_eq!(fleet.tag, shard_keys(prefix, 8)[0].tag, "{prefix}");
+            for key in [&fleet.config, &fleet.control, &fleet.clients] {
+                assert!(key.ends_with(&format!("{{{}}}", fleet.tag)), "{key}");
             }
         }
     }

@@ -38,9 +38,10 @@ pub(crate) struct Link {
     /// What each node's pipeline waits for after its writes.
     durability: Durability,
     nodes: Vec<Node>,
-    /// The node (index into `nodes`) of each shard.
+    /// The node (index into `nodes`) of each route: the shards, then the
+    /// fleet's own keys.
     shard_node: Vec<usize>,
-    /// The cluster slot of each shard (all 0 on a standalone server).
+    /// The cluster slot of each route.
     shard_slot: Vec<u16>,
 }
 
@@ -87,7 +88,8 @@ fn open(node: &mut Node, timeout: Duration) -> Result<&mut redis::Connection, Fa
 }
 
 impl Link {
-    /// Connects to `url` and maps the shards of `keys` to nodes.
+    /// Connects to `url` and maps the routes to nodes: the shards of `keys`,
+    /// then the fleet's own keys under `fleet_tag` (route `keys.len()`).
     ///
     /// # Errors
     ///
@@ -99,6 +101,7 @@ impl Link {
         timeout: Duration,
         durability: Durability,
         keys: &[ShardKeys],
+        fleet_tag: &str,
     ) -> Result<Link, Error> {
         let client = Client::open(url).map_err(|_| Error::InvalidFleetConfig {
             setting: "url",
@@ -111,7 +114,9 @@ impl Link {
             durability,
             nodes: Vec::new(),
             shard_node: Vec::new(),
-            shard_slot: keys.iter().map(|shard| keys::slot(&shard.tag)).collect(),
+            shard_slot: (keys.iter().map(|shard| keys::slot(&shard.tag)))
+                .chain([keys::slot(fleet_tag)])
+                .collect(),
         };
         link.map().map_err(Failure::into_error)?;
         Ok(link)
@@ -447,10 +452,22 @@ impl Link {
             pipeline.add_command(script.load()).ignore();
         }
         pipeline.cmd("ASKING").ignore().add_command(cmd.clone());
-        let (reply,): (Value,) = pipeline
+        // The same waits as any pipeline: a write answered through ASK is
+        // as easily undone by a failover as any other.
+        self.durability.append(&mut pipeline);
+        let replies: Vec<Value> = pipeline
             .query(connection)
             .map_err(|error| classify(&address, key, &error))?;
-        Ok(reply)
+        let Some((reply, waits)) = replies.split_first() else {
+            return Err(Failure::Unreachable {
+                node: address,
+                reason: "an ASK pipeline's replies were missing".to_string(),
+            });
+        };
+        if let Some(failure) = self.durability.check(&address, waits) {
+            return Err(failure);
+        }
+        Ok(reply.clone())
     }
 }
 

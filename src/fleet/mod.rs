@@ -287,7 +287,9 @@ impl FleetConfig {
 
     /// Items the client holds for the server at most, over all shards;
     /// past it, a push that cannot send returns the error instead of
-    /// buffering. At least `batch_size`.
+    /// buffering. At least `batch_size`. A frontier also stops taking
+    /// work (its `pop` returns the error) while this many completed pages
+    /// wait for batches that cannot be sent.
     pub fn max_buffered(mut self, items: usize) -> Self {
         self.max_buffered = items;
         self
@@ -307,7 +309,11 @@ impl FleetConfig {
     }
 
     /// How long a call keeps retrying a server that cannot be reached
-    /// before it returns the error (the batch stays buffered).
+    /// before it returns the error (the batch stays buffered). At most two
+    /// thirds of [`lease`](Self::lease) less three
+    /// [`timeout`](Self::timeout)s (30 s fits the default 60 s lease), and
+    /// at most [`result_ttl`](Self::result_ttl): checked at connect
+    /// ([`Error::FleetTimesConflict`]).
     pub fn retry_for(mut self, retry_for: Duration) -> Self {
         self.retry_for = retry_for;
         self
@@ -315,7 +321,7 @@ impl FleetConfig {
 
     /// How long the server keeps a batch's answer for a client that never
     /// acknowledges it (one that died): longer than any outage a client
-    /// should retry through.
+    /// should retry through. At least [`retry_for`](Self::retry_for).
     pub fn result_ttl(mut self, ttl: Duration) -> Self {
         self.result_ttl = ttl;
         self
@@ -417,6 +423,7 @@ impl FleetConfig {
                  when one beat fails",
             );
         }
+        self.check_times()?;
         if !(1..=32768).contains(&self.expansion) {
             return invalid("expansion", "between 1 and 32768");
         }
@@ -437,6 +444,46 @@ impl FleetConfig {
                      `timeout` (a reply must come before the client stops waiting)",
                 );
             }
+        }
+        Ok(())
+    }
+}
+
+impl FleetConfig {
+    /// The longest `retry_for` a `lease` leaves room for (see
+    /// [`check_times`](Self::check_times)).
+    pub(crate) fn longest_retry_for(&self) -> Duration {
+        (self.lease * 2 / 3).saturating_sub(self.timeout * 3)
+    }
+
+    /// Checks `lease`, `retry_for` and `result_ttl` against each other.
+    fn check_times(&self) -> Result<(), Error> {
+        let longest = self.longest_retry_for();
+        if self.retry_for > longest {
+            return Err(Error::FleetTimesConflict {
+                setting: "retry_for",
+                value: self.retry_for,
+                bound: "at most",
+                limit: longest,
+                reason: "two thirds of `lease` less three `timeout`s: the heartbeat renews \
+                         leases every third of a lease, a beat may wait for a call that is \
+                         retrying and then take a timeout to connect and another to answer, and \
+                         a take whose reply was lost is renewed only once it is sent again; or \
+                         make `lease` longer",
+            });
+        }
+        // The server keeps answers in whole seconds.
+        let ttl = Duration::from_secs(self.result_ttl.as_secs());
+        if ttl < self.retry_for {
+            return Err(Error::FleetTimesConflict {
+                setting: "result_ttl",
+                value: self.result_ttl,
+                bound: "at least",
+                limit: self.retry_for.max(Duration::from_secs(1)),
+                reason: "`retry_for` (in whole seconds): a batch sent again after its answer \
+                         expired would find its own new items seen and never queue them; or \
+                         make `retry_for` shorter",
+            });
         }
         Ok(())
     }
@@ -474,5 +521,53 @@ impl FleetStats {
         } else {
             self.answered_locally as f64 / self.offered as f64
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(config: &FleetConfig) -> (&'static str, String) {
+        match config.validate() {
+            Err(error @ Error::FleetTimesConflict { setting, .. }) => (setting, error.to_string()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_defaults_fit_together() {
+        FleetConfig::new("redis://127.0.0.1/").validate().unwrap();
+    }
+
+    #[test]
+    fn a_retry_longer_than_the_lease_allows_is_refused() {
+        // The issue's case: a 12 s lease with the default 30 s of retries.
+        let config = FleetConfig::new("redis://127.0.0.1/").lease(Duration::from_secs(12));
+        let (setting, message) = refusal(&config);
+        assert_eq!(setting, "retry_for");
+        assert!(
+            message.contains("set `retry_for` to at most 2s"),
+            "{message}"
+        );
+        assert!(message.contains("lease"), "{message}");
+        config.retry_for(Duration::from_secs(2)).validate().unwrap();
+    }
+
+    #[test]
+    fn results_kept_shorter_than_the_retries_are_refused() {
+        let config = FleetConfig::new("redis://127.0.0.1/")
+            .result_ttl(Duration::from_secs(10))
+            .retry_for(Duration::from_secs(20));
+        let (setting, message) = refusal(&config);
+        assert_eq!(setting, "result_ttl");
+        assert!(
+            message.contains("set `result_ttl` to at least 20s"),
+            "{message}"
+        );
+        config
+            .result_ttl(Duration::from_secs(20))
+            .validate()
+            .unwrap();
     }
 }

@@ -53,30 +53,59 @@ end
 /// items the filter did not hold onto its queue (when a queue key is
 /// given), and the flags (`1` new, `0` seen) kept under the result key.
 /// An item the filter refused (a full filter that cannot grow) is an
-/// error naming the key, after the new items before it are queued; so is
-/// a `BF.INSERT` refused as a whole, under its own code (`WRONGTYPE`,
-/// `OOM`, ...), so that the client sorts it as it would the bare reply.
+/// error naming the key, after the flags of the items before it are kept
+/// and their new ones queued: the batch sent again resumes at the refused
+/// item, so an item the first run added is still answered new (a script
+/// sees the refusal as the whole reply's, so the items before it that the
+/// filter holds count as new: an item held before such a refusal is
+/// answered new, and queued, a second time). A
+/// `BF.INSERT` refused as a whole is an error under its own code
+/// (`WRONGTYPE`, `OOM`, ...), so that the client sorts it as it would the
+/// bare reply.
 ///
 /// KEYS: filter, result, [queue]. ARGV: capacity, error rate, TTL seconds,
 /// expansion, items.
 const OFFER: &str = r"
-local done = redis.call('GET', KEYS[2])
-if done then return done end
+local done = redis.call('GET', KEYS[2]) or ''
+local items = #ARGV - 4
+if #done >= items then return done end
+local first = 5 + #done
 local command = {'BF.INSERT', KEYS[1], 'CAPACITY', ARGV[1], 'ERROR', ARGV[2],
   'EXPANSION', ARGV[4], 'ITEMS'}
-for at = 5, #ARGV do command[#command + 1] = ARGV[at] end
+for at = first, #ARGV do command[#command + 1] = ARGV[at] end
 local added = redis.pcall(unpack(command))
 if added.err then
   local code, rest = string.match(added.err, '^(%u+) (.*)$')
   if not code then code, rest = 'ERR', added.err end
-  return redis.error_reply(code .. ' BF.INSERT on ' .. KEYS[1] .. ' failed: ' .. rest)
+  local err = added.err
+  local per_item = string.find(err, 'full', 1, true)
+    or string.find(err, 'bf-memory-limit', 1, true)
+    or string.find(err, 'problem inserting', 1, true)
+  if not per_item then
+    return redis.error_reply(code .. ' BF.INSERT on ' .. KEYS[1] .. ' failed: ' .. rest)
+  end
+  -- A script sees an item's refusal as the whole reply's, though the
+  -- items before it went in: those the filter holds now, up to the first
+  -- it does not (the refused one). Whether each was new it cannot tell,
+  -- so they count as new: queued and answered new once more at worst,
+  -- rather than never.
+  local present = redis.call('BF.MEXISTS', KEYS[1], unpack(ARGV, first, #ARGV))
+  added = {}
+  for at = 1, #present do
+    if present[at] == 1 then
+      added[at] = 1
+    else
+      added[at] = {err = err}
+      break
+    end
+  end
 end
 local flags, fresh, refused = {}, {}, nil
 for at = 1, #added do
   local answer = added[at]
   if answer == 1 then
     flags[at] = '1'
-    fresh[#fresh + 1] = ARGV[at + 4]
+    fresh[#fresh + 1] = ARGV[first + at - 1]
   elseif answer == 0 then
     flags[at] = '0'
   else
@@ -89,11 +118,11 @@ if KEYS[3] and #fresh > 0 then
     redis.call('RPUSH', KEYS[3], unpack(fresh, from, math.min(from + 999, #fresh)))
   end
 end
+local result = done .. table.concat(flags)
+if #result > #done then redis.call('SET', KEYS[2], result, 'EX', ARGV[3]) end
 if refused then
   return redis.error_reply('FLEETITEM BF.INSERT on ' .. KEYS[1] .. ' refused an item: ' .. refused)
 end
-local result = table.concat(flags)
-redis.call('SET', KEYS[2], result, 'EX', ARGV[3])
 return result
 ";
 
@@ -119,6 +148,33 @@ redis.call('HSET', KEYS[2], token, cjson.encode(taken))
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), token)
 redis.call('LTRIM', KEYS[1], #taken, -1)
 return taken
+";
+
+/// Gives back URL ARGV[2] of lease ARGV[1] (a page its process dropped
+/// without completing): off the take's URLs and back at the head of the
+/// queue, once; the lease ends with its last URL. Answers 1 when it gave
+/// the URL back, 0 when the lease no longer holds it (given back before,
+/// or the lease expired and its URLs went back whole).
+///
+/// KEYS: queue, inflight, leases.
+const RELEASE: &str = r"
+local held = redis.call('HGET', KEYS[2], ARGV[1])
+if not held then return 0 end
+local urls = cjson.decode(held)
+for at = 1, #urls do
+  if urls[at] == ARGV[2] then
+    table.remove(urls, at)
+    redis.call('LPUSH', KEYS[1], ARGV[2])
+    if #urls == 0 then
+      redis.call('HDEL', KEYS[2], ARGV[1])
+      redis.call('ZREM', KEYS[3], ARGV[1])
+    else
+      redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(urls))
+    end
+    return 1
+  end
+end
+return 0
 ";
 
 /// Extends the leases ARGV[2..] by ARGV[1] milliseconds from now; a token
@@ -233,6 +289,7 @@ pub(crate) struct Scripts {
     offer: Script,
     take: Script,
     renew: Script,
+    release: Script,
     pending: Script,
     state: Script,
     census: Script,
@@ -249,6 +306,7 @@ impl Scripts {
                 offer: Script::new(OFFER.to_string()),
                 take: on_queue(TAKE),
                 renew: on_queue(RENEW),
+                release: Script::new(RELEASE.to_string()),
                 pending: on_queue(PENDING),
                 state: Script::new(STATE.to_string()),
                 census: Script::new(CENSUS.to_string()),
@@ -258,11 +316,12 @@ impl Scripts {
     }
 
     /// All of them, to load.
-    pub(crate) fn all(&self) -> [&Script; 7] {
+    pub(crate) fn all(&self) -> [&Script; 8] {
         [
             &self.offer,
             &self.take,
             &self.renew,
+            &self.release,
             &self.pending,
             &self.state,
             &self.census,
@@ -342,6 +401,13 @@ pub(crate) fn renew(shard: &ShardKeys, tokens: &[String], lease_ms: u64) -> Cmd 
     for token in tokens {
         command.arg(token);
     }
+    command
+}
+
+/// Gives `url` of `shard`'s lease `token` back to the queue.
+pub(crate) fn release(shard: &ShardKeys, token: &str, url: &str) -> Cmd {
+    let mut command = scripts().release.run(&queue_keys(shard));
+    command.arg(token).arg(url);
     command
 }
 

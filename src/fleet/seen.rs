@@ -1,6 +1,6 @@
 //! A seen-set shared by every process of a fleet.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::mem;
 
@@ -54,6 +54,8 @@ impl FleetSeen {
     /// # Errors
     ///
     /// [`Error::InvalidFleetConfig`] for a setting out of range,
+    /// [`Error::FleetTimesConflict`] for a `retry_for` longer than the
+    /// `lease` leaves room for, or a `result_ttl` shorter than it,
     /// [`Error::ServerUnavailable`] when the server cannot be reached,
     /// [`Error::ModuleMissing`] when it has no `BF.*` commands.
     pub fn connect(config: &FleetConfig) -> Result<FleetSeen, Error> {
@@ -75,7 +77,9 @@ impl FleetSeen {
     /// or [`Error::ServerRefused`] when it refused. No item is then marked
     /// seen here; what reached the server is kept, and a later call
     /// finds out, so offering the same items again answers them as the
-    /// first, lost, reply would have.
+    /// first, lost, reply would have. A batch that keeps failing fails
+    /// only the calls that offer its items again; calls for other items
+    /// go on.
     pub fn insert_many<I: AsRef<str>>(&self, items: &[I]) -> Result<Vec<bool>, Error> {
         let client = &self.client;
         client.count_offered(items.len() as u64);
@@ -83,15 +87,23 @@ impl FleetSeen {
         let mut unresolved = lock(&self.unresolved);
         let mut recovered = lock(&self.recovered);
         // Answers a failed call never got come first: a caller asking again
-        // for the same items is answered from them.
+        // for the same items is answered from them. A batch that fails
+        // again holds up only the calls that offer its items.
+        let mut stuck = None;
         if !unresolved.is_empty() {
             let batches = mem::take(&mut *unresolved);
             let answers = client.offer(&mut wire, &batches, false);
-            if let Some(error) = sort_out(client, &mut recovered, &mut unresolved, batches, answers)
-            {
+            stuck = sort_out(client, &mut recovered, &mut unresolved, batches, answers);
+        }
+        let waiting: HashSet<&str> = (unresolved.iter())
+            .flat_map(|batch| batch.items.iter().map(String::as_str))
+            .collect();
+        if let Some(error) = stuck {
+            if items.iter().any(|item| waiting.contains(item.as_ref())) {
                 return Err(error);
             }
         }
+        drop(waiting);
         let local = client.local.as_ref();
         let mut answers = vec![false; items.len()];
         let mut local_hashes = vec![0; if local.is_some() { items.len() } else { 0 }];
