@@ -426,3 +426,52 @@ fn a_take_answered_through_ask_waits_for_the_replicas() {
     }
     holder.complete(held);
 }
+
+/// A heartbeat that read the client busy, then was slow to send (its
+/// first beat maps the nodes, and one of them stalls), while the client
+/// went idle meanwhile: the beat does not mark it busy again (which would
+/// hold up every `is_finished` of the fleet for a lease).
+#[test]
+fn a_slow_heartbeat_does_not_mark_an_idle_client_busy_again() {
+    let cluster = Cluster::start(Kind::Valkey, 2);
+    let config = config(&cluster.nodes[0].url(), "rebusy", 2)
+        .timeout(Duration::from_millis(500))
+        .retry_for(Duration::from_millis(300))
+        .lease(Duration::from_secs(3));
+    let frontier = FleetFrontier::connect(&config).unwrap();
+    let connected = Instant::now();
+    // Busy (a push), and holding nothing once it is sent.
+    frontier.push("https://example.com/".to_string()).unwrap();
+    frontier.flush().unwrap();
+    let at = |seconds: f64| {
+        let when = connected + Duration::from_secs_f64(seconds);
+        std::thread::sleep(when.saturating_duration_since(Instant::now()));
+    };
+    let mut first = cluster.nodes[0].connect();
+    let mut busy_clients = || -> usize {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("rebusy:clients:*")
+            .query(&mut first)
+            .unwrap();
+        (keys.iter())
+            .map(|key| {
+                redis::cmd("ZCARD")
+                    .arg(key)
+                    .query::<usize>(&mut first)
+                    .unwrap()
+            })
+            .sum()
+    };
+    assert_eq!(busy_clients(), 1, "the pushing client is busy");
+    // The first beat starts a third of a lease after connecting, and its
+    // map waits a timeout for the stalled second node.
+    at(0.7);
+    cluster.nodes[1].pause();
+    at(1.2);
+    // Idle now (the fleet is not finished: the URL is queued, or the
+    // check fails on the stalled node).
+    assert!(!frontier.is_finished().unwrap_or(false));
+    at(2.2);
+    cluster.nodes[1].resume();
+    assert_eq!(busy_clients(), 0, "the idle client was marked busy again");
+}
