@@ -178,15 +178,20 @@ return 0
 ";
 
 /// Extends the leases ARGV[2..] by ARGV[1] milliseconds from now; a token
-/// that expired stays expired (its URLs are back on the queue), and one
-/// that ended is not renewed. Answers the tokens it did not extend.
+/// that ended, or expired and went back on the queue, is not renewed.
+/// Answers the tokens it did not extend. One key only: a script on keys
+/// that a slot migration has split between two nodes is refused
+/// (`TRYAGAIN`) until the migration ends, and renewals must not wait that
+/// long.
 ///
-/// KEYS: queue, inflight, leases.
+/// KEYS: leases.
 const RENEW: &str = r"
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local missed = {}
 for at = 2, #ARGV do
-  if redis.call('ZSCORE', KEYS[3], ARGV[at]) then
-    redis.call('ZADD', KEYS[3], now + tonumber(ARGV[1]), ARGV[at])
+  if redis.call('ZSCORE', KEYS[1], ARGV[at]) then
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[at])
   else
     missed[#missed + 1] = ARGV[at]
   end
@@ -311,7 +316,7 @@ impl Scripts {
             Scripts {
                 offer: Script::new(OFFER.to_string()),
                 take: on_queue(TAKE),
-                renew: on_queue(RENEW),
+                renew: Script::new(RENEW.to_string()),
                 release: Script::new(RELEASE.to_string()),
                 pending: on_queue(PENDING),
                 state: Script::new(STATE.to_string()),
@@ -402,7 +407,7 @@ pub(crate) fn complete(shard: &ShardKeys, token: &str) -> [Cmd; 2] {
 
 /// Extends `tokens`' leases on `shard` by `lease_ms`.
 pub(crate) fn renew(shard: &ShardKeys, tokens: &[String], lease_ms: u64) -> Cmd {
-    let mut command = scripts().renew.run(&queue_keys(shard));
+    let mut command = scripts().renew.run(&[&shard.leases]);
     command.arg(lease_ms);
     for token in tokens {
         command.arg(token);
