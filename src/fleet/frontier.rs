@@ -243,13 +243,17 @@ impl FleetFrontier {
             .name("atomic-bloom-fleet-heartbeat".into())
             .spawn(move || {
                 // Beats start every third of a lease, however long one
-                // takes (a failed one costs about two timeouts).
+                // takes (a failed one costs about two timeouts), and a beat
+                // that failed is tried again a timeout later.
+                let again = beat.client.config.timeout;
                 let mut next = Instant::now() + every;
                 loop {
                     let wait = next.saturating_duration_since(Instant::now());
                     if let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
                         next = (next + every).max(Instant::now());
-                        beat.heartbeat();
+                        if !beat.heartbeat() {
+                            next = next.min(Instant::now() + again);
+                        }
                     } else {
                         break;
                     }
@@ -610,13 +614,14 @@ impl Shared {
     }
 
     /// Renews this client's leases and busy mark, on the heartbeat's own
-    /// connections; a failure is logged, and the next beat tries again.
-    fn heartbeat(&self) {
+    /// connections; a failure is logged (and answered `false`), and the
+    /// next beat tries again.
+    fn heartbeat(&self) -> bool {
         // Relaxed: see `busy`; never the state's lock, which a call that is
         // retrying may hold for `retry_for`.
         let busy = self.marked_busy.load(Ordering::Relaxed);
         if !busy && !self.client.holds_leases() {
-            return;
+            return true;
         }
         match self.client.renew(busy) {
             Ok(renewal) => {
@@ -632,8 +637,12 @@ impl Shared {
                         renewal.lost
                     );
                 }
+                true
             }
-            Err(error) => log::warn!("atomic-bloom fleet: renewing leases: {error}"),
+            Err(error) => {
+                log::warn!("atomic-bloom fleet: renewing leases: {error}");
+                false
+            }
         }
     }
 }
