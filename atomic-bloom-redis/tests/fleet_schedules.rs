@@ -158,10 +158,7 @@ impl Proxy {
                 let (mut from, mut to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
                 thread::spawn(move || {
                     let mut buffer = vec![0u8; 64 * 1024];
-                    loop {
-                        let Ok(read) = from.read(&mut buffer) else {
-                            break;
-                        };
+                    while let Ok(read) = from.read(&mut buffer) {
                         if read == 0 {
                             break;
                         }
@@ -177,10 +174,7 @@ impl Proxy {
                 let (mut from, mut to) = (server, client);
                 thread::spawn(move || {
                     let mut buffer = vec![0u8; 64 * 1024];
-                    loop {
-                        let Ok(read) = from.read(&mut buffer) else {
-                            break;
-                        };
+                    while let Ok(read) = from.read(&mut buffer) {
                         if read == 0 {
                             break;
                         }
