@@ -426,3 +426,149 @@ fn a_take_answered_through_ask_waits_for_the_replicas() {
     }
     holder.complete(held);
 }
+
+/// A heartbeat that read the client busy, then was slow to send (its
+/// first beat maps the nodes, and one of them stalls), while the client
+/// went idle meanwhile: the beat does not mark it busy again (which would
+/// hold up every `is_finished` of the fleet for a lease).
+#[test]
+fn a_slow_heartbeat_does_not_mark_an_idle_client_busy_again() {
+    let cluster = Cluster::start(Kind::Valkey, 2);
+    let config = config(&cluster.nodes[0].url(), "rebusy", 2)
+        .timeout(Duration::from_millis(500))
+        .retry_for(Duration::from_millis(300))
+        .lease(Duration::from_secs(3));
+    let frontier = FleetFrontier::connect(&config).unwrap();
+    let connected = Instant::now();
+    // Busy (a push), and holding nothing once it is sent.
+    frontier.push("https://example.com/".to_string()).unwrap();
+    frontier.flush().unwrap();
+    let at = |seconds: f64| {
+        let when = connected + Duration::from_secs_f64(seconds);
+        std::thread::sleep(when.saturating_duration_since(Instant::now()));
+    };
+    let mut first = cluster.nodes[0].connect();
+    let mut busy_clients = || -> usize {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("rebusy:clients:*")
+            .query(&mut first)
+            .unwrap();
+        (keys.iter())
+            .map(|key| {
+                redis::cmd("ZCARD")
+                    .arg(key)
+                    .query::<usize>(&mut first)
+                    .unwrap()
+            })
+            .sum()
+    };
+    assert_eq!(busy_clients(), 1, "the pushing client is busy");
+    // The first beat starts a third of a lease after connecting, and its
+    // map waits a timeout for the stalled second node.
+    at(0.7);
+    cluster.nodes[1].pause();
+    at(1.2);
+    // Idle now (the fleet is not finished: the URL is queued, or the
+    // check fails on the stalled node).
+    assert!(!frontier.is_finished().unwrap_or(false));
+    at(2.2);
+    cluster.nodes[1].resume();
+    assert_eq!(busy_clients(), 0, "the idle client was marked busy again");
+}
+
+/// A slot migration that has moved some of a shard's keys and not others
+/// (here its queue, for two leases): a script on the shard's keys is
+/// refused (`TRYAGAIN`) until it ends, and the lease renewals must not be
+/// among them, or a URL held all along goes to another client.
+#[test]
+fn leases_are_renewed_while_a_migration_splits_their_shard() {
+    let cluster = Cluster::start(Kind::Valkey, 2);
+    let config = config(&cluster.nodes[0].url(), "split", 2)
+        .timeout(Duration::from_millis(250))
+        .retry_for(Duration::from_millis(200))
+        .lease(Duration::from_millis(1500));
+    let holder = FleetFrontier::connect(&config).unwrap();
+    for n in 0..200 {
+        holder.push(format!("https://site{n}.example/")).unwrap();
+    }
+    holder.flush().unwrap();
+    let held = holder.pop().unwrap().expect("a URL");
+    // The node whose shard leased the held URL, and the other.
+    let holds = |server: &Server| -> Option<String> {
+        let mut connection = server.connect();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("split:inflight:*")
+            .query(&mut connection)
+            .unwrap();
+        keys.into_iter().find(|key| {
+            let takes: Vec<String> = redis::cmd("HVALS").arg(key).query(&mut connection).unwrap();
+            takes
+                .iter()
+                .any(|take| take.contains(&held.url().replace('/', "\\/")))
+                || takes.iter().any(|take| take.contains(held.url()))
+        })
+    };
+    let (source, target, inflight) = match holds(&cluster.nodes[0]) {
+        Some(key) => (&cluster.nodes[0], &cluster.nodes[1], key),
+        None => (
+            &cluster.nodes[1],
+            &cluster.nodes[0],
+            holds(&cluster.nodes[1]).expect("the held URL's take"),
+        ),
+    };
+    let slot = key_slot(source, &inflight);
+    let queue = inflight.replace(":inflight:", ":queue:");
+    let (source_id, target_id) = (node_id(source), node_id(target));
+    let setslot = |server: &Server, state: &str, id: &str| {
+        redis::cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(slot)
+            .arg(state)
+            .arg(id)
+            .query::<()>(&mut server.connect())
+            .unwrap()
+    };
+    let migrate = |keys: &[String]| {
+        redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(target.port)
+            .arg("")
+            .arg(0)
+            .arg(5000)
+            .arg("REPLACE")
+            .arg("KEYS")
+            .arg(keys)
+            .query::<()>(&mut source.connect())
+            .unwrap()
+    };
+    setslot(target, "IMPORTING", &source_id);
+    setslot(source, "MIGRATING", &target_id);
+    migrate(&[queue]);
+    // Two leases with the shard split between the nodes.
+    std::thread::sleep(Duration::from_secs(3));
+    let rest: Vec<String> = redis::cmd("CLUSTER")
+        .arg("GETKEYSINSLOT")
+        .arg(slot)
+        .arg(100)
+        .query(&mut source.connect())
+        .unwrap();
+    if !rest.is_empty() {
+        migrate(&rest);
+    }
+    for node in &cluster.nodes {
+        setslot(node, "NODE", &target_id);
+    }
+    let other = FleetFrontier::connect(&config).unwrap();
+    let looking = Instant::now();
+    while looking.elapsed() < Duration::from_secs(2) {
+        if let Ok(Some(page)) = other.pop() {
+            assert_ne!(
+                page.url(),
+                held.url(),
+                "the held URL went to another client while its holder lived"
+            );
+            other.complete(page);
+        }
+    }
+    holder.complete(held);
+}

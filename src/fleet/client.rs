@@ -89,6 +89,17 @@ impl Wire {
     }
 }
 
+/// What a heartbeat found.
+#[derive(Debug, Default)]
+pub(crate) struct Renewal {
+    /// Leases that had ended before their renewal (their URLs went back
+    /// on the queue, for another client to crawl).
+    pub(crate) lost: usize,
+    /// The busy mark was not live (expired, or idle meanwhile): the next
+    /// call that needs it marks it again.
+    pub(crate) mark_lapsed: bool,
+}
+
 /// Counters of `FleetStats`, one atomic each.
 #[derive(Debug, Default)]
 struct Counters {
@@ -566,27 +577,34 @@ impl Client {
         (*left == 0).then_some(Piggyback::Complete { shard, token })
     }
 
-    /// Extends every lease this client holds, and its busy mark if `busy`,
-    /// through the heartbeat's own connections, in one try (the next beat
-    /// tries again). Answers how many leases had already ended (their URLs
-    /// went back on the queue, for another client to crawl).
-    pub(crate) fn renew(&self, busy: bool) -> Result<usize, Error> {
+    /// Extends every lease this client holds, and its busy mark if `busy`
+    /// (only a live one: a beat never marks a client that went idle
+    /// meanwhile), through the heartbeat's own connections, in one try (the
+    /// next beat tries again).
+    pub(crate) fn renew(&self, busy: bool) -> Result<Renewal, Error> {
         let lease_ms = millis(self.config.lease);
         let mut by_shard: HashMap<usize, Vec<String>> = HashMap::new();
         for (shard, token) in lock(&self.leases).keys() {
             by_shard.entry(*shard).or_default().push(token.clone());
         }
-        let mut commands: Vec<ShardCommand> = by_shard
+        let shards: Vec<usize> = by_shard.keys().copied().collect();
+        let mut commands: Vec<ShardCommand> = shards
             .iter()
-            .map(|(&shard, tokens)| {
+            .map(|&shard| {
                 let keys = &self.keys[shard];
-                let command = scripts::renew(keys, tokens, lease_ms);
+                let command = scripts::renew(keys, &by_shard[&shard], lease_ms);
                 (shard, keys.leases.clone(), command)
             })
             .collect();
         if busy {
             let fleet = &self.fleet;
-            let command = scripts::state(&fleet.control, &fleet.clients, &self.id, true, lease_ms);
+            let command = scripts::state(
+                &fleet.control,
+                &fleet.clients,
+                &self.id,
+                scripts::Mark::Renew,
+                lease_ms,
+            );
             commands.push((self.fleet_route(), fleet.clients.clone(), command));
         }
         let mut beat = lock(&self.beat);
@@ -604,11 +622,25 @@ impl Client {
                 none.insert(link)
             }
         };
-        let mut renewed = 0;
+        let mut renewal = Renewal::default();
         let mut first_failure = None;
         for (at, outcome) in beat.send(&commands).into_iter().enumerate() {
             match outcome {
-                Ok(Value::Int(count)) if at < by_shard.len() => renewed += count.max(0) as usize,
+                // Tokens not renewed: lost only if still held with pages
+                // not done (a lease that ended meanwhile is not).
+                Ok(Value::Array(missed)) if at < shards.len() => {
+                    let leases = lock(&self.leases);
+                    renewal.lost += (missed.iter())
+                        .filter_map(|token| match token {
+                            Value::BulkString(token) => String::from_utf8(token.clone()).ok(),
+                            _ => None,
+                        })
+                        .filter(|token| {
+                            (leases.get(&(shards[at], token.clone()))).is_some_and(|&left| left > 0)
+                        })
+                        .count();
+                }
+                Ok(Value::Int(0)) if at == shards.len() => renewal.mark_lapsed = true,
                 Ok(_) => {}
                 Err(failure) => {
                     first_failure.get_or_insert(failure);
@@ -621,8 +653,7 @@ impl Client {
             }
             return Err(failure.into_error());
         }
-        let held: usize = by_shard.values().map(Vec::len).sum();
-        Ok(held.saturating_sub(renewed))
+        Ok(renewal)
     }
 
     /// Items in the fleet's queues, over the shards that answered, and the
@@ -675,7 +706,12 @@ impl Client {
     pub(crate) fn set_busy(&self, wire: &mut Wire, busy: bool) -> Result<(), Error> {
         let lease_ms = millis(self.config.lease);
         let fleet = &self.fleet;
-        let command = scripts::state(&fleet.control, &fleet.clients, &self.id, busy, lease_ms);
+        let mark = if busy {
+            scripts::Mark::Busy
+        } else {
+            scripts::Mark::Idle
+        };
+        let command = scripts::state(&fleet.control, &fleet.clients, &self.id, mark, lease_ms);
         self.run(
             wire,
             &[(self.fleet_route(), fleet.clients.clone(), command)],

@@ -11,7 +11,7 @@ use std::time::Instant;
 use super::client::{Batch, Client, TakenUrl, Wire};
 use super::{lock, FleetConfig, FleetStats};
 use crate::push_order::{Completions, PushOrder};
-use crate::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering, RwLock, RwLockReadGuard};
 use crate::Error;
 
 /// What waits to go to one shard.
@@ -128,6 +128,12 @@ struct Shared {
     /// This client's busy mark. Pushes and takes hold it shared; going
     /// idle holds it alone.
     state: RwLock<State>,
+    /// `state.busy`, for the heartbeat, which must never wait for the
+    /// lock (a call holding it may be retrying for `retry_for`).
+    marked_busy: AtomicBool,
+    /// A heartbeat found the busy mark lapsed: the next call that needs
+    /// it marks it again.
+    mark_lapsed: AtomicBool,
     outboxes: Vec<Mutex<Outbox>>,
     taken: Mutex<Taken>,
     /// Completed URLs whose leases have yet to end on the server, by
@@ -226,6 +232,8 @@ impl FleetFrontier {
             dropped: Mutex::new(Vec::new()),
             order: PushOrder::new(),
             state: RwLock::new(State::default()),
+            marked_busy: AtomicBool::new(false),
+            mark_lapsed: AtomicBool::new(false),
             client,
         });
         let (stop, stopped) = mpsc::channel::<()>();
@@ -234,8 +242,21 @@ impl FleetFrontier {
         let heartbeat = thread::Builder::new()
             .name("atomic-bloom-fleet-heartbeat".into())
             .spawn(move || {
-                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
-                    beat.heartbeat();
+                // Beats start every third of a lease, however long one
+                // takes (a failed one costs about two timeouts), and a beat
+                // that failed is tried again a timeout later.
+                let again = beat.client.config.timeout;
+                let mut next = Instant::now() + every;
+                loop {
+                    let wait = next.saturating_duration_since(Instant::now());
+                    if let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
+                        next = (next + every).max(Instant::now());
+                        if !beat.heartbeat() {
+                            next = next.min(Instant::now() + again);
+                        }
+                    } else {
+                        break;
+                    }
                 }
             })
             .map_err(|error| Error::ServerUnavailable {
@@ -352,16 +373,24 @@ impl Shared {
     fn busy(&self) -> Result<RwLockReadGuard<'_, State>, Error> {
         loop {
             let shared = self.state.read().unwrap_or_else(PoisonError::into_inner);
-            if shared.busy && !shared.unsure {
+            // Relaxed: a hint from the heartbeat; the mark it asks for is
+            // written under the lock below, which orders the rest.
+            if shared.busy && !shared.unsure && !self.mark_lapsed.load(Ordering::Relaxed) {
                 return Ok(shared);
             }
             drop(shared);
             let mut alone = self.state.write().unwrap_or_else(PoisonError::into_inner);
-            if !alone.busy || alone.unsure {
+            // Relaxed: as above; taken under the lock, so one call marks.
+            let lapsed = self.mark_lapsed.swap(false, Ordering::Relaxed);
+            if !alone.busy || alone.unsure || lapsed {
                 let marked = self.client.set_busy(&mut self.client.wire(), true);
                 alone.unsure = marked.is_err();
                 marked?;
                 alone.busy = true;
+                // Relaxed: read by the heartbeat only to choose what to
+                // renew; a stale read renews a mark that is not there (a
+                // no-op) or skips one beat.
+                self.marked_busy.store(true, Ordering::Relaxed);
             }
         }
     }
@@ -572,6 +601,8 @@ impl Shared {
                 state.unsure = marked.is_err();
                 marked?;
                 state.busy = false;
+                // Relaxed: see `busy`.
+                self.marked_busy.store(false, Ordering::Relaxed);
             }
         }
         let mut wire = client.wire();
@@ -583,23 +614,35 @@ impl Shared {
     }
 
     /// Renews this client's leases and busy mark, on the heartbeat's own
-    /// connections; a failure is logged, and the next beat tries again.
-    fn heartbeat(&self) {
-        let busy = self
-            .state
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .busy;
+    /// connections; a failure is logged (and answered `false`), and the
+    /// next beat tries again.
+    fn heartbeat(&self) -> bool {
+        // Relaxed: see `busy`; never the state's lock, which a call that is
+        // retrying may hold for `retry_for`.
+        let busy = self.marked_busy.load(Ordering::Relaxed);
         if !busy && !self.client.holds_leases() {
-            return;
+            return true;
         }
         match self.client.renew(busy) {
-            Ok(0) => {}
-            Ok(lost) => log::warn!(
-                "atomic-bloom fleet: {lost} of this client's leases had ended before it \
-                 renewed them; their URLs went back on the queue and may be crawled twice"
-            ),
-            Err(error) => log::warn!("atomic-bloom fleet: renewing leases: {error}"),
+            Ok(renewal) => {
+                if renewal.mark_lapsed && busy {
+                    // Relaxed: see `busy`.
+                    self.mark_lapsed.store(true, Ordering::Relaxed);
+                }
+                if renewal.lost > 0 {
+                    log::warn!(
+                        "atomic-bloom fleet: {} of this client's leases had ended before it \
+                         renewed them; their URLs went back on the queue and may be crawled \
+                         twice",
+                        renewal.lost
+                    );
+                }
+                true
+            }
+            Err(error) => {
+                log::warn!("atomic-bloom fleet: renewing leases: {error}");
+                false
+            }
         }
     }
 }

@@ -178,19 +178,25 @@ return 0
 ";
 
 /// Extends the leases ARGV[2..] by ARGV[1] milliseconds from now; a token
-/// that expired stays expired (its URLs are back on the queue). Answers
-/// how many were extended.
+/// that ended, or expired and went back on the queue, is not renewed.
+/// Answers the tokens it did not extend. One key only: a script on keys
+/// that a slot migration has split between two nodes is refused
+/// (`TRYAGAIN`) until the migration ends, and renewals must not wait that
+/// long.
 ///
-/// KEYS: queue, inflight, leases.
+/// KEYS: leases.
 const RENEW: &str = r"
-local renewed = 0
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local missed = {}
 for at = 2, #ARGV do
-  if redis.call('ZSCORE', KEYS[3], ARGV[at]) then
-    redis.call('ZADD', KEYS[3], now + tonumber(ARGV[1]), ARGV[at])
-    renewed = renewed + 1
+  if redis.call('ZSCORE', KEYS[1], ARGV[at]) then
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[at])
+  else
+    missed[#missed + 1] = ARGV[at]
   end
 end
-return renewed
+return missed
 ";
 
 /// The work a shard holds: its queue's length plus its leases, after
@@ -203,17 +209,22 @@ return redis.call('LLEN', KEYS[1]) + redis.call('ZCARD', KEYS[3])
 ";
 
 /// Marks client ARGV[1] busy until ARGV[3] milliseconds from now (ARGV[2]
-/// = 1), or idle (0). A client that goes busy from idle or from expired
-/// advances the epoch, so that a check of the whole fleet that spans the
-/// change sees it; a renewal does not.
+/// = 1), idle (0), or renews a live busy mark (2). A client that goes busy
+/// from idle or from expired advances the epoch, so that a check of the
+/// whole fleet that spans the change sees it; a renewal does not, and
+/// never marks a client that is idle or expired (a heartbeat racing the
+/// client's own idle mark): it answers 0 then, 1 otherwise.
 ///
 /// KEYS: control hash (the epoch), busy clients (client -> deadline).
 const STATE: &str = r"
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local until_now = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]) or '0')
 if ARGV[2] == '1' then
-  local until_now = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]) or '0')
   if until_now <= now then redis.call('HINCRBY', KEYS[1], 'epoch', 1) end
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
+elseif ARGV[2] == '2' then
+  if until_now <= now then return 0 end
   redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
 else
   redis.call('ZREM', KEYS[2], ARGV[1])
@@ -305,7 +316,7 @@ impl Scripts {
             Scripts {
                 offer: Script::new(OFFER.to_string()),
                 take: on_queue(TAKE),
-                renew: on_queue(RENEW),
+                renew: Script::new(RENEW.to_string()),
                 release: Script::new(RELEASE.to_string()),
                 pending: on_queue(PENDING),
                 state: Script::new(STATE.to_string()),
@@ -396,7 +407,7 @@ pub(crate) fn complete(shard: &ShardKeys, token: &str) -> [Cmd; 2] {
 
 /// Extends `tokens`' leases on `shard` by `lease_ms`.
 pub(crate) fn renew(shard: &ShardKeys, tokens: &[String], lease_ms: u64) -> Cmd {
-    let mut command = scripts().renew.run(&queue_keys(shard));
+    let mut command = scripts().renew.run(&[&shard.leases]);
     command.arg(lease_ms);
     for token in tokens {
         command.arg(token);
@@ -416,10 +427,26 @@ pub(crate) fn pending(shard: &ShardKeys) -> Cmd {
     scripts().pending.run(&queue_keys(shard))
 }
 
-/// Marks `client` busy for `lease_ms`, or idle.
-pub(crate) fn state(control: &str, clients: &str, client: &str, busy: bool, lease_ms: u64) -> Cmd {
+/// What a client's busy mark becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// Idle: it holds nothing.
+    Idle,
+    /// Busy for a lease, from idle, expired or busy.
+    Busy,
+    /// Busy for another lease, if it is busy now (a heartbeat).
+    Renew,
+}
+
+/// Marks `client` busy for `lease_ms`, idle, or renews its busy mark.
+pub(crate) fn state(control: &str, clients: &str, client: &str, mark: Mark, lease_ms: u64) -> Cmd {
     let mut command = scripts().state.run(&[control, clients]);
-    command.arg(client).arg(u8::from(busy)).arg(lease_ms);
+    let mode = match mark {
+        Mark::Idle => 0,
+        Mark::Busy => 1,
+        Mark::Renew => 2,
+    };
+    command.arg(client).arg(mode).arg(lease_ms);
     command
 }
 

@@ -24,7 +24,13 @@ use crate::Error;
 /// Across the fleet, each item is answered new at most once (the server's
 /// filter decides, one batch at a time), and once up to the false-positive
 /// rates of the server's filters and of the local filter (an item wrongly
-/// held by either is answered seen).
+/// held by either is answered seen). One exception: when a shard's filter
+/// refuses an item part-way through a batch (full, and not allowed to
+/// grow), the items of the batch before it that the filter holds are
+/// answered new, whether this batch or an earlier one added them (the
+/// server's script cannot tell them apart), so such an item may be
+/// answered new twice; never one answered seen that no one was answered
+/// new for.
 ///
 /// # Example
 ///

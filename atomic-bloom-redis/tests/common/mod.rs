@@ -315,6 +315,27 @@ impl Server {
         }
     }
 
+    /// Stops the process (SIGSTOP) until [`resume`](Self::resume): a node
+    /// that accepts connections and never answers.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a [`pause`](Self::pause)d process run again (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("the server runs").id();
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(pid.to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     /// The server's URL.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)
