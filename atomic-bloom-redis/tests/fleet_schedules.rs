@@ -10,8 +10,8 @@
 //! nothing at the end, and a client with other settings never joins.
 //! (Processes SIGKILLed mid-crawl are `fleet_faults.rs`'s.)
 //!
-//! `FLEET_SEEDS=N` runs seeds 0..N (30 by default), `FLEET_SEED=n` replays
-//! one. A failing seed names itself; the threads' timing is not seeded,
+//! `FLEET_SEEDS=N` runs seeds 0..N (30 by default), `FLEET_SEEDS=a..b`
+//! seeds a..b, `FLEET_SEED=n` replays one. A failing seed names itself; the threads' timing is not seeded,
 //! so a replay draws the same faults in a similar, not identical, order.
 
 mod common;
@@ -278,14 +278,18 @@ fn config(url: &str, prefix: &str) -> FleetConfig {
         .lease(LEASE)
 }
 
-/// The seeds to run: `FLEET_SEED=n`, or `0..FLEET_SEEDS` (30).
+/// The seeds to run: `FLEET_SEED=n`, or `FLEET_SEEDS=N` (seeds `0..N`,
+/// 30 by default) or `FLEET_SEEDS=a..b`.
 fn seeds() -> Vec<u64> {
     if let Ok(seed) = std::env::var("FLEET_SEED") {
         return vec![seed.parse().expect("FLEET_SEED is a number")];
     }
-    let count = std::env::var("FLEET_SEEDS")
-        .map_or(30, |count| count.parse().expect("FLEET_SEEDS is a number"));
-    (0..count).collect()
+    let seeds = std::env::var("FLEET_SEEDS").unwrap_or_else(|_| "30".to_string());
+    let number = |text: &str| -> u64 { text.parse().expect("FLEET_SEEDS is N or a..b") };
+    match seeds.split_once("..") {
+        Some((from, to)) => (number(from)..number(to)).collect(),
+        None => (0..number(&seeds)).collect(),
+    }
 }
 
 /// One seed: a crawl through the proxy while the schedule runs.
@@ -301,11 +305,14 @@ fn run_seed(server: &mut Server, seed: u64) -> (u64, bool) {
         .collect();
     let prefix = format!("seed{seed}");
     let frontiers: Vec<FleetFrontier> = (proxies.iter())
-        .map(|proxy| loop {
-            match FleetFrontier::connect(&config(&proxy.url(), &prefix)) {
-                Ok(frontier) => break frontier,
-                Err(Error::ServerUnavailable { .. }) => continue,
-                Err(other) => panic!("seed {seed}: connect: {other}"),
+        .map(|proxy| {
+            let mut tries = 0;
+            loop {
+                match FleetFrontier::connect(&config(&proxy.url(), &prefix)) {
+                    Ok(frontier) => break frontier,
+                    Err(Error::ServerUnavailable { .. }) if tries < 40 => tries += 1,
+                    Err(other) => panic!("seed {seed}: connect: {other}"),
+                }
             }
         })
         .collect();
