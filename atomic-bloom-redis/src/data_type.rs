@@ -264,32 +264,64 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
     Box::into_raw(Box::new(value)).cast::<c_void>()
 }
 
-/// Emits `BF.LOADCHUNK key next chunk` for each chunk of a record, as
-/// `BF.SCANDUMP` would cut it.
-struct AofWriter {
+/// How a rewritten chunk is numbered.
+#[derive(Clone, Copy)]
+pub(crate) enum ChunkNumber {
+    /// `BF.LOADCHUNK`'s: the iterator after the chunk (1 + bytes so far,
+    /// this chunk's included), as `BF.SCANDUMP` hands it out.
+    After,
+    /// `WBF.LOADCHUNK`'s: the offset of the chunk's first byte.
+    Offset,
+}
+
+/// Emits `command key number chunk` for each chunk of a record, cut as
+/// `BF.SCANDUMP` cuts it (`CHUNK_BYTES`).
+pub(crate) struct AofWriter {
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
+    command: &'static std::ffi::CStr,
+    number: ChunkNumber,
     buffer: Vec<u8>,
     emitted: u64,
 }
 
 impl AofWriter {
-    fn emit(&mut self) {
+    pub(crate) fn new(
+        aof: *mut raw::RedisModuleIO,
+        key: *mut raw::RedisModuleString,
+        command: &'static std::ffi::CStr,
+        number: ChunkNumber,
+    ) -> Self {
+        AofWriter {
+            aof,
+            key,
+            command,
+            number,
+            buffer: Vec::new(),
+            emitted: 0,
+        }
+    }
+
+    /// Emits what is buffered; call once more after the last write.
+    pub(crate) fn emit(&mut self) {
         if self.buffer.is_empty() {
             return;
         }
+        let number = match self.number {
+            ChunkNumber::After => 1 + self.emitted + self.buffer.len() as u64,
+            ChunkNumber::Offset => self.emitted,
+        };
         self.emitted += self.buffer.len() as u64;
-        let next = (1 + self.emitted) as std::os::raw::c_longlong;
         // Safety: EmitAOF exists in every server this module loads into
         // (Redis 4+); "slb" is a module string, a long long and a buffer
         // with its length, which is what follows.
         unsafe {
             raw::RedisModule_EmitAOF.unwrap()(
                 self.aof,
-                c"BF.LOADCHUNK".as_ptr(),
+                self.command.as_ptr(),
                 c"slb".as_ptr(),
                 self.key,
-                next,
+                number as std::os::raw::c_longlong,
                 self.buffer.as_ptr(),
                 self.buffer.len(),
             );
@@ -323,12 +355,7 @@ unsafe extern "C" fn aof_rewrite(
 ) {
     // Safety: the server passes a value this module's type created.
     let value = unsafe { &*value.cast::<Value>() };
-    let mut out = AofWriter {
-        aof,
-        key,
-        buffer: Vec::new(),
-        emitted: 0,
-    };
+    let mut out = AofWriter::new(aof, key, c"BF.LOADCHUNK", ChunkNumber::After);
     match value {
         Value::Ready(bloom, _) => {
             if let Err(error) = bloom.write_record(&mut out) {

@@ -3,15 +3,14 @@
 //! Every path through bytes goes through the record of `record.rs`.
 
 use std::io::Write;
-use std::os::raw::{c_int, c_longlong, c_void};
+use std::os::raw::{c_int, c_void};
 
 use redis_module::native_types::RedisType;
 use redis_module::{logging, raw};
 
 use super::record::RecordError;
 use super::{server_ms, Loading, WindowValue, Windowed};
-use crate::data_type::{restore_cap, type_methods, RdbReader, RdbWriter};
-use crate::dump::CHUNK_BYTES;
+use crate::data_type::{restore_cap, type_methods, AofWriter, ChunkNumber, RdbReader, RdbWriter};
 
 /// The type's name (exactly nine characters) and encoding version.
 pub(crate) static WINDOWED_TYPE: RedisType = RedisType::new(
@@ -79,56 +78,6 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
     Box::into_raw(Box::new(value)).cast::<c_void>()
 }
 
-/// Emits `WBF.LOADCHUNK key offset chunk` for each chunk of a record.
-struct AofWriter {
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
-    buffer: Vec<u8>,
-    emitted: u64,
-}
-
-impl AofWriter {
-    fn emit(&mut self) {
-        if self.buffer.is_empty() {
-            return;
-        }
-        // Safety: EmitAOF exists in every server this module loads into
-        // (Redis 4+); "slb" is a module string, a long long and a buffer
-        // with its length, which is what follows.
-        unsafe {
-            raw::RedisModule_EmitAOF.unwrap()(
-                self.aof,
-                c"WBF.LOADCHUNK".as_ptr(),
-                c"slb".as_ptr(),
-                self.key,
-                self.emitted as c_longlong,
-                self.buffer.as_ptr(),
-                self.buffer.len(),
-            );
-        }
-        self.emitted += self.buffer.len() as u64;
-        self.buffer.clear();
-    }
-}
-
-impl Write for AofWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        for piece in bytes.chunks(CHUNK_BYTES) {
-            let room = CHUNK_BYTES - self.buffer.len();
-            let (now, later) = piece.split_at(room.min(piece.len()));
-            self.buffer.extend_from_slice(now);
-            if self.buffer.len() == CHUNK_BYTES {
-                self.emit();
-            }
-            self.buffer.extend_from_slice(later);
-        }
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 unsafe extern "C" fn aof_rewrite(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
@@ -136,12 +85,7 @@ unsafe extern "C" fn aof_rewrite(
 ) {
     // Safety: the server passes a value this type created.
     let value = unsafe { &*value.cast::<WindowValue>() };
-    let mut out = AofWriter {
-        aof,
-        key,
-        buffer: Vec::new(),
-        emitted: 0,
-    };
+    let mut out = AofWriter::new(aof, key, c"WBF.LOADCHUNK", ChunkNumber::Offset);
     match value {
         WindowValue::Ready(windowed) => {
             if let Err(error) = windowed.write_record(&mut out, server_ms()) {
