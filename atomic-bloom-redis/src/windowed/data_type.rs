@@ -125,10 +125,19 @@ unsafe extern "C" fn copy(
                 return std::ptr::null_mut();
             }
         },
-        WindowValue::Loading(loading) => WindowValue::Loading(Loading {
-            total: loading.total,
-            received: loading.received.clone(),
-        }),
+        // An allocation that fails is the server's error reply, not an
+        // abort (as `BF.*` keys copy).
+        WindowValue::Loading(loading) => {
+            let mut received = Vec::new();
+            if received.try_reserve_exact(loading.received.len()).is_err() {
+                return std::ptr::null_mut();
+            }
+            received.extend_from_slice(&loading.received);
+            WindowValue::Loading(Loading {
+                total: loading.total,
+                received,
+            })
+        }
     };
     Box::into_raw(Box::new(copied)).cast::<c_void>()
 }
