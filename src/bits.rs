@@ -62,13 +62,16 @@ unsafe impl Block for BitBlock {
 
     fn encode(&self, out: &mut Vec<u8>) -> usize {
         let mut ones = 0;
-        for word in &self.0 {
+        let mut bytes = [0u8; BLOCK_BYTES];
+        for (word, le) in self.0.iter().zip(bytes.chunks_exact_mut(8)) {
             // Relaxed: a snapshot of bits that only go 0 -> 1; an insert
             // that happened-before the save began is seen.
             let bits = word.load(Ordering::Relaxed);
             ones += bits.count_ones() as usize;
-            out.extend_from_slice(&bits.to_le_bytes());
+            le.copy_from_slice(&bits.to_le_bytes());
         }
+        // One append per block: a dump's pages are made block by block.
+        out.extend_from_slice(&bytes);
         ones
     }
 

@@ -163,16 +163,23 @@ pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Ve
         iter if iter > 0 => iter as u64 - 1,
         _ => return (0, Vec::new()),
     };
-    let mut chunk = Vec::new();
-    if offset < envelope {
-        chunk.extend_from_slice(&bloom.envelope().encode()[offset as usize..]);
-    }
+    let head = if offset < envelope {
+        bloom.envelope().encode()[offset as usize..].to_vec()
+    } else {
+        Vec::new()
+    };
     let filter_offset = offset.saturating_sub(envelope);
     let mut cursor = state
         .cursor_at(filter_offset)
         .unwrap_or_else(|| SaveCursor::at(filter_offset));
-    let room = CHUNK_BYTES - chunk.len();
-    chunk.extend(bloom.filter_chunk(&mut cursor, room));
+    // The filter's bytes are the reply as made (no second copy of 16 MiB)
+    // but for the chunk that also carries the envelope's last bytes.
+    let body = bloom.filter_chunk(&mut cursor, CHUNK_BYTES - head.len());
+    let chunk = if head.is_empty() {
+        body
+    } else {
+        [head, body].concat()
+    };
     if chunk.is_empty() {
         return (0, Vec::new());
     }

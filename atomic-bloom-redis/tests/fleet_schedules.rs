@@ -8,20 +8,19 @@
 //! through its own proxy; every page is crawled, twice only if the client
 //! cut off had crawled it, every client finishes on its own and holds
 //! nothing at the end, and a client with other settings never joins.
-//! (Processes SIGKILLed mid-crawl are `fleet_faults.rs`'s.)
+//! (Processes SIGKILLed mid-crawl are `fleet_faults.rs`'s; the same
+//! schedules against a cluster, `fleet_cluster_schedules.rs`'s.)
 //!
-//! `FLEET_SEEDS=N` runs seeds 0..N (30 by default), `FLEET_SEEDS=a..b`
-//! seeds a..b, `FLEET_SEED=n` replays one. A failing seed names itself; the threads' timing is not seeded,
-//! so a replay draws the same faults in a similar, not identical, order.
+//! `FLEET_SEEDS=N` runs seeds 0..N (20 by default), `FLEET_SEEDS=a..b`
+//! seeds a..b, `FLEET_SEED=n` replays one. A failing seed names itself;
+//! the threads' timing is not seeded, so a replay draws the same faults in a similar, not identical, order.
 
 mod common;
 mod crawling;
+mod faults;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -29,208 +28,13 @@ use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
 use atomic_bloom::Error;
 use common::{Kind, Server};
 use crawling::{reachable, small_web};
+use faults::{Proxy, Rng};
 
 /// The clients' timeout: a delayed reply waits longer than this.
 const TIMEOUT: Duration = Duration::from_millis(250);
 
-/// splitmix64: the schedule's random numbers.
-#[derive(Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// True with probability `per_mille` / 1000.
-    fn chance(&mut self, per_mille: u64) -> bool {
-        self.next() % 1000 < per_mille
-    }
-}
-
-/// What the proxy does to one chunk of a reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fault {
-    /// Forward it.
-    None,
-    /// Close the connection instead: the server ran the command, the
-    /// client never hears.
-    Drop,
-    /// Forward half of it, then close.
-    Cut,
-    /// Forward it after the client stopped waiting.
-    Delay,
-}
-
-/// The proxy's shared state.
-struct Schedule {
-    rng: Mutex<Rng>,
-    /// Faults per thousand reply chunks, each kind.
-    per_mille: u64,
-    /// Until when the server is blackholed (accepted, never answered).
-    blackhole_until: Mutex<Option<Instant>>,
-    faults: AtomicU64,
-    stop: AtomicBool,
-    /// Every connection's sockets, to close at the end.
-    open: Mutex<Vec<TcpStream>>,
-}
-
-impl Schedule {
-    fn fault(&self) -> Fault {
-        let mut rng = self.rng.lock().unwrap();
-        let fault = if rng.chance(self.per_mille) {
-            Fault::Drop
-        } else if rng.chance(self.per_mille) {
-            Fault::Cut
-        } else if rng.chance(self.per_mille) {
-            Fault::Delay
-        } else {
-            Fault::None
-        };
-        if fault != Fault::None {
-            self.faults.fetch_add(1, Ordering::Relaxed);
-        }
-        fault
-    }
-
-    /// Waits while the server is blackholed.
-    fn through_blackhole(&self) {
-        loop {
-            let until = *self.blackhole_until.lock().unwrap();
-            match until {
-                Some(until) if Instant::now() < until && !self.stop.load(Ordering::Relaxed) => {
-                    thread::sleep(Duration::from_millis(5))
-                }
-                _ => return,
-            }
-        }
-    }
-}
-
-/// A TCP proxy on 127.0.0.1 in front of `upstream`'s port.
-struct Proxy {
-    port: u16,
-    schedule: Arc<Schedule>,
-    accepting: Option<thread::JoinHandle<()>>,
-}
-
-fn close(stream: &TcpStream) {
-    let _ = stream.shutdown(Shutdown::Both);
-}
-
-impl Proxy {
-    fn start(upstream: u16, seed: u64, per_mille: u64) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let schedule = Arc::new(Schedule {
-            rng: Mutex::new(Rng(seed)),
-            per_mille,
-            blackhole_until: Mutex::new(None),
-            faults: AtomicU64::new(0),
-            stop: AtomicBool::new(false),
-            open: Mutex::new(Vec::new()),
-        });
-        let shared = Arc::clone(&schedule);
-        let accepting = thread::spawn(move || {
-            while !shared.stop.load(Ordering::Relaxed) {
-                let client = match listener.accept() {
-                    Ok((client, _)) => client,
-                    Err(_) => {
-                        thread::sleep(Duration::from_millis(2));
-                        continue;
-                    }
-                };
-                client.set_nonblocking(false).unwrap();
-                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                    close(&client);
-                    continue;
-                };
-                client.set_nodelay(true).ok();
-                server.set_nodelay(true).ok();
-                {
-                    let mut open = shared.open.lock().unwrap();
-                    open.push(client.try_clone().unwrap());
-                    open.push(server.try_clone().unwrap());
-                }
-                let requests = Arc::clone(&shared);
-                let (mut from, mut to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                thread::spawn(move || {
-                    let mut buffer = vec![0u8; 64 * 1024];
-                    while let Ok(read) = from.read(&mut buffer) {
-                        if read == 0 {
-                            break;
-                        }
-                        requests.through_blackhole();
-                        if to.write_all(&buffer[..read]).is_err() {
-                            break;
-                        }
-                    }
-                    close(&from);
-                    close(&to);
-                });
-                let replies = Arc::clone(&shared);
-                let (mut from, mut to) = (server, client);
-                thread::spawn(move || {
-                    let mut buffer = vec![0u8; 64 * 1024];
-                    while let Ok(read) = from.read(&mut buffer) {
-                        if read == 0 {
-                            break;
-                        }
-                        replies.through_blackhole();
-                        let chunk = &buffer[..read];
-                        let sent = match replies.fault() {
-                            Fault::None => to.write_all(chunk),
-                            Fault::Drop => break,
-                            Fault::Cut => {
-                                let _ = to.write_all(&chunk[..read / 2]);
-                                break;
-                            }
-                            Fault::Delay => {
-                                thread::sleep(TIMEOUT + Duration::from_millis(50));
-                                to.write_all(chunk)
-                            }
-                        };
-                        if sent.is_err() {
-                            break;
-                        }
-                    }
-                    close(&from);
-                    close(&to);
-                });
-            }
-        });
-        Proxy {
-            port,
-            schedule,
-            accepting: Some(accepting),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn blackhole(&self, duration: Duration) {
-        *self.schedule.blackhole_until.lock().unwrap() = Some(Instant::now() + duration);
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.schedule.stop.store(true, Ordering::Relaxed);
-        for stream in self.schedule.open.lock().unwrap().drain(..) {
-            close(&stream);
-        }
-        if let Some(accepting) = self.accepting.take() {
-            let _ = accepting.join();
-        }
-    }
-}
+/// How long the proxy holds a delayed reply: past the clients' timeout.
+const DELAY: Duration = Duration::from_millis(300);
 
 /// The clients' lease: a client cut off for longer loses its takes.
 const LEASE: Duration = Duration::from_secs(6);
@@ -278,20 +82,6 @@ fn config(url: &str, prefix: &str) -> FleetConfig {
         .lease(LEASE)
 }
 
-/// The seeds to run: `FLEET_SEED=n`, or `FLEET_SEEDS=N` (seeds `0..N`,
-/// 30 by default) or `FLEET_SEEDS=a..b`.
-fn seeds() -> Vec<u64> {
-    if let Ok(seed) = std::env::var("FLEET_SEED") {
-        return vec![seed.parse().expect("FLEET_SEED is a number")];
-    }
-    let seeds = std::env::var("FLEET_SEEDS").unwrap_or_else(|_| "30".to_string());
-    let number = |text: &str| -> u64 { text.parse().expect("FLEET_SEEDS is N or a..b") };
-    match seeds.split_once("..") {
-        Some((from, to)) => (number(from)..number(to)).collect(),
-        None => (0..number(&seeds)).collect(),
-    }
-}
-
 /// One seed: a crawl through the proxy while the schedule runs.
 fn run_seed(server: &mut Server, seed: u64) -> (u64, bool) {
     let web = small_web();
@@ -301,7 +91,7 @@ fn run_seed(server: &mut Server, seed: u64) -> (u64, bool) {
     let per_mille = plan.next() % 21;
     // A proxy per client, so that one client can be cut off alone.
     let proxies: Vec<Proxy> = (0..3)
-        .map(|client| Proxy::start(server.port, seed * 3 + client, per_mille))
+        .map(|client| Proxy::start(server.port, seed * 3 + client, per_mille, DELAY))
         .collect();
     let prefix = format!("seed{seed}");
     let frontiers: Vec<FleetFrontier> = (proxies.iter())
@@ -400,7 +190,7 @@ fn seeded_fault_schedules_lose_and_repeat_nothing() {
     let aof = ["--appendonly", "yes", "--appendfsync", "always"];
     let mut server = Server::start(Kind::Valkey, &[], &aof);
     let (mut faults, mut restarts) = (0, 0);
-    let seeds = seeds();
+    let seeds = faults::seeds("FLEET_SEED", "FLEET_SEEDS", 20);
     for &seed in &seeds {
         let (seed_faults, restarted) = run_seed(&mut server, seed);
         faults += seed_faults;

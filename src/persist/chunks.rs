@@ -121,7 +121,10 @@ pub(crate) fn write_chunk(
     cursor: &mut SaveCursor,
     max: usize,
 ) -> Vec<u8> {
-    let mut out = Vec::new();
+    // One allocation of the piece's size: a server's 16 MiB chunk is
+    // neither grown by doubling nor copied again.
+    let left = total_len(segments).saturating_sub(cursor.offset);
+    let mut out = Vec::with_capacity(usize::try_from(left).map_or(max, |left| left.min(max)));
     let mut start = 0u64;
     for segment in segments {
         let end = start + segment.len();
@@ -173,6 +176,10 @@ fn body_checksum(segments: &[Segment<'_>]) -> u32 {
 /// checksum at most; returns the checksum of the page's bytes handed out so
 /// far. `carried`: that checksum for the bytes before `within`, from the
 /// piece that handed them out; without it, the page as it is now.
+///
+/// A page the piece holds whole, as all but the first and last of a
+/// dump's chunk do, is encoded straight into `out` (each block read once)
+/// and checksummed there: one pass over its bytes, no copy.
 fn page_piece(
     bits: &BitArray,
     within: u64,
@@ -183,18 +190,27 @@ fn page_piece(
     let stride = PAGE_BYTES as u64 + 4;
     let page = (within / stride) as usize;
     let inner = (within % stride) as usize;
-    let mut encoded = Vec::with_capacity(PAGE_BYTES);
-    bits.encode_page(page, &mut encoded);
-    let page_len = encoded.len();
+    let page_len = bits
+        .memory_bytes()
+        .saturating_sub(page * PAGE_BYTES)
+        .min(PAGE_BYTES);
     let start = inner.min(page_len);
-    let prefix = match (inner, carried) {
-        (0, _) => 0,
-        (_, Some(crc)) => crc,
-        (_, None) => crc32c::crc32c(&encoded[..start]),
-    };
     let bytes_end = (inner + room).min(page_len).max(start);
-    out.extend_from_slice(&encoded[start..bytes_end]);
-    let crc = crc32c::crc32c_append(prefix, &encoded[start..bytes_end]);
+    let crc = if start == 0 && bytes_end == page_len {
+        let base = out.len();
+        bits.encode_page(page, out);
+        crc32c::crc32c(&out[base..])
+    } else {
+        let mut encoded = Vec::with_capacity(page_len);
+        bits.encode_page(page, &mut encoded);
+        let prefix = match (inner, carried) {
+            (0, _) => 0,
+            (_, Some(crc)) => crc,
+            (_, None) => crc32c::crc32c(&encoded[..start]),
+        };
+        out.extend_from_slice(&encoded[start..bytes_end]);
+        crc32c::crc32c_append(prefix, &encoded[start..bytes_end])
+    };
     if inner + room > page_len {
         let from = inner.saturating_sub(page_len);
         let to = (inner + room - page_len).min(4);

@@ -265,6 +265,11 @@ impl Server {
         self.extra = extra.iter().map(|s| s.to_string()).collect();
     }
 
+    /// Adds `extra` to the configuration of the next [`launch`](Self::launch).
+    pub fn push_extra(&mut self, extra: &[&str]) {
+        self.extra.extend(extra.iter().map(|s| s.to_string()));
+    }
+
     /// The server's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()

@@ -1,0 +1,249 @@
+//! A TCP proxy that deals faults from a seed: what the seeded fault
+//! schedules (`fleet_schedules.rs`, `fleet_cluster_schedules.rs`) put
+//! between the fleet's clients and its servers. It drops replies after the
+//! server ran the command, cuts connections in the middle of a reply,
+//! delays replies past the clients' timeout, and blackholes the server
+//! (accepts, never answers) for a while.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// splitmix64: the schedule's random numbers.
+#[derive(Debug)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// True with probability `per_mille` / 1000.
+    pub fn chance(&mut self, per_mille: u64) -> bool {
+        self.next() % 1000 < per_mille
+    }
+}
+
+/// What the proxy does to one chunk of a reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Forward it.
+    None,
+    /// Close the connection instead: the server ran the command, the
+    /// client never hears.
+    Drop,
+    /// Forward half of it, then close.
+    Cut,
+    /// Forward it after the client stopped waiting.
+    Delay,
+}
+
+/// The proxy's shared state.
+pub struct Schedule {
+    rng: Mutex<Rng>,
+    /// Faults per thousand reply chunks, each kind.
+    per_mille: AtomicU64,
+    /// How long a delayed reply is held: past the clients' timeout.
+    delay: Duration,
+    /// Until when the server is blackholed (accepted, never answered).
+    blackhole_until: Mutex<Option<Instant>>,
+    /// Faults dealt so far.
+    pub faults: AtomicU64,
+    stop: AtomicBool,
+    /// Every connection's sockets, to close at the end.
+    open: Mutex<Vec<TcpStream>>,
+}
+
+impl Schedule {
+    fn fault(&self) -> Fault {
+        let mut rng = self.rng.lock().unwrap();
+        // Relaxed: a setting read alone; a new seed's takes effect soon enough.
+        let per_mille = self.per_mille.load(Ordering::Relaxed);
+        let fault = if rng.chance(per_mille) {
+            Fault::Drop
+        } else if rng.chance(per_mille) {
+            Fault::Cut
+        } else if rng.chance(per_mille) {
+            Fault::Delay
+        } else {
+            Fault::None
+        };
+        if fault != Fault::None {
+            self.faults.fetch_add(1, Ordering::Relaxed);
+        }
+        fault
+    }
+
+    /// Waits while the server is blackholed.
+    fn through_blackhole(&self) {
+        loop {
+            let until = *self.blackhole_until.lock().unwrap();
+            match until {
+                Some(until) if Instant::now() < until && !self.stop.load(Ordering::Relaxed) => {
+                    thread::sleep(Duration::from_millis(5))
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+/// A TCP proxy on 127.0.0.1 in front of `upstream`'s port.
+pub struct Proxy {
+    pub port: u16,
+    pub schedule: Arc<Schedule>,
+    accepting: Option<thread::JoinHandle<()>>,
+}
+
+fn close(stream: &TcpStream) {
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
+impl Proxy {
+    /// A proxy to `upstream` dealing `per_mille` faults of each kind per
+    /// thousand reply chunks, drawn from `seed`; a delayed reply is held
+    /// `delay`.
+    pub fn start(upstream: u16, seed: u64, per_mille: u64, delay: Duration) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let schedule = Arc::new(Schedule {
+            rng: Mutex::new(Rng(seed)),
+            per_mille: AtomicU64::new(per_mille),
+            delay,
+            blackhole_until: Mutex::new(None),
+            faults: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            open: Mutex::new(Vec::new()),
+        });
+        let shared = Arc::clone(&schedule);
+        let accepting = thread::spawn(move || {
+            while !shared.stop.load(Ordering::Relaxed) {
+                let client = match listener.accept() {
+                    Ok((client, _)) => client,
+                    Err(_) => {
+                        thread::sleep(Duration::from_millis(2));
+                        continue;
+                    }
+                };
+                client.set_nonblocking(false).unwrap();
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    close(&client);
+                    continue;
+                };
+                client.set_nodelay(true).ok();
+                server.set_nodelay(true).ok();
+                {
+                    let mut open = shared.open.lock().unwrap();
+                    open.push(client.try_clone().unwrap());
+                    open.push(server.try_clone().unwrap());
+                }
+                let requests = Arc::clone(&shared);
+                let (mut from, mut to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                thread::spawn(move || {
+                    let mut buffer = vec![0u8; 64 * 1024];
+                    while let Ok(read) = from.read(&mut buffer) {
+                        if read == 0 {
+                            break;
+                        }
+                        requests.through_blackhole();
+                        if to.write_all(&buffer[..read]).is_err() {
+                            break;
+                        }
+                    }
+                    close(&from);
+                    close(&to);
+                });
+                let replies = Arc::clone(&shared);
+                let (mut from, mut to) = (server, client);
+                thread::spawn(move || {
+                    let mut buffer = vec![0u8; 64 * 1024];
+                    while let Ok(read) = from.read(&mut buffer) {
+                        if read == 0 {
+                            break;
+                        }
+                        replies.through_blackhole();
+                        let chunk = &buffer[..read];
+                        let sent = match replies.fault() {
+                            Fault::None => to.write_all(chunk),
+                            Fault::Drop => break,
+                            Fault::Cut => {
+                                let _ = to.write_all(&chunk[..read / 2]);
+                                break;
+                            }
+                            Fault::Delay => {
+                                thread::sleep(replies.delay);
+                                to.write_all(chunk)
+                            }
+                        };
+                        if sent.is_err() {
+                            break;
+                        }
+                    }
+                    close(&from);
+                    close(&to);
+                });
+            }
+        });
+        Proxy {
+            port,
+            schedule,
+            accepting: Some(accepting),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn blackhole(&self, duration: Duration) {
+        *self.schedule.blackhole_until.lock().unwrap() = Some(Instant::now() + duration);
+    }
+
+    /// A new schedule on the same port: faults drawn from `seed`, no
+    /// blackhole.
+    pub fn reseed(&self, seed: u64, per_mille: u64) {
+        *self.schedule.rng.lock().unwrap() = Rng(seed);
+        // Relaxed: a setting read alone by the pumps.
+        self.schedule.per_mille.store(per_mille, Ordering::Relaxed);
+        *self.schedule.blackhole_until.lock().unwrap() = None;
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.schedule.stop.store(true, Ordering::Relaxed);
+        for stream in self.schedule.open.lock().unwrap().drain(..) {
+            close(&stream);
+        }
+        if let Some(accepting) = self.accepting.take() {
+            let _ = accepting.join();
+        }
+    }
+}
+
+/// The seeds to run: `$one=n` replays seed `n`; `$many=N` runs seeds
+/// `0..N` (`default` when unset), `$many=a..b` seeds `a..b`.
+pub fn seeds(one: &str, many: &str, default: u64) -> Vec<u64> {
+    if let Ok(seed) = std::env::var(one) {
+        return vec![seed.parse().unwrap_or_else(|_| panic!("{one} is a number"))];
+    }
+    let seeds = std::env::var(many).unwrap_or_else(|_| default.to_string());
+    let number = |text: &str| -> u64 {
+        text.parse()
+            .unwrap_or_else(|_| panic!("{many} is N or a..b"))
+    };
+    match seeds.split_once("..") {
+        Some((from, to)) => (number(from)..number(to)).collect(),
+        None => (0..number(&seeds)).collect(),
+    }
+}
