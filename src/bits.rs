@@ -60,6 +60,7 @@ unsafe impl Block for BitBlock {
         }
     }
 
+    #[inline]
     fn encode(&self, out: &mut Vec<u8>) -> usize {
         let mut ones = 0;
         let mut bytes = [0u8; BLOCK_BYTES];

@@ -139,8 +139,9 @@ fn chunk_offset(next: i64, chunk: &[u8]) -> Result<u64, ChunkError> {
         .ok_or(ChunkError::BadData)
 }
 
-/// The reply to `BF.SCANDUMP key iter`: the next iterator and a chunk, or
-/// `(0, [])` past the end (and for any iterator that is not a position).
+/// The reply to `BF.SCANDUMP key iter`: the next iterator, its chunk made
+/// in `chunk` (cleared first); 0 and nothing past the end (and for any
+/// iterator that is not a position).
 ///
 /// Iterator 0 answers the record's envelope alone (its 56 bytes: the
 /// header, O(1)); every other call makes its chunk from its offset alone:
@@ -148,7 +149,8 @@ fn chunk_offset(next: i64, chunk: &[u8]) -> Result<u64, ChunkError> {
 /// filter's few fields (the saved format's pages carry their own
 /// checksums), whatever the iterator: a dump chunk after chunk makes each
 /// page once, and the page a chunk's end cuts twice.
-pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Vec<u8>) {
+pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64, chunk: &mut Vec<u8>) -> i64 {
+    chunk.clear();
     let envelope = ENVELOPE_BYTES as u64;
     let offset = match iter {
         0 => {
@@ -158,37 +160,29 @@ pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64) -> (i64, Ve
             let mut cursor = SaveCursor::default();
             bloom.filter_chunk(&mut cursor, 0);
             state.remember(cursor);
-            return (1 + envelope as i64, bloom.envelope().encode().to_vec());
+            chunk.extend_from_slice(&bloom.envelope().encode());
+            return 1 + envelope as i64;
         }
         iter if iter > 0 => iter as u64 - 1,
-        _ => return (0, Vec::new()),
+        _ => return 0,
     };
-    let head = if offset < envelope {
-        bloom.envelope().encode()[offset as usize..].to_vec()
-    } else {
-        Vec::new()
-    };
+    if offset < envelope {
+        chunk.extend_from_slice(&bloom.envelope().encode()[offset as usize..]);
+    }
     let filter_offset = offset.saturating_sub(envelope);
     let mut cursor = state
         .cursor_at(filter_offset)
         .unwrap_or_else(|| SaveCursor::at(filter_offset));
-    // The filter's bytes are the reply as made (no second copy of 16 MiB)
-    // but for the chunk that also carries the envelope's last bytes.
-    let body = bloom.filter_chunk(&mut cursor, CHUNK_BYTES - head.len());
-    let chunk = if head.is_empty() {
-        body
-    } else {
-        [head, body].concat()
-    };
+    bloom.filter_chunk_to(&mut cursor, CHUNK_BYTES - chunk.len(), chunk);
     if chunk.is_empty() {
-        return (0, Vec::new());
+        return 0;
     }
     state.remember(cursor);
     let next = 1 + offset + chunk.len() as u64;
-    match i64::try_from(next) {
-        Ok(next) => (next, chunk),
-        Err(_) => (0, Vec::new()),
-    }
+    i64::try_from(next).unwrap_or_else(|_| {
+        chunk.clear();
+        0
+    })
 }
 
 /// Whether `chunk`, sent with iterator `next`, is the first chunk of one of

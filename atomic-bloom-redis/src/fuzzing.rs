@@ -147,8 +147,9 @@ fn use_bloom(mut bloom: Bloom) {
     let state = DumpState::default();
     let mut dumped = Vec::new();
     let mut iterator = 0;
+    let mut chunk = Vec::new();
     loop {
-        let (next, chunk) = dump::scan_dump(&bloom, &state, iterator);
+        let next = dump::scan_dump(&bloom, &state, iterator, &mut chunk);
         if next == 0 {
             break;
         }

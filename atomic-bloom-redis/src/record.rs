@@ -163,9 +163,16 @@ impl Bloom {
 
     /// The filter's next saved bytes, up to `max`, from `cursor` on.
     pub(crate) fn filter_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.filter_chunk_to(cursor, max, &mut out);
+        out
+    }
+
+    /// The same, appended to `out`.
+    pub(crate) fn filter_chunk_to(&self, cursor: &mut SaveCursor, max: usize, out: &mut Vec<u8>) {
         match &self.filter {
-            Filter::Scaling(filter) => filter.write_chunk(cursor, max),
-            Filter::Fixed(filter) => filter.write_chunk(cursor, max),
+            Filter::Scaling(filter) => filter.write_chunk_to(cursor, max, out),
+            Filter::Fixed(filter) => filter.write_chunk_to(cursor, max, out),
         }
     }
 

@@ -211,9 +211,10 @@ impl<B: Block> Blocks<B> {
         PAGES_ENCODED.with(|count| count.set(count.get() + 1));
         let per_page = PAGE_BYTES / BLOCK_BYTES;
         let first = page_index * per_page;
-        for block in
-            &self.blocks.as_slice()[first.min(self.len())..(first + per_page).min(self.len())]
-        {
+        let blocks =
+            &self.blocks.as_slice()[first.min(self.len())..(first + per_page).min(self.len())];
+        out.reserve(blocks.len() * BLOCK_BYTES);
+        for block in blocks {
             block.encode(out);
         }
     }

@@ -279,6 +279,36 @@ impl<T: ?Sized> BloomFilter<T, DefaultHasher> {
     ///
     /// See [`SaveCursor`].
     pub fn write_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
-        chunks::write_chunk(&self.segments(), cursor, max)
+        let mut out = Vec::new();
+        self.write_chunk_to(cursor, max, &mut out);
+        out
+    }
+
+    /// As [`write_chunk`](Self::write_chunk), appending the piece to `out`
+    /// instead: a server handing out chunk after chunk reuses one buffer,
+    /// whose memory is already mapped, instead of a fresh allocation each
+    /// time.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{BloomFilter, SaveCursor};
+    ///
+    /// let f: BloomFilter<u64> = BloomFilter::builder(100_000, 0.01).seed(1).build()?;
+    /// f.insert(&7);
+    /// let (mut cursor, mut buffer, mut whole) = (SaveCursor::default(), Vec::new(), Vec::new());
+    /// loop {
+    ///     buffer.clear(); // its capacity stays
+    ///     f.write_chunk_to(&mut cursor, 4096, &mut buffer);
+    ///     if buffer.is_empty() {
+    ///         break;
+    ///     }
+    ///     whole.extend_from_slice(&buffer);
+    /// }
+    /// assert_eq!(whole.len() as u64, f.saved_len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_chunk_to(&self, cursor: &mut SaveCursor, max: usize, out: &mut Vec<u8>) {
+        chunks::append_chunk(&self.segments(), cursor, max, out)
     }
 }

@@ -114,23 +114,27 @@ pub(crate) fn total_len(segments: &[Segment<'_>]) -> u64 {
     segments.iter().map(Segment::len).sum()
 }
 
-/// Up to `max` bytes of `segments` from `cursor` on; the cursor moves past
-/// them. Empty once the cursor is at the end.
-pub(crate) fn write_chunk(
+/// Appends up to `max` bytes of `segments` from `cursor` on to `out`; the
+/// cursor moves past them. Appends nothing once the cursor is at the end.
+///
+/// `out` grows once, to the piece's size: a server's 16 MiB chunk is
+/// neither grown by doubling nor copied again, and a buffer handed back
+/// call after call keeps its pages.
+pub(crate) fn append_chunk(
     segments: &[Segment<'_>],
     cursor: &mut SaveCursor,
     max: usize,
-) -> Vec<u8> {
-    // One allocation of the piece's size: a server's 16 MiB chunk is
-    // neither grown by doubling nor copied again.
+    out: &mut Vec<u8>,
+) {
     let left = total_len(segments).saturating_sub(cursor.offset);
-    let mut out = Vec::with_capacity(usize::try_from(left).map_or(max, |left| left.min(max)));
+    out.reserve(usize::try_from(left).map_or(max, |left| left.min(max)));
+    let base = out.len();
     let mut start = 0u64;
     for segment in segments {
         let end = start + segment.len();
-        while out.len() < max && cursor.offset >= start && cursor.offset < end {
+        while out.len() - base < max && cursor.offset >= start && cursor.offset < end {
             let within = cursor.offset - start;
-            let room = max - out.len();
+            let room = max - (out.len() - base);
             let piece_start = out.len();
             match segment {
                 Segment::Header(bytes) => {
@@ -144,8 +148,7 @@ pub(crate) fn write_chunk(
                     cursor.body_crc = cursor.body_crc.map(|crc| crc32c::crc32c_append(crc, piece));
                 }
                 Segment::Bits(bits) => {
-                    cursor.page_crc =
-                        Some(page_piece(bits, within, room, cursor.page_crc, &mut out));
+                    cursor.page_crc = Some(page_piece(bits, within, room, cursor.page_crc, out));
                 }
                 Segment::BodyChecksum => {
                     let crc = cursor
@@ -160,7 +163,6 @@ pub(crate) fn write_chunk(
         }
         start = end;
     }
-    out
 }
 
 /// The body's checksum: of every field, in order (pages carry their own).

@@ -251,9 +251,39 @@ impl<T: ?Sized> ScalableBloomFilter<T, DefaultHasher> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_chunk_to(cursor, max, &mut out);
+        out
+    }
+
+    /// As [`write_chunk`](Self::write_chunk), appending the piece to `out`
+    /// instead: a server handing out chunk after chunk reuses one buffer,
+    /// whose memory is already mapped, instead of a fresh allocation each
+    /// time.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{ScalableBloomFilter, SaveCursor};
+    ///
+    /// let f: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(100, 0.01).seed(1).build()?;
+    /// f.insert(&7);
+    /// let (mut cursor, mut buffer, mut whole) = (SaveCursor::default(), Vec::new(), Vec::new());
+    /// loop {
+    ///     buffer.clear(); // its capacity stays
+    ///     f.write_chunk_to(&mut cursor, 4096, &mut buffer);
+    ///     if buffer.is_empty() {
+    ///         break;
+    ///     }
+    ///     whole.extend_from_slice(&buffer);
+    /// }
+    /// assert_eq!(whole.len() as u64, f.saved_len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_chunk_to(&self, cursor: &mut SaveCursor, max: usize, out: &mut Vec<u8>) {
         let stages = self.stage_snapshot();
         let counted = cursor.parts(stages.len());
-        chunks::write_chunk(&self.segments(&stages[..counted]), cursor, max)
+        chunks::append_chunk(&self.segments(&stages[..counted]), cursor, max, out)
     }
 
     fn segments<'a>(
