@@ -136,8 +136,13 @@ pub(crate) fn reserve_options(args: &[RedisString], replayed: bool) -> Result<Op
     let options = &args[4..];
     let find = |word: &str| options.iter().position(|arg| is(arg, word));
     let configured = config::defaults().expansion;
-    // `bf-expansion-factor 0` makes new filters NONSCALING, as the option.
-    let mut nonscaling = configured.is_none() || find("NONSCALING").is_some();
+    // `bf-expansion-factor 0` makes new filters NONSCALING, as the option;
+    // but not one the primary (or the AOF) created: it names its growth
+    // (`EXPANSION n` or `NONSCALING`), which this server's default must not
+    // overrule.
+    let names_growth = find("EXPANSION").is_some() || find("NONSCALING").is_some();
+    let default_nonscaling = configured.is_none() && !(replayed && names_growth);
+    let mut nonscaling = default_nonscaling || find("NONSCALING").is_some();
     let mut expansion = configured.map_or(0, i64::from);
     if let Some(at) = find("EXPANSION") {
         let value = options.get(at + 1).ok_or(error("ERR no expansion"))?;
