@@ -315,3 +315,35 @@ fn a_loadchunk_that_runs_out_of_memory_keeps_its_chunks() {
         assert_eq!(pong, "PONG", "{kind:?}");
     }
 }
+
+/// `COPY` of a windowed filter the server has no room to copy is an error
+/// reply (or a copy), never an abort: the copy went through a buffer grown
+/// by doubling, whose failed growth aborted the server.
+#[test]
+fn copying_a_windowed_filter_without_room_is_an_error_never_an_abort() {
+    for kind in KINDS {
+        let server = Server::start_with_address_space(kind, 3 << 30);
+        let mut c = server.connect();
+        // About 1.1 GB of address space (calloc: nothing resident).
+        let _: String = redis::cmd("WBF.RESERVE")
+            .arg(&["w", "0.01", "460000000"])
+            .query(&mut c)
+            .unwrap();
+        let _: i64 = redis::cmd("WBF.ADD")
+            .arg(&["w", "a"])
+            .query(&mut c)
+            .unwrap();
+        let copied = redis::cmd("COPY")
+            .arg(&["w", "w2"])
+            .query::<redis::Value>(&mut c);
+        let pong: String = redis::cmd("PING").query(&mut c).unwrap_or_else(|error| {
+            panic!("{kind:?}: the server died on COPY ({copied:?}): {error}")
+        });
+        assert_eq!(pong, "PONG");
+        let found: i64 = redis::cmd("WBF.EXISTS")
+            .arg(&["w", "a"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(found, 1, "{kind:?}: the original lost its item");
+    }
+}

@@ -143,10 +143,19 @@ unsafe extern "C" fn copy(
 }
 
 /// A copy through the record (the library has no clone of a windowed
-/// filter): the same bits, epoch and time left.
+/// filter): the same bits, epoch and time left. The record's buffer is
+/// asked for whole and may be refused (an error, where a buffer grown by
+/// doubling aborted the server when the allocator had no room).
 fn copy_filter(windowed: &Windowed) -> Result<Windowed, RecordError> {
     let now = server_ms();
+    let length = windowed.record_len();
     let mut bytes = Vec::new();
+    usize::try_from(length)
+        .ok()
+        .and_then(|length| bytes.try_reserve_exact(length).ok())
+        .ok_or(RecordError::Filter(atomic_bloom::Error::AllocationFailed {
+            bytes: usize::try_from(length).unwrap_or(usize::MAX),
+        }))?;
     windowed
         .write_record(&mut bytes, now)
         .map_err(RecordError::Filter)?;

@@ -137,6 +137,11 @@ impl Windowed {
         }
     }
 
+    /// Bytes of the whole record.
+    pub(crate) fn record_len(&self) -> u64 {
+        self.envelope(0).record_bytes()
+    }
+
     /// Writes the whole record, its time left counted from `now_ms`.
     pub(crate) fn write_record<W: Write>(
         &self,
