@@ -14,6 +14,18 @@ pub(crate) const CHUNK_BYTES: usize = 64 * 1024;
 /// saved filter can be made knowing only its page (`persist/chunks.rs`).
 pub(crate) const PAGE_BYTES: usize = 64 * 1024;
 
+/// Where page `index`'s checksum starts: the CRC-32C of the index as a
+/// little-endian `u64`. A page's checksum then covers where it stands as
+/// well as its bytes: pages swapped or repeated do not load.
+pub(crate) fn page_checksum_seed(index: usize) -> u32 {
+    crc32c::crc32c(&(index as u64).to_le_bytes())
+}
+
+/// The checksum written after page `index` of a bit array.
+pub(crate) fn page_checksum(index: usize, page: &[u8]) -> u32 {
+    crc32c::crc32c_append(page_checksum_seed(index), page)
+}
+
 /// An I/O error as an [`Error`]; an early end of input is a truncation of
 /// `part`.
 fn io_error(error: io::Error, part: &'static str) -> Error {
@@ -73,12 +85,12 @@ impl<W: Write> Encoder<W> {
         self.u64(value.to_bits())
     }
 
-    /// Writes `page` and its own CRC-32C, both outside the section's
-    /// checksum.
-    pub(crate) fn page(&mut self, page: &[u8]) -> Result<(), Error> {
+    /// Writes page `index` of a bit array and its own checksum
+    /// ([`page_checksum`]), both outside the section's checksum.
+    pub(crate) fn page(&mut self, index: usize, page: &[u8]) -> Result<(), Error> {
         self.out.write_all(page)?;
         self.out
-            .write_all(&crc32c::crc32c(page).to_le_bytes())
+            .write_all(&page_checksum(index, page).to_le_bytes())
             .map_err(Error::from)
     }
 
@@ -227,12 +239,14 @@ impl<R: Read> Decoder<R> {
     ) -> Result<(), Error> {
         let mut buffer = vec![0u8; total.min(PAGE_BYTES)];
         let mut left = total;
+        let mut index = 0;
         while left > 0 {
             let page = &mut buffer[..left.min(PAGE_BYTES)];
             self.fill(page)?;
             let mut stored = [0u8; 4];
             self.fill(&mut stored)?;
-            let (stored, computed) = (u32::from_le_bytes(stored), crc32c::crc32c(page));
+            let (stored, computed) = (u32::from_le_bytes(stored), page_checksum(index, page));
+            index += 1;
             if !checksums_match(stored, computed) {
                 return Err(Error::ChecksumMismatch {
                     section: "bit array page",

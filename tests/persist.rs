@@ -903,3 +903,41 @@ fn pieces_load_while_a_scalable_filter_grows_between_them() {
     assert_eq!(loaded.stages(), stages_at_start);
     assert!((0..900u64).all(|item| loaded.contains(&item)));
 }
+
+/// Two pages of a saved bit array swapped (or one page written twice) do
+/// not load: each page's checksum covers its index too. Before, each
+/// page's checksum covered its bytes alone and the body's checksum only
+/// the fields, so the swapped filter loaded and answered false negatives.
+#[test]
+fn pages_swapped_in_a_saved_filter_do_not_load() {
+    let filter: BloomFilter<u64> = BloomFilter::builder(1_000_000, 0.01)
+        .seed(5)
+        .build()
+        .unwrap();
+    (0..10_000u64).for_each(|item| {
+        filter.insert(&item);
+    });
+    let saved = bytes_of(|out| filter.write_to(out));
+    // A page's bytes are followed by their checksum: find the first page.
+    let stride = 65_536 + 4;
+    let first = (0..saved.len() - stride)
+        .find(|&at| {
+            let stored = u32::from_le_bytes(saved[at + 65_536..at + stride].try_into().unwrap());
+            // Either scheme (bytes alone, or seeded with the page index).
+            stored == crc32c::crc32c(&saved[at..at + 65_536])
+                || stored
+                    == crc32c::crc32c_append(
+                        crc32c::crc32c(&0u64.to_le_bytes()),
+                        &saved[at..at + 65_536],
+                    )
+        })
+        .expect("a page with its checksum");
+    let mut swapped = saved.clone();
+    swapped[first..first + stride].copy_from_slice(&saved[first + stride..first + 2 * stride]);
+    swapped[first + stride..first + 2 * stride].copy_from_slice(&saved[first..first + stride]);
+    assert_ne!(swapped, saved, "the two pages differ");
+    assert!(
+        BloomFilter::<u64>::read_from(swapped.as_slice()).is_err(),
+        "a filter with two pages swapped loaded"
+    );
+}

@@ -194,7 +194,7 @@ impl<B: Block> Blocks<B> {
         for page_index in 0..self.page_count() {
             page.clear();
             self.encode_page(page_index, &mut page);
-            out.page(&page)?;
+            out.page(page_index, &page)?;
         }
         Ok(())
     }

@@ -10,7 +10,7 @@
 //! bytes, at most one page around them, and the fields.
 
 use crate::bits::BitArray;
-use crate::wire::PAGE_BYTES;
+use crate::wire::{page_checksum_seed, PAGE_BYTES};
 
 /// Where a save in pieces stands: the bytes written so far. Start with
 /// `SaveCursor::default()` (or [`SaveCursor::at`] an offset); hand the same
@@ -198,17 +198,18 @@ fn page_piece(
         .min(PAGE_BYTES);
     let start = inner.min(page_len);
     let bytes_end = (inner + room).min(page_len).max(start);
+    let seed = page_checksum_seed(page);
     let crc = if start == 0 && bytes_end == page_len {
         let base = out.len();
         bits.encode_page(page, out);
-        crc32c::crc32c(&out[base..])
+        crc32c::crc32c_append(seed, &out[base..])
     } else {
         let mut encoded = Vec::with_capacity(page_len);
         bits.encode_page(page, &mut encoded);
         let prefix = match (inner, carried) {
-            (0, _) => 0,
+            (0, _) => seed,
             (_, Some(crc)) => crc,
-            (_, None) => crc32c::crc32c(&encoded[..start]),
+            (_, None) => crc32c::crc32c_append(seed, &encoded[..start]),
         };
         out.extend_from_slice(&encoded[start..bytes_end]);
         crc32c::crc32c_append(prefix, &encoded[start..bytes_end])

@@ -86,10 +86,13 @@ impl Walk<'_> {
     /// `lines` 64-byte lines in pages of 64 KiB, each with its checksum.
     fn pages(&mut self, lines: u64) -> Option<()> {
         let mut left = usize::try_from(lines.checked_mul(64)?).ok()?;
+        let mut index = 0u64;
         while left > 0 {
             let page = left.min(64 * 1024);
             let bits = self.bytes.get(self.at..self.at + page)?;
-            let crc = crc32c::crc32c(bits);
+            // Seeded with the page's index (FORMAT.md).
+            let crc = crc32c::crc32c_append(crc32c::crc32c(&index.to_le_bytes()), bits);
+            index += 1;
             self.bytes
                 .get_mut(self.at + page..self.at + page + 4)?
                 .copy_from_slice(&crc.to_le_bytes());
