@@ -4,8 +4,13 @@
 //! The iterator is RedisBloom's: `BF.SCANDUMP key 0` starts, every reply is
 //! `[next, chunk]`, `[0, ""]` ends, and `BF.LOADCHUNK key next chunk` takes
 //! the pairs back in order, so every client loop written for RedisBloom
-//! works. Here `next` is one more than the record bytes dumped so far, so a
-//! chunk's offset in the record is `next - 1 - len(chunk)`.
+//! works. Here `next` carries the dump's number in bits 48 to 61 and, in
+//! its low 48 bits, one more than the record bytes dumped so far, so a
+//! chunk's offset in the record is `(next & (2^48 - 1)) - 1 - len(chunk)`.
+//! The number tells apart two dumps of one key that stand at the same
+//! offset (each goes on with the stages and checksums its own first chunk
+//! announced); an iterator without one (0 in those bits: a dump of an
+//! earlier release, an AOF's chunks) names a place alone.
 //!
 //! Loading allocates only what the chunks deliver: the first chunk's
 //! envelope says how long the record is, the chunks are appended as they
@@ -39,7 +44,9 @@ pub(crate) struct DumpState {
     /// at its own place, goes on from the dump it belongs to even if adds
     /// changed the filter in between. Commands run one at a time on the
     /// server's main thread.
-    cursors: RefCell<Vec<SaveCursor>>,
+    cursors: RefCell<Vec<(u16, SaveCursor)>>,
+    /// The number the last dump begun was given (1 to [`DUMP_NUMBERS`]).
+    last_number: std::cell::Cell<u16>,
     /// The chunk whose `BF.LOADCHUNK` completed this filter, if one did: a
     /// retry of it (its reply lost) is answered `OK` again.
     pub(crate) last_chunk: Option<SentChunk>,
@@ -49,22 +56,51 @@ pub(crate) struct DumpState {
 /// at once.
 const CURSORS_KEPT: usize = 8;
 
+/// Dump numbers go round from 1 to this (14 bits of the iterator).
+const DUMP_NUMBERS: u16 = (1 << 14) - 1;
+
+/// The iterator's low bits: one more than the bytes dumped so far.
+const POSITION_BITS: u32 = 48;
+
+/// An iterator of dump `number` whose chunk ended `position - 1` bytes
+/// into the record.
+fn iterator(number: u16, position: u64) -> Option<i64> {
+    (position < 1 << POSITION_BITS).then(|| (i64::from(number) << POSITION_BITS) | position as i64)
+}
+
+/// The dump number and position an iterator carries.
+fn split_iterator(next: u64) -> (u16, u64) {
+    (
+        ((next >> POSITION_BITS) as u16) & DUMP_NUMBERS,
+        next & ((1 << POSITION_BITS) - 1),
+    )
+}
+
 impl DumpState {
-    /// A copy of the cursor kept at `offset`, if one is (kept for a retry).
-    fn cursor_at(&self, offset: u64) -> Option<SaveCursor> {
+    /// A copy of the cursor of dump `number` kept at `offset`, if one is
+    /// (kept for the next chunk, or a retry).
+    fn cursor_at(&self, number: u16, offset: u64) -> Option<SaveCursor> {
         self.cursors
             .borrow()
             .iter()
-            .find(|cursor| cursor.offset() == offset)
-            .cloned()
+            .find(|(kept, cursor)| *kept == number && cursor.offset() == offset)
+            .map(|(_, cursor)| cursor.clone())
     }
 
-    /// Keeps `cursor` first, in place of one at the same offset.
-    fn remember(&self, cursor: SaveCursor) {
+    /// Keeps `cursor` of dump `number` first, in place of one of the same
+    /// dump at the same offset.
+    fn remember(&self, number: u16, cursor: SaveCursor) {
         let mut cursors = self.cursors.borrow_mut();
-        cursors.retain(|kept| kept.offset() != cursor.offset());
-        cursors.insert(0, cursor);
+        cursors.retain(|(kept, at)| *kept != number || at.offset() != cursor.offset());
+        cursors.insert(0, (number, cursor));
         cursors.truncate(CURSORS_KEPT);
+    }
+
+    /// A number for a dump that begins.
+    fn new_dump(&self) -> u16 {
+        let number = self.last_number.get() % DUMP_NUMBERS + 1;
+        self.last_number.set(number);
+        number
     }
 }
 
@@ -135,7 +171,7 @@ impl ChunkError {
 fn chunk_offset(next: i64, chunk: &[u8]) -> Result<u64, ChunkError> {
     u64::try_from(next)
         .ok()
-        .and_then(|next| next.checked_sub(1 + chunk.len() as u64))
+        .and_then(|next| split_iterator(next).1.checked_sub(1 + chunk.len() as u64))
         .ok_or(ChunkError::BadData)
 }
 
@@ -152,18 +188,22 @@ fn chunk_offset(next: i64, chunk: &[u8]) -> Result<u64, ChunkError> {
 pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64, chunk: &mut Vec<u8>) -> i64 {
     chunk.clear();
     let envelope = ENVELOPE_BYTES as u64;
-    let offset = match iter {
+    let (number, offset) = match iter {
         0 => {
             // The cursor counts the filter's stages now, as the envelope
             // does: stages a scaling filter adds during the dump are left
             // out of it, and the chunks still make the record announced.
+            let number = state.new_dump();
             let mut cursor = SaveCursor::default();
             bloom.filter_chunk(&mut cursor, 0);
-            state.remember(cursor);
+            state.remember(number, cursor);
             chunk.extend_from_slice(&bloom.envelope().encode());
-            return 1 + envelope as i64;
+            return iterator(number, 1 + envelope).unwrap_or(0);
         }
-        iter if iter > 0 => iter as u64 - 1,
+        iter if iter > 0 => match split_iterator(iter as u64) {
+            (number, position) if position > 0 => (number, position - 1),
+            _ => return 0,
+        },
         _ => return 0,
     };
     if offset < envelope {
@@ -171,15 +211,14 @@ pub(crate) fn scan_dump(bloom: &Bloom, state: &DumpState, iter: i64, chunk: &mut
     }
     let filter_offset = offset.saturating_sub(envelope);
     let mut cursor = state
-        .cursor_at(filter_offset)
+        .cursor_at(number, filter_offset)
         .unwrap_or_else(|| SaveCursor::at(filter_offset));
     bloom.filter_chunk_to(&mut cursor, CHUNK_BYTES - chunk.len(), chunk);
     if chunk.is_empty() {
         return 0;
     }
-    state.remember(cursor);
-    let next = 1 + offset + chunk.len() as u64;
-    i64::try_from(next).unwrap_or_else(|_| {
+    state.remember(number, cursor);
+    iterator(number, 1 + offset + chunk.len() as u64).unwrap_or_else(|| {
         chunk.clear();
         0
     })

@@ -103,7 +103,8 @@ fn a_dump_loaded_back_answers_exactly_as_the_original() {
             let before = answers(&mut c, key);
             let chunks = scan_dump(&mut c, key);
             assert!(!chunks.is_empty());
-            assert_eq!(chunks[0].0, 1 + chunks[0].1.len() as i64);
+            // The position in the low 48 bits; the dump's number above.
+            assert_eq!(chunks[0].0 & ((1 << 48) - 1), 1 + chunks[0].1.len() as i64);
             let _: i64 = redis::cmd("DEL").arg(key).query(&mut c).unwrap();
             load_chunks(&mut c, key, &chunks);
             assert_eq!(answers(&mut c, key), before, "{kind:?} {key}");
@@ -512,7 +513,13 @@ fn scandump_at_any_iterator_and_a_dump_that_changes_between_chunks() {
             .arg(&["big", "0"])
             .query(&mut c)
             .unwrap();
-        assert_eq!((first, envelope.len()), (57, 56), "{kind:?}");
+        // The dump's number in bits 48 and up, the position below.
+        assert_eq!(
+            (first & ((1 << 48) - 1), envelope.len()),
+            (57, 56),
+            "{kind:?}"
+        );
+        assert!(first >> 48 > 0, "{kind:?}: a dump without a number");
         let mut whole = envelope.clone();
         let mut chunks = vec![(first, envelope)];
         let mut iterator = first;
@@ -842,5 +849,88 @@ fn a_record_sent_a_byte_at_a_time_is_held_in_about_its_bytes() {
             .query(&mut c)
             .unwrap();
         assert_eq!(ok, "OK", "{kind:?}");
+    }
+}
+
+/// Two dumps of one key interleaved, the key changing (and growing)
+/// between their calls, stand at the same offsets: each goes on with the
+/// stages and page checksums its own first chunk announced, and each loads
+/// with every item added before it began. Before, the key kept one cursor
+/// per offset, whichever dump made it: the first dump's later chunks were
+/// made with the second's cursors, and did not load ("received bad data",
+/// "invalid chunk - Too big for current filter").
+#[test]
+fn two_dumps_of_a_changing_key_at_the_same_offsets_both_load() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &["--proto-max-bulk-len", "64mb"]);
+        let mut c = server.connect();
+        // A fixed filter of about 18 MB (two chunks), and a scaling one
+        // that grows between the two dumps' first calls.
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["fixed", "0.01", "15000000", "NONSCALING"])
+            .query(&mut c)
+            .unwrap();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["grows", "0.01", "1000", "EXPANSION", "2"])
+            .query(&mut c)
+            .unwrap();
+        // The fixed filter's dumps meet after their first chunk of bits
+        // (the page it cut), the scaling one's at their header call (the
+        // stages it counted).
+        for (key, steps) in [("fixed", 2), ("grows", 1)] {
+            let before = items(0..900);
+            madd(&mut c, key, &before);
+            let step = |c: &mut redis::Connection, iterator: i64| -> (i64, Vec<u8>) {
+                redis::cmd("BF.SCANDUMP")
+                    .arg(key)
+                    .arg(iterator)
+                    .query(c)
+                    .unwrap()
+            };
+            let walk = |c: &mut redis::Connection| -> Vec<(i64, Vec<u8>)> {
+                let mut taken = vec![step(c, 0)];
+                while taken.len() < steps {
+                    let last = taken.last().unwrap().0;
+                    taken.push(step(c, last));
+                }
+                taken
+            };
+            // Dump A begins; the key changes (the scaling one grows a
+            // stage); dump B takes the same steps and stands where A does.
+            let mut a = walk(&mut c);
+            madd(&mut c, key, &items(10_000..12_000));
+            let b = walk(&mut c);
+            let position = |next: i64| next & ((1 << 48) - 1);
+            assert_eq!(
+                position(b.last().unwrap().0),
+                position(a.last().unwrap().0),
+                "{kind:?} {key}: the two dumps stand at the same offset"
+            );
+            // A goes on to its end.
+            loop {
+                let last = a.last().unwrap().0;
+                let next = step(&mut c, last);
+                if next.0 == 0 {
+                    break;
+                }
+                a.push(next);
+            }
+            let copy = format!("{key}-a");
+            for (next, chunk) in &a {
+                let reply: redis::Value = redis::cmd("BF.LOADCHUNK")
+                    .arg(&copy)
+                    .arg(*next)
+                    .arg(chunk.as_slice())
+                    .query(&mut c)
+                    .unwrap_or_else(|error| panic!("{kind:?} {key}: dump A refused: {error}"));
+                assert_eq!(reply, redis::Value::Okay, "{kind:?} {key}");
+            }
+            assert!(
+                mexists(&mut c, &copy, &before)
+                    .iter()
+                    .all(|&found| found == 1),
+                "{kind:?} {key}: dump A lost items added before it began"
+            );
+        }
     }
 }
