@@ -161,14 +161,8 @@ impl Bloom {
         }
     }
 
-    /// The filter's next saved bytes, up to `max`, from `cursor` on.
-    pub(crate) fn filter_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.filter_chunk_to(cursor, max, &mut out);
-        out
-    }
-
-    /// The same, appended to `out`.
+    /// The filter's next saved bytes, up to `max`, from `cursor` on, appended
+    /// to `out`.
     pub(crate) fn filter_chunk_to(&self, cursor: &mut SaveCursor, max: usize, out: &mut Vec<u8>) {
         match &self.filter {
             Filter::Scaling(filter) => filter.write_chunk_to(cursor, max, out),
