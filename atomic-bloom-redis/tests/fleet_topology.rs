@@ -572,3 +572,71 @@ fn leases_are_renewed_while_a_migration_splits_their_shard() {
     }
     holder.complete(held);
 }
+
+/// A client whose configured node dies before its first heartbeat still
+/// renews its leases: the heartbeat's own connections find the cluster
+/// through the nodes the client already knows. Before, they tried the
+/// configured node alone, so a live holder's lease lapsed and another
+/// client took its page.
+#[test]
+fn the_heartbeat_finds_the_cluster_when_the_configured_node_is_dead() {
+    let mut cluster =
+        Cluster::start_with(Kind::Valkey, 3, &["--cluster-require-full-coverage", "no"]);
+    let prefix = "beatpath";
+    let settings = |url: &str| {
+        config(url, prefix, 6)
+            .retry_for(Duration::from_millis(300))
+            .lease(Duration::from_secs(3))
+    };
+    let other = FleetFrontier::connect(&settings(&cluster.nodes[0].url())).unwrap();
+    // The victim: a node without the fleet's own keys (settings, epoch,
+    // busy clients), which every client needs.
+    let holds_fleet_keys = |server: &Server| {
+        !redis::cmd("KEYS")
+            .arg(format!("{prefix}:config:*"))
+            .query::<Vec<String>>(&mut server.connect())
+            .unwrap()
+            .is_empty()
+    };
+    let victim = (0..3)
+        .find(|&node| !holds_fleet_keys(&cluster.nodes[node]))
+        .expect("two nodes without the fleet's keys");
+    let holder = FleetFrontier::connect(&settings(&cluster.nodes[victim].url())).unwrap();
+    for n in 0..600 {
+        other.push(format!("https://site{n}.example/")).unwrap();
+    }
+    other.flush().unwrap();
+    // Idle until now, the holder has not beaten yet: its heartbeat opens
+    // its connections only once there is something to renew.
+    cluster.nodes[victim].kill();
+    let started = Instant::now();
+    let mut last = None;
+    let held = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "nothing to pop: {last:?}"
+        );
+        match holder.pop() {
+            Ok(Some(page)) => break page,
+            other => last = Some(other.map(|page| page.map(|page| page.url().to_string()))),
+        }
+    };
+    // Held for two leases; the other client takes all it can meanwhile.
+    let mut taken_by_other = HashSet::new();
+    let holding = Instant::now();
+    while holding.elapsed() < Duration::from_secs(6) {
+        match other.pop() {
+            Ok(Some(page)) => {
+                taken_by_other.insert(page.url().to_string());
+                other.complete(page);
+            }
+            _ => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    assert!(
+        !taken_by_other.contains(held.url()),
+        "{} went to another client while its holder lived (its lease was not renewed)",
+        held.url()
+    );
+    holder.complete(held);
+}

@@ -132,6 +132,9 @@ pub(crate) struct Client {
     /// The heartbeat's own connections, opened by its first beat: a
     /// renewal never waits for a call that is retrying on the others.
     beat: Mutex<Option<Link>>,
+    /// The nodes the first map found: where the heartbeat's connections
+    /// look when the configured node does not answer.
+    known_nodes: Vec<(String, redis::Client)>,
     counters: Counters,
 }
 
@@ -181,6 +184,7 @@ impl Client {
             None
         };
         let id = format!("{:016x}", crate::hash::unlikely_to_repeat());
+        let known_nodes = link.known_nodes();
         let client = Client {
             config: config.clone(),
             keys,
@@ -195,6 +199,7 @@ impl Client {
             }),
             leases: Mutex::new(HashMap::new()),
             beat: Mutex::new(None),
+            known_nodes,
             counters: Counters::default(),
         };
         client.check_settings()?;
@@ -612,8 +617,9 @@ impl Client {
             Some(link) => link,
             none => {
                 let config = &self.config;
-                let link = Link::connect(
+                let link = Link::connect_knowing(
                     &config.url,
+                    self.known_nodes.clone(),
                     config.timeout,
                     config.durability,
                     &self.keys,

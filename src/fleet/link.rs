@@ -103,6 +103,21 @@ impl Link {
         keys: &[ShardKeys],
         fleet_tag: &str,
     ) -> Result<Link, Error> {
+        Link::connect_knowing(url, Vec::new(), timeout, durability, keys, fleet_tag)
+    }
+
+    /// As [`connect`](Self::connect), trying `known` nodes (another link's
+    /// [`known_nodes`](Self::known_nodes)) when the configured one does not
+    /// answer: the heartbeat's own connections, opened at its first beat,
+    /// find the cluster although the configured node died since connect.
+    pub(crate) fn connect_knowing(
+        url: &str,
+        known: Vec<(String, Client)>,
+        timeout: Duration,
+        durability: Durability,
+        keys: &[ShardKeys],
+        fleet_tag: &str,
+    ) -> Result<Link, Error> {
         let client = Client::open(url).map_err(|_| Error::InvalidFleetConfig {
             setting: "url",
             expected: "a redis:// URL such as redis://127.0.0.1:6379/",
@@ -112,7 +127,13 @@ impl Link {
             seed,
             timeout,
             durability,
-            nodes: Vec::new(),
+            nodes: (known.into_iter())
+                .map(|(address, client)| Node {
+                    address,
+                    client,
+                    connection: None,
+                })
+                .collect(),
             shard_node: Vec::new(),
             shard_slot: (keys.iter().map(|shard| keys::slot(&shard.tag)))
                 .chain([keys::slot(fleet_tag)])
@@ -120,6 +141,14 @@ impl Link {
         };
         link.map().map_err(Failure::into_error)?;
         Ok(link)
+    }
+
+    /// Every node's address and client (no connection): what another link
+    /// falls back on.
+    pub(crate) fn known_nodes(&self) -> Vec<(String, Client)> {
+        (self.nodes.iter())
+            .map(|node| (node.address.clone(), node.client.clone()))
+            .collect()
     }
 
     /// The node that holds `shard`.
