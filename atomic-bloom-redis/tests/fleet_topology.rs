@@ -640,3 +640,131 @@ fn the_heartbeat_finds_the_cluster_when_the_configured_node_is_dead() {
     );
     holder.complete(held);
 }
+
+/// A completion that reaches its shard through `ASK` while the node the
+/// slot moves to refuses writes for a while (`NOREPLICAS`: it asks for a
+/// replica it does not have) is sent again once the state has passed: its
+/// lease ends and its page is never crawled again. Before, the `ASK` path
+/// read replies through a pipeline query, which turns error codes the
+/// redis crate does not know into untyped errors, taken as final
+/// refusals: the completion was dropped, its lease left the map and was
+/// no longer renewed, and the page went to another client.
+#[test]
+fn a_completion_refused_for_a_while_through_ask_is_sent_again() {
+    let cluster = Cluster::start(Kind::Valkey, 2);
+    let (source, target) = (&cluster.nodes[0], &cluster.nodes[1]);
+    let settings = config(&source.url(), "asked", 2)
+        .pop_batch(1)
+        .retry_for(Duration::from_millis(300))
+        .lease(Duration::from_secs(3));
+    let holder = FleetFrontier::connect(&settings).unwrap();
+    for n in 0..40 {
+        holder.push(format!("https://ask{n}.example/")).unwrap();
+    }
+    holder.flush().unwrap();
+    // A page of the source's shard: its take is in that shard's inflight.
+    let (held, inflight) = loop {
+        let page = holder.pop().unwrap().expect("queued pages");
+        let inflight: Vec<String> = redis::cmd("KEYS")
+            .arg("asked:inflight:*")
+            .query(&mut source.connect())
+            .unwrap();
+        let takes: Vec<String> = match inflight.first() {
+            Some(key) => redis::cmd("HVALS")
+                .arg(key)
+                .query(&mut source.connect())
+                .unwrap(),
+            None => Vec::new(),
+        };
+        // The take's URLs as JSON (whose slashes Lua escapes): the host.
+        let host = page
+            .url()
+            .trim_start_matches("https://")
+            .trim_end_matches('/');
+        if takes
+            .iter()
+            .any(|take| take.contains(&format!("{host}\\/")))
+        {
+            break (page, inflight);
+        }
+        holder.complete(page);
+    };
+    // The shard's slot moves to the target, its keys with it, and stays
+    // open (MIGRATING / IMPORTING): the source answers ASK for them.
+    let slot = key_slot(source, &inflight[0]);
+    let setslot = |server: &Server, state: &str, id: &str| {
+        redis::cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(slot)
+            .arg(state)
+            .arg(id)
+            .query::<()>(&mut server.connect())
+            .unwrap()
+    };
+    let (source_id, target_id) = (node_id(source), node_id(target));
+    setslot(target, "IMPORTING", &source_id);
+    setslot(source, "MIGRATING", &target_id);
+    let keys: Vec<String> = redis::cmd("CLUSTER")
+        .arg("GETKEYSINSLOT")
+        .arg(slot)
+        .arg(100)
+        .query(&mut source.connect())
+        .unwrap();
+    redis::cmd("MIGRATE")
+        .arg(&[
+            "127.0.0.1",
+            &target.port.to_string(),
+            "",
+            "0",
+            "5000",
+            "KEYS",
+        ])
+        .arg(&keys)
+        .query::<()>(&mut source.connect())
+        .unwrap();
+    let min_replicas = |value: &str| {
+        redis::cmd("CONFIG")
+            .arg(&["SET", "min-replicas-to-write", value])
+            .query::<()>(&mut target.connect())
+            .unwrap()
+    };
+    let held_url = held.url().to_string();
+    min_replicas("1");
+    holder.complete(held);
+    // The completion rides on the next pipeline (a pop's take), through
+    // ASK: refused for now.
+    let pop_and_complete = |frontier: &FleetFrontier| -> Option<String> {
+        match frontier.pop() {
+            Ok(Some(page)) => {
+                let url = page.url().to_string();
+                frontier.complete(page);
+                Some(url)
+            }
+            _ => None,
+        }
+    };
+    let _ = pop_and_complete(&holder);
+    std::thread::sleep(Duration::from_millis(800));
+    min_replicas("0");
+    for node in [source, target] {
+        setslot(node, "NODE", &target_id);
+    }
+    // Past the lease: another client takes what comes back, while the
+    // holder's next calls carry the completion again.
+    let other = FleetFrontier::connect(&settings).unwrap();
+    let mut taken_by_other = HashSet::new();
+    let looking = Instant::now();
+    while looking.elapsed() < Duration::from_secs(6) {
+        let _ = pop_and_complete(&holder);
+        match pop_and_complete(&other) {
+            Some(url) => {
+                taken_by_other.insert(url);
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    assert!(
+        !taken_by_other.contains(&held_url),
+        "{held_url} was crawled again: its completion, refused for a while, was dropped"
+    );
+}

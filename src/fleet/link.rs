@@ -477,26 +477,42 @@ impl Link {
         // The node the slot moves to may own no slot yet, so no map loaded
         // the scripts there.
         let mut pipeline = redis::pipe();
+        let mut before = 0;
         for script in scripts::Scripts::get().all() {
-            pipeline.add_command(script.load()).ignore();
+            pipeline.add_command(script.load());
+            before += 1;
         }
-        pipeline.cmd("ASKING").ignore().add_command(cmd.clone());
+        pipeline.cmd("ASKING").add_command(cmd.clone());
+        before += 1;
         // The same waits as any pipeline: a write answered through ASK is
         // as easily undone by a failover as any other.
         self.durability.append(&mut pipeline);
-        let replies: Vec<Value> = pipeline
-            .query(connection)
+        let expected = before + 1 + self.durability.replies();
+        // Replies read one by one, as `send`'s are: a server error keeps
+        // its code (`BUSY`, `NOREPLICAS`, `MISCONF`, which the redis crate
+        // does not know and a pipeline's query turns into an untyped
+        // error, so they were taken as refusals).
+        connection
+            .send_packed_command(&pipeline.get_packed_pipeline())
             .map_err(|error| classify(&address, key, &error))?;
-        let Some((reply, waits)) = replies.split_first() else {
-            return Err(Failure::Unreachable {
-                node: address,
-                reason: "an ASK pipeline's replies were missing".to_string(),
-            });
-        };
+        let mut replies = Vec::with_capacity(expected);
+        while replies.len() < expected {
+            match connection.recv_response() {
+                Ok(reply) => replies.push(reply),
+                Err(error) => {
+                    node.connection = None;
+                    return Err(classify(&address, key, &error));
+                }
+            }
+        }
+        let (reply, waits) = (&replies[before], &replies[before + 1..]);
         if let Some(failure) = self.durability.check(&address, waits) {
             return Err(failure);
         }
-        Ok(reply.clone())
+        match reply {
+            Value::ServerError(error) => Err(classify(&address, key, &error.clone().into())),
+            reply => Ok(reply.clone()),
+        }
     }
 }
 
