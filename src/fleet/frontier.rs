@@ -177,8 +177,12 @@ struct Shared {
 /// cut off from the server for longer than the
 /// [`lease`](FleetConfig::lease) while it held the URL (a take is leased
 /// whole, so a process that dies re-queues its unfinished takes whole,
-/// finished pages among them). A URL is poppable
-/// once the batch that carried it has been answered. `is_finished` is true
+/// finished pages among them), with one more exception: a batch that a
+/// shard refused part way (its filter full and unable to grow) queues
+/// again the URLs before the refused one that the filter already held
+/// (a script sees the refusal as the whole reply's, so it cannot tell
+/// them from the ones it added), and they may be crawled a second time.
+/// A URL is poppable once the batch that carried it has been answered. `is_finished` is true
 /// only when no live process holds, buffers, leases or has queued a URL,
 /// read in a way that a change during the check makes it false.
 ///
