@@ -42,6 +42,17 @@ fn key_slot(server: &Server, key: &str) -> i64 {
         .unwrap()
 }
 
+/// `CLUSTER SETSLOT slot state id` on `server`.
+fn set_slot(server: &Server, slot: i64, state: &str, id: &str) {
+    redis::cmd("CLUSTER")
+        .arg("SETSLOT")
+        .arg(slot)
+        .arg(state)
+        .arg(id)
+        .query::<()>(&mut server.connect())
+        .unwrap()
+}
+
 #[test]
 fn a_node_that_dies_stops_only_its_own_shards() {
     // Without full coverage required, the live nodes serve their slots
@@ -169,15 +180,8 @@ fn a_slot_migrated_mid_crawl_loses_and_repeats_nothing() {
                 .unwrap();
             let slot = key_slot(source, &keys[0]);
             let (source_id, target_id) = (node_id(source), node_id(target));
-            let setslot = |server: &Server, state: &str, id: &str| {
-                redis::cmd("CLUSTER")
-                    .arg("SETSLOT")
-                    .arg(slot)
-                    .arg(state)
-                    .arg(id)
-                    .query::<()>(&mut server.connect())
-                    .unwrap()
-            };
+            let setslot =
+                |server: &Server, state: &str, id: &str| set_slot(server, slot, state, id);
             setslot(target, "IMPORTING", &source_id);
             setslot(source, "MIGRATING", &target_id);
             loop {
@@ -381,15 +385,7 @@ fn a_take_answered_through_ask_waits_for_the_replicas() {
     assert_eq!(keys.len(), 1, "{keys:?}");
     let slot = key_slot(source, &keys[0]);
     let (source_id, target_id) = (node_id(source), node_id(target));
-    let setslot = |server: &Server, state: &str, id: &str| {
-        redis::cmd("CLUSTER")
-            .arg("SETSLOT")
-            .arg(slot)
-            .arg(state)
-            .arg(id)
-            .query::<()>(&mut server.connect())
-            .unwrap()
-    };
+    let setslot = |server: &Server, state: &str, id: &str| set_slot(server, slot, state, id);
     setslot(target, "IMPORTING", &source_id);
     setslot(source, "MIGRATING", &target_id);
     loop {
@@ -519,15 +515,7 @@ fn leases_are_renewed_while_a_migration_splits_their_shard() {
     let slot = key_slot(source, &inflight);
     let queue = inflight.replace(":inflight:", ":queue:");
     let (source_id, target_id) = (node_id(source), node_id(target));
-    let setslot = |server: &Server, state: &str, id: &str| {
-        redis::cmd("CLUSTER")
-            .arg("SETSLOT")
-            .arg(slot)
-            .arg(state)
-            .arg(id)
-            .query::<()>(&mut server.connect())
-            .unwrap()
-    };
+    let setslot = |server: &Server, state: &str, id: &str| set_slot(server, slot, state, id);
     let migrate = |keys: &[String]| {
         redis::cmd("MIGRATE")
             .arg("127.0.0.1")
@@ -692,15 +680,7 @@ fn a_completion_refused_for_a_while_through_ask_is_sent_again() {
     // The shard's slot moves to the target, its keys with it, and stays
     // open (MIGRATING / IMPORTING): the source answers ASK for them.
     let slot = key_slot(source, &inflight[0]);
-    let setslot = |server: &Server, state: &str, id: &str| {
-        redis::cmd("CLUSTER")
-            .arg("SETSLOT")
-            .arg(slot)
-            .arg(state)
-            .arg(id)
-            .query::<()>(&mut server.connect())
-            .unwrap()
-    };
+    let setslot = |server: &Server, state: &str, id: &str| set_slot(server, slot, state, id);
     let (source_id, target_id) = (node_id(source), node_id(target));
     setslot(target, "IMPORTING", &source_id);
     setslot(source, "MIGRATING", &target_id);
