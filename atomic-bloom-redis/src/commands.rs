@@ -526,8 +526,8 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             // looked at; its loop deletes the key first, so a first chunk
             // for a live filter is bad data; any other chunk has no place
             // in a filter that is whole.
-            let length = chunk.len() as i64;
-            let refused = if next <= 0 || next < length || next == 1 + length {
+            let (length, position) = (chunk.len() as i64, dump::position(next));
+            let refused = if next <= 0 || position < length || position == 1 + length {
                 ChunkError::BadData
             } else {
                 ChunkError::InvalidOffset

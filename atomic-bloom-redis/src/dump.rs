@@ -4,7 +4,7 @@
 //! The iterator is RedisBloom's: `BF.SCANDUMP key 0` starts, every reply is
 //! `[next, chunk]`, `[0, ""]` ends, and `BF.LOADCHUNK key next chunk` takes
 //! the pairs back in order, so every client loop written for RedisBloom
-//! works. Here `next` carries the dump's number in bits 48 to 61 and, in
+//! works. Here `next` carries the dump's number in bits 48 to 52 and, in
 //! its low 48 bits, one more than the record bytes dumped so far, so a
 //! chunk's offset in the record is `(next & (2^48 - 1)) - 1 - len(chunk)`.
 //! The number tells apart two dumps of one key that stand at the same
@@ -54,15 +54,17 @@ pub(crate) struct DumpState {
 
 /// Dump cursors a key keeps: enough for a client's retry and a few dumps
 /// at once.
-const CURSORS_KEPT: usize = 8;
+const CURSORS_KEPT: usize = 32;
 
 /// Bytes of the filter's record in the reply to iterator 0, after the
 /// envelope: RedisBloom's header reply is longer than an envelope, and its
 /// tests (and so its users' code) corrupt bytes of it up to the 80th.
 const HEADER_REPLY_FILTER_BYTES: usize = 64;
 
-/// Dump numbers go round from 1 to this (14 bits of the iterator).
-const DUMP_NUMBERS: u16 = (1 << 14) - 1;
+/// Dump numbers go round from 1 to this (5 bits of the iterator): every
+/// iterator stays below 2^53, so clients that hold integers as doubles
+/// (Lua scripts, JavaScript) send it back exactly.
+const DUMP_NUMBERS: u16 = (1 << 5) - 1;
 
 /// The iterator's low bits: one more than the bytes dumped so far.
 const POSITION_BITS: u32 = 48;
@@ -169,6 +171,15 @@ impl ChunkError {
             ChunkError::OverLimit => OVER_LIMIT,
             ChunkError::OutOfMemory => NO_MEMORY,
         }
+    }
+}
+
+/// The position (one more than the record bytes before a chunk's end)
+/// an iterator carries; the iterator itself if it is not positive.
+pub(crate) fn position(next: i64) -> i64 {
+    match u64::try_from(next) {
+        Ok(next) if next > 0 => split_iterator(next).1 as i64,
+        _ => next,
     }
 }
 
