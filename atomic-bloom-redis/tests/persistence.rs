@@ -928,15 +928,7 @@ fn two_dumps_of_a_changing_key_at_the_same_offsets_both_load() {
                 a.push(next);
             }
             let copy = format!("{key}-a");
-            for (next, chunk) in &a {
-                let reply: redis::Value = redis::cmd("BF.LOADCHUNK")
-                    .arg(&copy)
-                    .arg(*next)
-                    .arg(chunk.as_slice())
-                    .query(&mut c)
-                    .unwrap_or_else(|error| panic!("{kind:?} {key}: dump A refused: {error}"));
-                assert_eq!(reply, redis::Value::Okay, "{kind:?} {key}");
-            }
+            load_chunks(&mut c, &copy, &a);
             assert!(
                 mexists(&mut c, &copy, &before)
                     .iter()
