@@ -131,6 +131,90 @@ pub(crate) fn thread_ticket() -> usize {
     0
 }
 
+/// Live threads that can hold a [`thread_index`].
+#[cfg(not(atomic_bloom_loom))]
+const THREAD_INDEXES: usize = 64;
+
+/// A small number (below 64) that no other live thread holds: taken, the
+/// lowest free one, on the thread's first call and given back when the
+/// thread exits, so a pool that starts threads over and over reuses the
+/// same few. `None` when 64 threads hold one, or while the thread tears
+/// down its thread-locals. What picks the count slot a windowed filter's
+/// thread writes alone (`src/windowed/ring.rs`): the giving back is a
+/// `Release` and the taking an `Acquire`, so a thread that takes an index
+/// sees everything its last holder wrote.
+#[cfg(not(atomic_bloom_loom))]
+#[inline]
+pub(crate) fn thread_index() -> Option<usize> {
+    use std::cell::Cell;
+
+    /// Bit `i` set: index `i` is held.
+    static HELD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    /// The calling thread's index (`u8::MAX`: not taken yet; `NONE`: none
+    /// was free), given back on drop.
+    struct Held(Cell<u8>);
+    const UNTAKEN: u8 = u8::MAX;
+    const NONE: u8 = u8::MAX - 1;
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            let index = self.0.get();
+            if usize::from(index) < THREAD_INDEXES {
+                // Release: the next holder's Acquire sees every write this
+                // thread made under the index.
+                HELD.fetch_and(!(1 << index), Ordering::Release);
+            }
+        }
+    }
+
+    fn take() -> u8 {
+        // Relaxed: a first look; the CAS below decides.
+        let mut held = HELD.load(Ordering::Relaxed);
+        while held != u64::MAX {
+            let index = (!held).trailing_zeros();
+            // Acquire: pairs with the last holder's Release on giving it
+            // back (see `Held::drop`).
+            match HELD.compare_exchange_weak(
+                held,
+                held | 1 << index,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return index as u8,
+                Err(actual) => held = actual,
+            }
+        }
+        NONE
+    }
+
+    thread_local! {
+        static INDEX: Held = const { Held(Cell::new(UNTAKEN)) };
+    }
+    INDEX
+        .try_with(|held| {
+            if held.0.get() == UNTAKEN {
+                held.0.set(take());
+            }
+            let index = usize::from(held.0.get());
+            (index < THREAD_INDEXES).then_some(index)
+        })
+        .ok()
+        .flatten()
+}
+
+/// Under loom, the number of loom's own thread id (the model's first
+/// thread is 0): distinct for the threads of one model.
+#[cfg(atomic_bloom_loom)]
+#[inline]
+pub(crate) fn thread_index() -> Option<usize> {
+    let id = format!("{:?}", loom::thread::current().id());
+    id.trim_start_matches("ThreadId(")
+        .trim_end_matches(')')
+        .parse()
+        .ok()
+}
+
 /// `crossbeam::queue::SegQueue`'s `push`, `pop` and `len`, over a loom
 /// mutex: loom cannot see crossbeam's own synchronization.
 #[cfg(atomic_bloom_loom)]

@@ -178,3 +178,37 @@ fn word_layout_racing_inserts_of_one_item_exactly_one_is_new() {
         assert!(mine ^ theirs, "new to both or to neither: {mine} {theirs}");
     });
 }
+
+/// The count of new items is written by the one thread that holds its slot
+/// (a load and a store, no read-modify-write), and rotations do not reset
+/// every count. The model's first thread (loom's thread 0, which holds the
+/// one count slot) inserts X while another thread rotates, then inserts Y
+/// once the rotation is done: Y is new to the current generation and must
+/// be counted in it. The thread's count still carries epoch 0's tag (the
+/// rotation reset another count, or the thread's store landed after the
+/// reset); its next count must start epoch 1's over, not take it as stale
+/// and drop the item (the generation would then fill past its capacity
+/// uncounted, and its rate rise). Checked to fail when a count of an
+/// earlier tag is taken as stale.
+#[test]
+fn an_owned_count_overwriting_a_rotations_reset_counts_the_next_item() {
+    const Y: u64 = 2;
+    loom::model(|| {
+        let filter = Arc::new(manual(2, 1));
+        let rotator = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || filter.advance())
+        };
+        filter.insert(&X);
+        rotator.join().unwrap();
+        assert_eq!(filter.epoch(), 1);
+        let before = filter.generation_len();
+        assert!(before <= 1, "X counted twice in one generation");
+        filter.insert(&Y);
+        assert_eq!(
+            filter.generation_len(),
+            before + 1,
+            "Y, new to generation 1, was not counted"
+        );
+    });
+}

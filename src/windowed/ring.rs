@@ -11,7 +11,7 @@
 
 use crossbeam::utils::CachePadded;
 
-use crate::sync::{thread_ticket, AtomicU64, Ordering};
+use crate::sync::{thread_index, AtomicU64, Ordering};
 use crate::tally::SLOTS;
 
 /// Bits of an epoch kept beside a count or a cursor: equal tags mean the
@@ -36,10 +36,11 @@ const CURSOR_INDEX_MASK: u64 = (1 << CURSOR_SLOT_SHIFT) - 1;
 pub(crate) const MAX_CHUNKS: u64 = 1 << 34;
 const IDLE_CURSOR: u64 = MAX_CHUNKS;
 
-/// Count slots: one per thread ticket; under loom, where every thread
-/// takes ticket 0, one.
+/// Count slots, slot `i` written only by the thread holding
+/// [`thread_index`] `i`; under loom one, so that a model's first thread
+/// counts on its own slot and the others on the shared one.
 #[cfg(not(atomic_bloom_loom))]
-const COUNT_SLOTS: usize = SLOTS;
+const COUNT_SLOTS: usize = SLOTS - 1;
 #[cfg(atomic_bloom_loom)]
 const COUNT_SLOTS: usize = 1;
 
@@ -87,14 +88,71 @@ pub(crate) enum Counted {
     Stale,
 }
 
+/// A count of generation `epoch` one higher than `current`, or `None` if
+/// `current` is of a later epoch (the insert counting is stale). A count of
+/// an earlier epoch starts over at 1: the count has not been added to in
+/// `epoch` yet (counts are not reset as generations pass, only read under
+/// their own epoch's tag), or a thread's store overwrote a reset (see
+/// `Ring::finish`). Either way a count tagged `epoch` holds only new items
+/// of `epoch`, and none is lost.
+#[inline(always)]
+fn count_after(current: u64, epoch: u64) -> Option<u64> {
+    let (tag, current_tag) = (epoch & TAG_MASK, current >> COUNT_BITS);
+    if current_tag == tag {
+        Some(current + u64::from(current & COUNT_MASK < COUNT_MASK))
+    } else if tag.wrapping_sub(current_tag) & TAG_MASK < 1 << (TAG_BITS - 1) {
+        // Earlier (tags wrap; every count is reset at least every few
+        // rotations, so none is half the tag space behind a live epoch).
+        Some(pack_count(epoch, 1))
+    } else {
+        None
+    }
+}
+
+/// Adds one to `count`, which only the calling thread writes (besides a
+/// rotation's reset, and the thread that held the index before, which gave
+/// it back with `Release`): a load and a store, no read-modify-write. The
+/// new count, or `None` if this insert is stale.
+#[inline(always)]
+fn count_owned(count: &AtomicU64, epoch: u64) -> Option<u64> {
+    // Relaxed: the count publishes nothing; this thread alone adds to it.
+    let next = count_after(count.load(Ordering::Relaxed), epoch)?;
+    // Relaxed: as above; a reset this store overwrites (its load came
+    // before the reset) left an earlier tag, which the next count starts
+    // over from.
+    count.store(next, Ordering::Relaxed);
+    Some(next & COUNT_MASK)
+}
+
+/// Adds one to `count`, shared by threads; `None` if this insert is stale.
+#[inline]
+fn count_shared(count: &AtomicU64, epoch: u64) -> Option<u64> {
+    // Relaxed: a count publishes nothing; the CAS below decides.
+    let mut current = count.load(Ordering::Relaxed);
+    loop {
+        let next = count_after(current, epoch)?;
+        // Relaxed: the tag check and the add are one RMW, so no count is
+        // lost to a thread sharing the slot and none lands in a later
+        // epoch's count.
+        match count.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Some(next & COUNT_MASK),
+            Err(actual) => current = actual,
+        }
+    }
+}
+
 pub(crate) struct Ring {
     generations: u32,
     state: CachePadded<AtomicU64>,
     cursor: CachePadded<AtomicU64>,
     done: CachePadded<AtomicU64>,
-    /// Per thread ticket: new items counted in the current generation,
-    /// tagged with its epoch.
+    /// New items counted in the current generation, tagged with its epoch:
+    /// slot `i` by the thread holding index `i`, written by it alone (no
+    /// read-modify-write on an insert's path).
     counts: Box<[CachePadded<AtomicU64>]>,
+    /// The same, for threads without a slot (an index past the slots, or
+    /// none): counted with a compare-and-swap.
+    shared: CachePadded<AtomicU64>,
     /// A count carried over from a saved filter, tagged the same way.
     base: CachePadded<AtomicU64>,
     /// Time windows: the instant (clock nanoseconds, as `i64` bits) at
@@ -132,6 +190,7 @@ impl Ring {
             counts: (0..COUNT_SLOTS)
                 .map(|_| CachePadded::new(AtomicU64::new(pack_count(epoch, 0))))
                 .collect(),
+            shared: CachePadded::new(AtomicU64::new(pack_count(epoch, 0))),
             base: CachePadded::new(AtomicU64::new(pack_count(epoch, count))),
             ends: ends
                 .into_iter()
@@ -144,8 +203,9 @@ impl Ring {
     }
 
     /// How often a thread sums the counts, a power of two: a generation
-    /// is seen full at most [`SLOTS`] steps late (a 512th of it at most,
-    /// or fewer than `SLOTS` items when it is small).
+    /// is seen full at most a step per count late (`SLOTS - 1` own counts
+    /// and the shared one: a 512th of it at most, or fewer than `SLOTS`
+    /// items when it is small).
     pub(crate) fn step_for(capacity: u64) -> u64 {
         let step = (capacity / (SLOTS as u64 * 512)).max(1);
         1 << step.ilog2()
@@ -160,7 +220,7 @@ impl Ring {
     /// Bytes the ring takes beside the bits.
     pub(crate) fn bytes(&self) -> usize {
         std::mem::size_of::<Self>()
-            + self.counts.len() * std::mem::size_of::<CachePadded<AtomicU64>>()
+            + (self.counts.len() + 1) * std::mem::size_of::<CachePadded<AtomicU64>>()
             + self.ends.len() * 8
     }
 
@@ -192,37 +252,38 @@ impl Ring {
         }
     }
 
-    /// Counts a new item into generation `epoch`, on the calling thread's
-    /// slot.
-    #[inline]
+    /// Counts a new item into generation `epoch`: on the calling thread's
+    /// own slot, or the shared one.
+    #[inline(always)]
     pub(crate) fn count(&self, epoch: u64) -> Counted {
-        let slot = &self.counts[thread_ticket() & (self.counts.len() - 1)];
-        let tag = epoch & TAG_MASK;
-        // Relaxed: a count publishes nothing; the CAS below decides.
-        let mut current = slot.load(Ordering::Relaxed);
-        let count = loop {
-            if current >> COUNT_BITS != tag {
-                // Reset for a later epoch: this insert is stale.
-                return Counted::Stale;
-            }
-            let next = current + u64::from(current & COUNT_MASK < COUNT_MASK);
-            // Relaxed: the tag check and the add are one RMW, so no count is
-            // lost to a thread sharing the slot and none lands in a later
-            // epoch's reset count.
-            match slot.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => break next & COUNT_MASK,
-                Err(actual) => current = actual,
-            }
+        let counted = match thread_index().and_then(|index| self.counts.get(index)) {
+            Some(count) => count_owned(count, epoch),
+            None => count_shared(&self.shared, epoch),
         };
-        let base = self.base_count(epoch);
-        let due = count & (self.step - 1) == 0 || count + base >= self.capacity;
-        if due && self.len(epoch) >= self.capacity {
+        let Some(count) = counted else {
+            return Counted::Stale;
+        };
+        // A thread sums the counts when its own passes a multiple of the
+        // step (`overfill`'s bound) or reaches the capacity less a saved
+        // filter's carried count: a single thread sees the generation full
+        // exactly at its capacity, so rotations replay exactly.
+        let due = count & (self.step - 1) == 0 || count + self.base_count(epoch) >= self.capacity;
+        if due && self.full(epoch) {
             Counted::Full
         } else {
             Counted::Room
         }
     }
 
+    /// Whether generation `epoch` holds its capacity (off an insert's
+    /// usual path: once a step).
+    #[cold]
+    #[inline(never)]
+    fn full(&self, epoch: u64) -> bool {
+        self.len(epoch) >= self.capacity
+    }
+
+    #[inline(always)]
     fn base_count(&self, epoch: u64) -> u64 {
         // Relaxed: as in `count`.
         let base = self.base.load(Ordering::Relaxed);
@@ -240,8 +301,9 @@ impl Ring {
         let counted: u64 = self
             .counts
             .iter()
+            .chain(std::iter::once(&self.shared))
             // Relaxed: a snapshot of independent counts.
-            .map(|slot| slot.load(Ordering::Relaxed))
+            .map(|count| count.load(Ordering::Relaxed))
             .filter(|&slot| slot >> COUNT_BITS == tag)
             .map(|slot| slot & COUNT_MASK)
             .sum();
@@ -315,15 +377,22 @@ impl Ring {
         let state = State(self.state.load(Ordering::Relaxed));
         debug_assert!(state.rotating());
         let (next, slot) = (state.epoch() + 1, self.next_slot(state.slot()));
-        for count in self.counts.iter() {
-            // Relaxed: published by the epoch's Release below; a stale add
-            // after it finds the tag changed (a swap, as in `begin`).
-            count.swap(pack_count(next, 0), Ordering::Relaxed);
-        }
-        // Relaxed: as above.
-        self.base.swap(pack_count(next, 0), Ordering::Relaxed);
+        // One count in turn is reset, tagged for the new epoch: counts are
+        // read only under their own epoch's tag, and a thread's count of an
+        // earlier one starts over (`count_after`), so none needs a reset to
+        // be right; the turn keeps every count's tag within a few epochs of
+        // the current one, so that 24-bit tags never alias.
+        let turn = (next % (self.counts.len() as u64 + 2)) as usize;
+        let reset = match turn.checked_sub(self.counts.len()) {
+            None => &self.counts[turn],
+            Some(0) => &self.shared,
+            Some(_) => &self.base,
+        };
+        // Relaxed: published by the epoch's Release below. A swap, as in
+        // `begin`.
+        reset.swap(pack_count(next, 0), Ordering::Relaxed);
         // Release: the clears (gathered through `done`), the new end and
-        // the reset counts happen-before every insert that reads the new
+        // the reset count happen-before every insert that reads the new
         // epoch with Acquire and writes into its slot.
         self.state
             .store(State::of(next, slot, false).0, Ordering::Release);
