@@ -64,13 +64,15 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
                 return std::ptr::null_mut();
             }
         },
+        // Only what AOF replay takes again (`WBF.LOADCHUNK`): the start of
+        // a record, not yet whole, whose envelope says the length saved
+        // beside it. Anything else would be kept here and dropped by this
+        // server's own AOF at its next restart.
         Ok(TAG_LOADING) => match (raw::load_unsigned(io), raw::load_string_buffer(io)) {
-            (Ok(total), Ok(received)) if (received.as_ref().len() as u64) < total => {
-                WindowValue::Loading(Loading {
-                    total,
-                    received: received.as_ref().to_vec(),
-                })
-            }
+            (Ok(total), Ok(received)) => match Loading::start(received.as_ref(), server_ms()) {
+                Ok(Err(loading)) if loading.total == total => WindowValue::Loading(loading),
+                _ => return std::ptr::null_mut(),
+            },
             _ => return std::ptr::null_mut(),
         },
         _ => return std::ptr::null_mut(),

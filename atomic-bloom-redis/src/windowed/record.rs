@@ -235,10 +235,11 @@ impl Loading {
         if chunk.len() as u64 > total {
             return Err(RecordError::Mismatch("a chunk longer than its record"));
         }
-        let loading = Loading {
+        let mut loading = Loading {
             total,
-            received: chunk.to_vec(),
+            received: Vec::new(),
         };
+        loading.append(chunk)?;
         loading.finish(now_ms)
     }
 
@@ -256,8 +257,20 @@ impl Loading {
         if offset != self.received.len() as u64 || offset + chunk.len() as u64 > self.total {
             return Err(RecordError::Mismatch("a chunk out of place"));
         }
-        self.received.extend_from_slice(chunk);
+        self.append(chunk)?;
         self.finish(now_ms)
+    }
+
+    /// Appends `chunk`, asking the allocator first: an AOF replayed on a
+    /// server without room is an error, not an abort.
+    fn append(&mut self, chunk: &[u8]) -> Result<(), RecordError> {
+        self.received.try_reserve(chunk.len()).map_err(|_| {
+            RecordError::Filter(atomic_bloom::Error::AllocationFailed {
+                bytes: self.received.len().saturating_add(chunk.len()),
+            })
+        })?;
+        self.received.extend_from_slice(chunk);
+        Ok(())
     }
 
     fn finish(self, now_ms: i64) -> Result<Result<Windowed, Loading>, RecordError> {
