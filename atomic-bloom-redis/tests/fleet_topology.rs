@@ -5,6 +5,7 @@
 
 mod common;
 mod crawling;
+mod faults;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -13,6 +14,7 @@ use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
 use atomic_bloom::Error;
 use common::{node_id, Cluster, Kind, Server};
 use crawling::{reachable, small_web};
+use faults::Rng;
 
 /// Rates small enough for an exact crawl, short retries.
 fn config(url: &str, prefix: &str, shards: usize) -> FleetConfig {
@@ -215,38 +217,80 @@ fn a_slot_migrated_mid_crawl_loses_and_repeats_nothing() {
     }
 }
 
-#[test]
-fn a_failover_mid_crawl_with_wait_loses_and_repeats_nothing() {
+/// `CLUSTER FAILOVER` on `replica` (retried while it still syncs, as a
+/// replica that was a primary a moment ago does), then waits until it
+/// answers as a primary.
+fn fail_over_to(cluster: &Cluster, replica: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let asked = redis::cmd("CLUSTER")
+            .arg("FAILOVER")
+            .query::<()>(&mut cluster.nodes[replica].connect());
+        if asked.is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "CLUSTER FAILOVER: {asked:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    loop {
+        let role: Vec<redis::Value> = redis::cmd("ROLE")
+            .query(&mut cluster.nodes[replica].connect())
+            .unwrap();
+        if role.first() == Some(&redis::Value::BulkString(b"master".to_vec())) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the replica never took over");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Three clients crawl a one-primary cluster with a replica, `WAIT` on,
+/// while the primary fails over after each of `waits` (the first to the
+/// replica, the next back, and so on); every page is crawled exactly once
+/// and the failovers were noticed.
+fn crawl_through_failovers(kind: Kind, prefix: &str, waits: &[Duration]) {
     let web = small_web();
     let expected = reachable(&web);
+    let mut cluster = Cluster::start(kind, 1);
+    let replica = cluster.add_replica(kind, 0);
+    let config = config(&cluster.nodes[0].url(), prefix, 4)
+        .wait_for_replicas(1, Duration::from_millis(300));
+    let frontiers = three(&config);
+    let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400));
+    let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
+        let mut to = replica;
+        for &wait in waits {
+            std::thread::sleep(wait);
+            fail_over_to(&cluster, to);
+            to = if to == replica { 0 } else { replica };
+        }
+    });
+    crawling::each_page_once(&tallies, &expected, &format!("{kind:?} {prefix}"));
+    let retries: u64 = tallies.iter().map(|tally| tally.stats.retries).sum();
+    assert!(retries > 0, "{kind:?} {prefix}: the failovers went unnoticed");
+    eprintln!("{kind:?} {prefix}: failovers after {waits:?}, {retries} retries");
+}
+
+#[test]
+fn a_failover_mid_crawl_with_wait_loses_and_repeats_nothing() {
     for kind in common::KINDS {
-        let mut cluster = Cluster::start(kind, 1);
-        let replica = cluster.add_replica(kind, 0);
-        let config = config(&cluster.nodes[0].url(), "failover", 4)
-            .wait_for_replicas(1, Duration::from_millis(300));
-        let frontiers = three(&config);
-        let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400));
-        let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
-            std::thread::sleep(Duration::from_millis(400));
-            redis::cmd("CLUSTER")
-                .arg("FAILOVER")
-                .query::<()>(&mut cluster.nodes[replica].connect())
-                .unwrap();
-            let deadline = Instant::now() + Duration::from_secs(30);
-            loop {
-                let role: Vec<redis::Value> = redis::cmd("ROLE")
-                    .query(&mut cluster.nodes[replica].connect())
-                    .unwrap();
-                if role.first() == Some(&redis::Value::BulkString(b"master".to_vec())) {
-                    break;
-                }
-                assert!(Instant::now() < deadline, "the replica never took over");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        });
-        crawling::each_page_once(&tallies, &expected, &format!("{kind:?}"));
-        let retries: u64 = tallies.iter().map(|tally| tally.stats.retries).sum();
-        assert!(retries > 0, "{kind:?}: the failover went unnoticed");
+        crawl_through_failovers(kind, "failover", &[Duration::from_millis(400)]);
+    }
+}
+
+/// Seeded failover schedules: per seed, one to three failovers (each
+/// undoing the last) at intervals the seed draws, from early in the crawl.
+/// `FLEET_FAILOVER_SEEDS=N` runs seeds 0..N (3 by default),
+/// `FLEET_FAILOVER_SEED=n` replays one (the crawl's timing is not seeded).
+#[test]
+fn seeded_failover_schedules_lose_and_repeat_nothing() {
+    for seed in faults::seeds("FLEET_FAILOVER_SEED", "FLEET_FAILOVER_SEEDS", 3) {
+        let mut rng = Rng(seed ^ 0xfa11);
+        let failovers = 1 + rng.next() % 3;
+        let waits: Vec<Duration> = (0..failovers)
+            .map(|_| Duration::from_millis(50 + rng.next() % 400))
+            .collect();
+        crawl_through_failovers(Kind::Valkey, &format!("failover-seed{seed}"), &waits);
     }
 }
 
