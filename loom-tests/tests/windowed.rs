@@ -180,35 +180,49 @@ fn word_layout_racing_inserts_of_one_item_exactly_one_is_new() {
 }
 
 /// The count of new items is written by the one thread that holds its slot
-/// (a load and a store, no read-modify-write), and rotations do not reset
-/// every count. The model's first thread (loom's thread 0, which holds the
-/// one count slot) inserts X while another thread rotates, then inserts Y
-/// once the rotation is done: Y is new to the current generation and must
-/// be counted in it. The thread's count still carries epoch 0's tag (the
-/// rotation reset another count, or the thread's store landed after the
-/// reset); its next count must start epoch 1's over, not take it as stale
-/// and drop the item (the generation would then fill past its capacity
-/// uncounted, and its rate rise). Checked to fail when a count of an
-/// earlier tag is taken as stale.
-#[test]
-fn an_owned_count_overwriting_a_rotations_reset_counts_the_next_item() {
+/// (a load and a store, no read-modify-write), and a rotation resets one
+/// count in turn. The model's first thread (loom's thread 0, which holds
+/// the one count slot) inserts X while another thread rotates, then
+/// inserts Y once the rotation is done: Y is new to the current generation
+/// and must be counted in it, exactly once more than before. `advances`
+/// rotations first pick which count the raced rotation resets: after none
+/// it resets another (the thread's count keeps epoch 0's tag, and must
+/// start over, not be taken as stale); after two it resets the thread's
+/// own, so the thread's load may come before the reset and its store after
+/// (putting back an earlier tag, which the next count starts over from).
+fn an_owned_count_racing_a_rotation_counts_the_next_item(advances: usize) {
     const Y: u64 = 2;
-    loom::model(|| {
+    loom::model(move || {
         let filter = Arc::new(manual(2, 1));
+        for _ in 0..advances {
+            filter.advance();
+        }
         let rotator = {
             let filter = Arc::clone(&filter);
             thread::spawn(move || filter.advance())
         };
         filter.insert(&X);
         rotator.join().unwrap();
-        assert_eq!(filter.epoch(), 1);
+        assert_eq!(filter.epoch(), advances as u64 + 1);
         let before = filter.generation_len();
         assert!(before <= 1, "X counted twice in one generation");
         filter.insert(&Y);
         assert_eq!(
             filter.generation_len(),
             before + 1,
-            "Y, new to generation 1, was not counted"
+            "Y, new to the current generation, was not counted once"
         );
     });
+}
+
+/// Checked to fail when a count of an earlier tag is taken as stale.
+#[test]
+fn an_owned_count_of_an_earlier_epoch_counts_the_next_item() {
+    an_owned_count_racing_a_rotation_counts_the_next_item(0);
+}
+
+/// Checked to fail when the thread adds to its count whatever its tag.
+#[test]
+fn an_owned_count_overwriting_a_rotations_reset_counts_the_next_item() {
+    an_owned_count_racing_a_rotation_counts_the_next_item(2);
 }

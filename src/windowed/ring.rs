@@ -15,9 +15,10 @@ use crate::sync::{thread_index, AtomicU64, Ordering};
 use crate::tally::SLOTS;
 
 /// Bits of an epoch kept beside a count or a cursor: equal tags mean the
-/// same epoch, since counts are reset at every rotation and a cursor names
-/// the one rotation under way (a thread would have to stall through 2^24
-/// rotations inside one compare-and-swap to be fooled).
+/// same epoch, since every count is reset at least every `SLOTS + 1`
+/// rotations (one in turn, `Ring::finish`) and a cursor names the one
+/// rotation under way (a thread would have to stall through 2^23 rotations
+/// inside one count, or 2^24 inside one claim, to be fooled).
 const TAG_BITS: u32 = 24;
 const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
 
