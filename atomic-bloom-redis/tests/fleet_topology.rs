@@ -253,8 +253,8 @@ fn crawl_through_failovers(kind: Kind, prefix: &str, waits: &[Duration]) {
     let expected = reachable(&web);
     let mut cluster = Cluster::start(kind, 1);
     let replica = cluster.add_replica(kind, 0);
-    let config = config(&cluster.nodes[0].url(), prefix, 4)
-        .wait_for_replicas(1, Duration::from_millis(300));
+    let config =
+        config(&cluster.nodes[0].url(), prefix, 4).wait_for_replicas(1, Duration::from_millis(300));
     let frontiers = three(&config);
     let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400));
     let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
@@ -267,7 +267,10 @@ fn crawl_through_failovers(kind: Kind, prefix: &str, waits: &[Duration]) {
     });
     crawling::each_page_once(&tallies, &expected, &format!("{kind:?} {prefix}"));
     let retries: u64 = tallies.iter().map(|tally| tally.stats.retries).sum();
-    assert!(retries > 0, "{kind:?} {prefix}: the failovers went unnoticed");
+    assert!(
+        retries > 0,
+        "{kind:?} {prefix}: the failovers went unnoticed"
+    );
     eprintln!("{kind:?} {prefix}: failovers after {waits:?}, {retries} retries");
 }
 
