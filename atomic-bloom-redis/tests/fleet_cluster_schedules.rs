@@ -1,4 +1,4 @@
-//! Seeded fault schedules against a cluster: three Valkey nodes, each
+//! Seeded fault schedules against a cluster: three Valkey primaries, each
 //! behind a fault proxy (`faults/mod.rs`) that it announces as its own
 //! address (`cluster-announce-port`), so that every connection the clients
 //! make, those `CLUSTER SLOTS`, `MOVED` and `ASK` send them to included,
@@ -10,8 +10,16 @@
 //! small web over six shards; every page is crawled exactly once and every
 //! client finishes on its own, holding nothing.
 //!
+//! The same with a replica behind each primary (six nodes, six proxies,
+//! the clients waiting for a replica with `WAIT`): per seed, besides the
+//! reply faults and a blackholed node, one of a graceful `CLUSTER
+//! FAILOVER`, a primary SIGKILLed (its replica takes over; it comes back
+//! as the new primary's replica) or a replica SIGKILLed and restarted.
+//!
 //! `FLEET_CLUSTER_SEEDS=N` runs seeds 0..N (6 by default),
-//! `FLEET_CLUSTER_SEEDS=a..b` seeds a..b, `FLEET_CLUSTER_SEED=n` one.
+//! `FLEET_CLUSTER_SEEDS=a..b` seeds a..b, `FLEET_CLUSTER_SEED=n` one;
+//! `FLEET_REPLICATED_SEEDS` and `FLEET_REPLICATED_SEED` likewise for the
+//! cluster with replicas (4 by default).
 
 mod common;
 mod crawling;
@@ -44,8 +52,21 @@ fn config(url: &str, prefix: &str) -> FleetConfig {
         .lease(Duration::from_secs(8))
 }
 
+/// With replicas: every pipeline waits for one, and calls retry long
+/// enough to outlast a failover (the nodes' timeout is 1 s).
+fn replicated_config(url: &str, prefix: &str) -> FleetConfig {
+    config(url, prefix)
+        .retry_for(Duration::from_secs(4))
+        .wait_for_replicas(1, Duration::from_millis(150))
+}
+
+/// The nodes' timeout in the cluster with replicas: a primary SIGKILLed is
+/// replaced by its replica a second or two later.
+const NODE_TIMEOUT: &str = "1000";
+
 /// Each node announces its proxy's port (now, and on every restart); waits
-/// (up to 30 s) until every node's `CLUSTER SLOTS` names proxies only.
+/// (up to 30 s) until every node's `CLUSTER SLOTS` names proxies only
+/// (replicas included).
 fn announce_proxies(cluster: &mut Cluster, proxies: &[Proxy]) {
     for (node, proxy) in cluster.nodes.iter_mut().zip(proxies) {
         let port = proxy.port.to_string();
@@ -97,6 +118,61 @@ fn slot_ports(slots: &[redis::Value]) -> Vec<i64> {
     ports
 }
 
+/// Three clients, connected through proxies 0, 1 and 2 under `prefix`
+/// (retried while a proxy still refuses).
+fn connect_three(
+    proxies: &[Proxy],
+    make: impl Fn(&str) -> FleetConfig,
+    seed: u64,
+) -> Vec<FleetFrontier> {
+    (0..3)
+        .map(|client| {
+            let config = make(&proxies[client].url());
+            let mut tries = 0;
+            loop {
+                match FleetFrontier::connect(&config) {
+                    Ok(frontier) => break frontier,
+                    Err(Error::ServerUnavailable { .. }) if tries < 40 => tries += 1,
+                    Err(other) => panic!("seed {seed}: connect: {other}"),
+                }
+            }
+        })
+        .collect()
+}
+
+/// Reply faults every proxy has dealt so far.
+fn faults_dealt(proxies: &[Proxy]) -> u64 {
+    (proxies.iter())
+        .map(|proxy| {
+            proxy
+                .schedule
+                .faults
+                .load(std::sync::atomic::Ordering::Relaxed)
+        })
+        .sum()
+}
+
+/// What every seed checks at the end: each page crawled once, no client
+/// holding work; prints the seed's faults and retries.
+fn check_the_end(
+    tallies: &[crawling::fleet::FleetTally],
+    frontiers: &[FleetFrontier],
+    expected: &std::collections::HashSet<String>,
+    faults: u64,
+    what: &str,
+) {
+    crawling::each_page_once(tallies, expected, what);
+    for frontier in frontiers {
+        assert_eq!(
+            frontier.held(),
+            (0, 0),
+            "{what}: a client holds work at the end"
+        );
+    }
+    let retries: u64 = tallies.iter().map(|tally| tally.stats.retries).sum();
+    eprintln!("{what}: {faults} reply faults, {retries} retries");
+}
+
 /// One seed: a crawl through the proxies while the schedule runs.
 fn run_seed(cluster: &mut Cluster, proxies: &[Proxy], seed: u64) -> (u64, bool) {
     let web = small_web();
@@ -107,28 +183,9 @@ fn run_seed(cluster: &mut Cluster, proxies: &[Proxy], seed: u64) -> (u64, bool) 
     for (node, proxy) in proxies.iter().enumerate() {
         proxy.reseed(seed * 3 + node as u64, per_mille);
     }
-    let faults_before: u64 = (proxies.iter())
-        .map(|proxy| {
-            proxy
-                .schedule
-                .faults
-                .load(std::sync::atomic::Ordering::Relaxed)
-        })
-        .sum();
+    let faults_before = faults_dealt(proxies);
     let prefix = format!("cseed{seed}");
-    let frontiers: Vec<FleetFrontier> = (0..3)
-        .map(|client| {
-            let url = proxies[client].url();
-            let mut tries = 0;
-            loop {
-                match FleetFrontier::connect(&config(&url, &prefix)) {
-                    Ok(frontier) => break frontier,
-                    Err(Error::ServerUnavailable { .. }) if tries < 40 => tries += 1,
-                    Err(other) => panic!("seed {seed}: connect: {other}"),
-                }
-            }
-        })
-        .collect();
+    let frontiers = connect_three(proxies, |url| config(url, &prefix), seed);
     let blackholed = (plan.next() % 3) as usize;
     let blackhole_at = Duration::from_millis(plan.next() % 1000);
     let blackhole_for = Duration::from_millis(plan.next() % 1500);
@@ -157,26 +214,153 @@ fn run_seed(cluster: &mut Cluster, proxies: &[Proxy], seed: u64) -> (u64, bool) 
          blackholed {blackhole_for:?} at {blackhole_at:?}, node {restarted} restarted: \
          {restart} at {restart_at:?})"
     );
-    crawling::each_page_once(&tallies, &expected, &what);
-    for frontier in &frontiers {
-        assert_eq!(
-            frontier.held(),
-            (0, 0),
-            "{what}: a client holds work at the end"
-        );
-    }
-    let faults: u64 = (proxies.iter())
-        .map(|proxy| {
-            proxy
-                .schedule
-                .faults
-                .load(std::sync::atomic::Ordering::Relaxed)
-        })
-        .sum::<u64>()
-        - faults_before;
-    let retries: u64 = tallies.iter().map(|tally| tally.stats.retries).sum();
-    eprintln!("{what}: {faults} reply faults, {retries} retries");
+    let faults = faults_dealt(proxies) - faults_before;
+    check_the_end(&tallies, &frontiers, &expected, faults, &what);
     (faults, restart)
+}
+
+/// What befalls one shard of the cluster with replicas in a seed.
+#[derive(Clone, Copy, Debug)]
+enum ShardEvent {
+    Nothing,
+    /// Its replica takes over by `CLUSTER FAILOVER`.
+    GracefulFailover,
+    /// Its primary SIGKILLed 300 ms into a stall of its replication link
+    /// (clients still write to it, the replica hears nothing): the replica
+    /// takes over once the other primaries see the node fail, without
+    /// what the primary applied in the stall; the node comes back as a
+    /// replica. Only writes a replica acknowledged (`WAIT`) were answered.
+    PrimaryKilled,
+    /// Its replica SIGKILLed and restarted (writes wait for it meanwhile).
+    ReplicaKilled,
+}
+
+/// The node of `pair` that answers as a primary (the first if neither yet).
+fn primary_of(cluster: &Cluster, pair: (usize, usize)) -> usize {
+    if cluster.is_primary(pair.1) && !cluster.is_primary(pair.0) {
+        pair.1
+    } else {
+        pair.0
+    }
+}
+
+/// Waits (up to 60 s) until every pair has one primary and a replica whose
+/// link to it is up, and every node reports `cluster_state:ok`.
+fn wait_healthy(cluster: &Cluster, pairs: &[(usize, usize)]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let pairs_ok = pairs.iter().all(|&(a, b)| {
+            let replica = if cluster.is_primary(a) { b } else { a };
+            let Ok(mut connection) = cluster.nodes[replica].try_connect() else {
+                return false;
+            };
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut connection)
+                .unwrap_or_default();
+            cluster.is_primary(a) != cluster.is_primary(b) && info.contains("master_link_status:up")
+        });
+        let states_ok = pairs_ok
+            && cluster.nodes.iter().all(|node| {
+                let info: String = node
+                    .try_connect()
+                    .and_then(|mut connection| {
+                        redis::cmd("CLUSTER").arg("INFO").query(&mut connection)
+                    })
+                    .unwrap_or_default();
+                info.contains("cluster_state:ok")
+            });
+        if states_ok {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cluster is not whole again in 60 s"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One seed of the cluster with replicas.
+fn run_replicated_seed(
+    cluster: &mut Cluster,
+    proxies: &[Proxy],
+    pairs: &[(usize, usize)],
+    seed: u64,
+) -> (u64, ShardEvent) {
+    let web = small_web();
+    let expected = reachable(&web);
+    let mut plan = Rng(seed ^ 0x2e91_1ca5);
+    // 0 to 10 faults per thousand reply chunks, each kind.
+    let per_mille = plan.next() % 11;
+    for (node, proxy) in proxies.iter().enumerate() {
+        proxy.reseed(seed * 7 + node as u64, per_mille);
+    }
+    let faults_before = faults_dealt(proxies);
+    let prefix = format!("rseed{seed}");
+    let frontiers = connect_three(proxies, |url| replicated_config(url, &prefix), seed);
+    let blackholed = (plan.next() % proxies.len() as u64) as usize;
+    let blackhole_at = Duration::from_millis(plan.next() % 1000);
+    let blackhole_for = Duration::from_millis(plan.next() % 1500);
+    let event = match plan.next() % 5 {
+        0 => ShardEvent::Nothing,
+        1 => ShardEvent::GracefulFailover,
+        2 | 3 => ShardEvent::PrimaryKilled,
+        _ => ShardEvent::ReplicaKilled,
+    };
+    let shard = (plan.next() % pairs.len() as u64) as usize;
+    let event_at = Duration::from_millis(100 + plan.next() % 1200);
+    let fetch = crawling::fetch_slowly(&web, Duration::from_micros(200));
+    let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
+        let started = Instant::now();
+        let mut events = vec![(blackhole_at, false), (event_at, true)];
+        events.sort();
+        for (at, is_shard_event) in events {
+            thread::sleep(at.saturating_sub(started.elapsed()));
+            if !is_shard_event {
+                proxies[blackholed].blackhole(blackhole_for);
+                continue;
+            }
+            let primary = primary_of(cluster, pairs[shard]);
+            let replica = if primary == pairs[shard].0 {
+                pairs[shard].1
+            } else {
+                pairs[shard].0
+            };
+            match event {
+                ShardEvent::Nothing => {}
+                ShardEvent::GracefulFailover => cluster.fail_over_to(replica),
+                ShardEvent::PrimaryKilled => {
+                    proxies[primary].stall_replication(Duration::from_secs(5));
+                    thread::sleep(Duration::from_millis(300));
+                    cluster.nodes[primary].kill();
+                    proxies[primary].cut_replication();
+                    thread::sleep(Duration::from_millis(50));
+                    proxies[primary].resume_replication();
+                    cluster.wait_until_primary(replica, Instant::now() + Duration::from_secs(30));
+                    cluster.nodes[primary]
+                        .launch()
+                        .expect("the old primary starts again, as a replica");
+                }
+                ShardEvent::ReplicaKilled => {
+                    let node = &mut cluster.nodes[replica];
+                    node.kill();
+                    thread::sleep(Duration::from_millis(200));
+                    node.launch().expect("the replica starts again");
+                }
+            }
+        }
+    });
+    let what = format!(
+        "replicated cluster seed {seed} ({per_mille}/1000 faults of each kind, node \
+         {blackholed} blackholed {blackhole_for:?} at {blackhole_at:?}, shard {shard}: \
+         {event:?} at {event_at:?})"
+    );
+    let faults = faults_dealt(proxies) - faults_before;
+    check_the_end(&tallies, &frontiers, &expected, faults, &what);
+    drop(frontiers);
+    wait_healthy(cluster, pairs);
+    (faults, event)
 }
 
 #[test]
@@ -200,6 +384,48 @@ fn seeded_cluster_schedules_lose_and_repeat_nothing() {
     );
     eprintln!(
         "{} cluster seeds passed: {faults} reply faults, {restarts} nodes restarted from their AOF",
+        seeds.len()
+    );
+}
+
+#[test]
+fn seeded_replicated_cluster_schedules_lose_and_repeat_nothing() {
+    let extra = [
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--cluster-node-timeout",
+        NODE_TIMEOUT,
+    ];
+    let mut cluster = Cluster::start_with(Kind::Valkey, 3, &extra);
+    let pairs: Vec<(usize, usize)> = (0..3)
+        .map(|primary| {
+            (
+                primary,
+                cluster.add_replica_with(Kind::Valkey, primary, &extra),
+            )
+        })
+        .collect();
+    let proxies: Vec<Proxy> = (cluster.nodes.iter())
+        .map(|node| Proxy::start(node.port, 0, 0, DELAY))
+        .collect();
+    announce_proxies(&mut cluster, &proxies);
+    wait_healthy(&cluster, &pairs);
+    let seeds = faults::seeds("FLEET_REPLICATED_SEED", "FLEET_REPLICATED_SEEDS", 4);
+    let mut faults = 0;
+    let mut events = Vec::new();
+    for &seed in &seeds {
+        let (seed_faults, event) = run_replicated_seed(&mut cluster, &proxies, &pairs, seed);
+        faults += seed_faults;
+        events.push(event);
+    }
+    assert!(
+        faults > 0,
+        "the schedules dealt no fault: the clients bypass the proxies"
+    );
+    eprintln!(
+        "{} seeds of the cluster with replicas passed: {faults} reply faults; {events:?}",
         seeds.len()
     );
 }

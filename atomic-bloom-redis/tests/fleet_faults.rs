@@ -133,21 +133,21 @@ struct Kill {
     replace: bool,
 }
 
-/// Three crawl processes; process `i` is SIGKILLed as `kills[i]` says (at
-/// most two, so one always survives). Checks that the survivors finish on
-/// their own, that every page was crawled, that the surviving processes
-/// crawled no page twice between them, and that a page crawled more than
-/// once was finished by a killed process for every extra time.
-fn kill_some(server: &Server, trial: &str, kills: &[Kill]) {
+/// Three crawl processes, connected to `url` (the server, or a fault proxy
+/// in front of it); process `i` is SIGKILLed as `kills[i]` says (at most
+/// two, so one always survives). Checks that the survivors finish on their
+/// own, that every page was crawled, that the surviving processes crawled
+/// no page twice between them, and that a page crawled more than once was
+/// finished by a killed process for every extra time.
+fn kill_some(url: &str, trial: &str, kills: &[Kill]) {
     assert!(!kills.is_empty() && kills.len() < 3);
     let web = small_web();
     let expected = reachable(&web);
     let directory = tempfile::tempdir().unwrap();
     let prefix = format!("kill-{trial}");
     let out = |index: usize| -> PathBuf { directory.path().join(format!("pages{index}.txt")) };
-    let url = server.url();
     let mut children: Vec<Option<Child>> = (0..3)
-        .map(|i| Some(start_child(&url, &prefix, &out(i))))
+        .map(|i| Some(start_child(url, &prefix, &out(i))))
         .collect();
     let mut replacements = Vec::new();
     let mut killed_at = vec![None; kills.len()];
@@ -175,7 +175,7 @@ fn kill_some(server: &Server, trial: &str, kills: &[Kill]) {
             killed_at[index] = Some(lines(&out(index)).len());
             if kill.replace {
                 let slot = 3 + replacements.len();
-                replacements.push(start_child(&url, &prefix, &out(slot)));
+                replacements.push(start_child(url, &prefix, &out(slot)));
             }
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -237,18 +237,27 @@ fn a_crawl_process_killed_mid_crawl_loses_no_page() {
         .into_iter()
         .enumerate()
     {
-        kill_some(&server, &trial.to_string(), &[Kill { after, replace }]);
+        kill_some(
+            &server.url(),
+            &trial.to_string(),
+            &[Kill { after, replace }],
+        );
     }
 }
 
 /// Seeded kill schedules: per seed, one or two of the three processes
-/// SIGKILLed at pages the seed draws, each replaced or not.
-/// `FLEET_KILL_SEEDS=N` runs seeds 0..N (5 by default), `FLEET_KILL_SEED=n`
-/// replays one (the processes' timing is not seeded: a replay kills at the
-/// same page counts, not the same instants).
+/// SIGKILLed at pages the seed draws, each replaced or not, while a fault
+/// proxy between every process and the server drops replies after the
+/// server ran the command, cuts them mid-way and delays them past the
+/// timeout (0 to 10 per thousand reply chunks, each kind, drawn from the
+/// seed): kills and reply faults in one run. `FLEET_KILL_SEEDS=N` runs
+/// seeds 0..N (5 by default), `FLEET_KILL_SEED=n` replays one (the
+/// processes' timing is not seeded: a replay kills at the same page
+/// counts, not the same instants).
 #[test]
 fn seeded_kill_schedules_lose_no_page() {
     let server = Server::start(Kind::Valkey, &[], &[]);
+    let mut faults = 0;
     for seed in faults::seeds("FLEET_KILL_SEED", "FLEET_KILL_SEEDS", 5) {
         let mut rng = Rng(seed ^ 0x6b11);
         let victims = 1 + (rng.next() % 2) as usize;
@@ -258,8 +267,20 @@ fn seeded_kill_schedules_lose_no_page() {
                 replace: rng.chance(500),
             })
             .collect();
-        kill_some(&server, &format!("seed{seed}"), &kills);
+        let per_mille = rng.next() % 11;
+        let proxy = faults::Proxy::start(server.port, seed, per_mille, Duration::from_millis(300));
+        eprintln!("seed {seed}: {per_mille}/1000 reply faults of each kind");
+        kill_some(&proxy.url(), &format!("seed{seed}"), &kills);
+        faults += proxy
+            .schedule
+            .faults
+            .load(std::sync::atomic::Ordering::Relaxed);
     }
+    assert!(
+        faults > 0,
+        "the proxies dealt no fault: the processes bypass them"
+    );
+    eprintln!("kill schedules passed, {faults} reply faults among them");
 }
 
 /// Three clients crawl while the server stops answering for longer than

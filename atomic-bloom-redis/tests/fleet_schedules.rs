@@ -11,7 +11,7 @@
 //! (Processes SIGKILLed mid-crawl are `fleet_faults.rs`'s; the same
 //! schedules against a cluster, `fleet_cluster_schedules.rs`'s.)
 //!
-//! `FLEET_SEEDS=N` runs seeds 0..N (20 by default), `FLEET_SEEDS=a..b`
+//! `FLEET_SEEDS=N` runs seeds 0..N (30 by default), `FLEET_SEEDS=a..b`
 //! seeds a..b, `FLEET_SEED=n` replays one. A failing seed names itself;
 //! the threads' timing is not seeded, so a replay draws the same faults in a similar, not identical, order.
 
@@ -190,7 +190,7 @@ fn seeded_fault_schedules_lose_and_repeat_nothing() {
     let aof = ["--appendonly", "yes", "--appendfsync", "always"];
     let mut server = Server::start(Kind::Valkey, &[], &aof);
     let (mut faults, mut restarts) = (0, 0);
-    let seeds = faults::seeds("FLEET_SEED", "FLEET_SEEDS", 20);
+    let seeds = faults::seeds("FLEET_SEED", "FLEET_SEEDS", 30);
     for &seed in &seeds {
         let (seed_faults, restarted) = run_seed(&mut server, seed);
         faults += seed_faults;

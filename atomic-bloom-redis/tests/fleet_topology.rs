@@ -217,33 +217,6 @@ fn a_slot_migrated_mid_crawl_loses_and_repeats_nothing() {
     }
 }
 
-/// `CLUSTER FAILOVER` on `replica` (retried while it still syncs, as a
-/// replica that was a primary a moment ago does), then waits until it
-/// answers as a primary.
-fn fail_over_to(cluster: &Cluster, replica: usize) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let asked = redis::cmd("CLUSTER")
-            .arg("FAILOVER")
-            .query::<()>(&mut cluster.nodes[replica].connect());
-        if asked.is_ok() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "CLUSTER FAILOVER: {asked:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    loop {
-        let role: Vec<redis::Value> = redis::cmd("ROLE")
-            .query(&mut cluster.nodes[replica].connect())
-            .unwrap();
-        if role.first() == Some(&redis::Value::BulkString(b"master".to_vec())) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the replica never took over");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Three clients crawl a one-primary cluster with a replica, `WAIT` on,
 /// while the primary fails over after each of `waits` (the first to the
 /// replica, the next back, and so on); every page is crawled exactly once
@@ -261,7 +234,7 @@ fn crawl_through_failovers(kind: Kind, prefix: &str, waits: &[Duration]) {
         let mut to = replica;
         for &wait in waits {
             std::thread::sleep(wait);
-            fail_over_to(&cluster, to);
+            cluster.fail_over_to(to);
             to = if to == replica { 0 } else { replica };
         }
     });

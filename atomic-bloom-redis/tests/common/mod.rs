@@ -275,7 +275,8 @@ impl Server {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
 
-    fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
+    /// A connection, or why none could be had.
+    pub fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
         redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
     }
 
@@ -452,8 +453,14 @@ impl Cluster {
     /// Starts a replica of node `primary`, introduces it, and waits (up to
     /// 30 s) until it has the primary's data; its index in `nodes`.
     pub fn add_replica(&mut self, kind: Kind, primary: usize) -> usize {
+        self.add_replica_with(kind, primary, &[])
+    }
+
+    /// As [`add_replica`](Self::add_replica), the replica started with
+    /// `extra` too.
+    pub fn add_replica_with(&mut self, kind: Kind, primary: usize, extra: &[&str]) -> usize {
         let bus_port = free_port().to_string();
-        let replica = Server::start(kind, &[], &cluster_args(&bus_port, &[]));
+        let replica = Server::start(kind, &[], &cluster_args(&bus_port, extra));
         let primary_id = node_id(&self.nodes[primary]);
         let mut first = self.nodes[0].connect();
         redis::cmd("CLUSTER")
@@ -494,9 +501,50 @@ impl Cluster {
         self.nodes.push(replica);
         self.nodes.len() - 1
     }
+
+    /// Whether node `index` answers `ROLE` as a primary.
+    pub fn is_primary(&self, index: usize) -> bool {
+        let Ok(mut connection) = self.nodes[index].try_connect() else {
+            return false;
+        };
+        let role: Vec<redis::Value> = redis::cmd("ROLE")
+            .query(&mut connection)
+            .unwrap_or_default();
+        role.first() == Some(&redis::Value::BulkString(b"master".to_vec()))
+    }
+
+    /// `CLUSTER FAILOVER` on `replica` (retried while it still syncs, as a
+    /// replica that was a primary a moment ago does), then waits (up to
+    /// 30 s in all) until it answers as a primary.
+    pub fn fail_over_to(&self, replica: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let asked = redis::cmd("CLUSTER")
+                .arg("FAILOVER")
+                .query::<()>(&mut self.nodes[replica].connect());
+            if asked.is_ok() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "CLUSTER FAILOVER: {asked:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.wait_until_primary(replica, deadline);
+    }
+
+    /// Waits until node `index` answers as a primary, up to `deadline`.
+    pub fn wait_until_primary(&self, index: usize, deadline: Instant) {
+        while !self.is_primary(index) {
+            assert!(
+                Instant::now() < deadline,
+                "node {index} never took over as a primary"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
-/// A cluster node's arguments: its bus port, then `extra`.
+/// A cluster node's arguments: its bus port, a node timeout of 5 s unless
+/// `extra` sets one, then `extra`.
 fn cluster_args<'a>(bus_port: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "--cluster-enabled",
@@ -505,9 +553,10 @@ fn cluster_args<'a>(bus_port: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         "nodes.conf",
         "--cluster-port",
         bus_port,
-        "--cluster-node-timeout",
-        "5000",
     ];
+    if !extra.contains(&"--cluster-node-timeout") {
+        args.extend_from_slice(&["--cluster-node-timeout", "5000"]);
+    }
     args.extend_from_slice(extra);
     args
 }

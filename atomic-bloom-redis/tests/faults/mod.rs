@@ -2,8 +2,10 @@
 //! schedules (`fleet_schedules.rs`, `fleet_cluster_schedules.rs`) put
 //! between the fleet's clients and its servers. It drops replies after the
 //! server ran the command, cuts connections in the middle of a reply,
-//! delays replies past the clients' timeout, and blackholes the server
-//! (accepts, never answers) for a while.
+//! delays replies past the clients' timeout, blackholes the server
+//! (accepts, never answers) for a while, and stalls the replication links
+//! that pass through it (a replica that follows a cluster primary connects
+//! to the address the primary announces: its proxy) while clients go on.
 
 #![allow(dead_code)]
 
@@ -47,6 +49,17 @@ pub enum Fault {
     Delay,
 }
 
+/// What the proxy does to replication links.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Replication {
+    Flowing,
+    /// Held, both ways, until then.
+    StalledUntil(Instant),
+    /// Closed without forwarding what they hold: what a primary killed in
+    /// a stall had sent, and its replica never got.
+    Cut,
+}
+
 /// The proxy's shared state.
 pub struct Schedule {
     rng: Mutex<Rng>,
@@ -56,6 +69,8 @@ pub struct Schedule {
     delay: Duration,
     /// Until when the server is blackholed (accepted, never answered).
     blackhole_until: Mutex<Option<Instant>>,
+    /// What replication links through the proxy do (clients' go on).
+    replication: Mutex<Replication>,
     /// Faults dealt so far.
     pub faults: AtomicU64,
     stop: AtomicBool,
@@ -83,15 +98,34 @@ impl Schedule {
         fault
     }
 
-    /// Waits while the server is blackholed.
-    fn through_blackhole(&self) {
+    /// Waits while the server is blackholed, and while replication links
+    /// are stalled if `replication` (this connection is one); false if the
+    /// connection is to be closed, what it holds dropped (a cut link).
+    fn through_blackhole(&self, replication: &AtomicBool) -> bool {
         loop {
             let until = *self.blackhole_until.lock().unwrap();
             match until {
                 Some(until) if Instant::now() < until && !self.stop.load(Ordering::Relaxed) => {
                     thread::sleep(Duration::from_millis(5))
                 }
-                _ => return,
+                _ => break,
+            }
+        }
+        // Relaxed: set by this connection's request pump before the replica's
+        // first command goes through; a chunk or two late does no harm.
+        if !replication.load(Ordering::Relaxed) {
+            return true;
+        }
+        loop {
+            let state = *self.replication.lock().unwrap();
+            match state {
+                Replication::Cut => return false,
+                Replication::StalledUntil(until)
+                    if Instant::now() < until && !self.stop.load(Ordering::Relaxed) =>
+                {
+                    thread::sleep(Duration::from_millis(5))
+                }
+                _ => return true,
             }
         }
     }
@@ -121,6 +155,7 @@ impl Proxy {
             per_mille: AtomicU64::new(per_mille),
             delay,
             blackhole_until: Mutex::new(None),
+            replication: Mutex::new(Replication::Flowing),
             faults: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             open: Mutex::new(Vec::new()),
@@ -147,15 +182,27 @@ impl Proxy {
                     open.push(client.try_clone().unwrap());
                     open.push(server.try_clone().unwrap());
                 }
+                // Whether this connection is a replica's link to its primary
+                // (it said REPLCONF or PSYNC).
+                let replication = Arc::new(AtomicBool::new(false));
                 let requests = Arc::clone(&shared);
                 let (mut from, mut to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let is_replication = Arc::clone(&replication);
                 thread::spawn(move || {
                     let mut buffer = vec![0u8; 64 * 1024];
                     while let Ok(read) = from.read(&mut buffer) {
                         if read == 0 {
                             break;
                         }
-                        requests.through_blackhole();
+                        let chunk = &buffer[..read];
+                        let says = |word: &[u8]| chunk.windows(word.len()).any(|w| w == word);
+                        if says(b"REPLCONF") || says(b"PSYNC") {
+                            // Relaxed: read by this connection's pumps alone.
+                            is_replication.store(true, Ordering::Relaxed);
+                        }
+                        if !requests.through_blackhole(&is_replication) {
+                            break;
+                        }
                         if to.write_all(&buffer[..read]).is_err() {
                             break;
                         }
@@ -171,7 +218,9 @@ impl Proxy {
                         if read == 0 {
                             break;
                         }
-                        replies.through_blackhole();
+                        if !replies.through_blackhole(&replication) {
+                            break;
+                        }
                         let chunk = &buffer[..read];
                         let sent = match replies.fault() {
                             Fault::None => to.write_all(chunk),
@@ -209,13 +258,33 @@ impl Proxy {
         *self.schedule.blackhole_until.lock().unwrap() = Some(Instant::now() + duration);
     }
 
+    /// Holds what replication links through this proxy carry, both ways,
+    /// for `duration`: the primary behind it goes on answering clients
+    /// while its replica hears nothing.
+    pub fn stall_replication(&self, duration: Duration) {
+        *self.schedule.replication.lock().unwrap() =
+            Replication::StalledUntil(Instant::now() + duration);
+    }
+
+    /// Closes the replication links, dropping what a stall held (after the
+    /// primary was killed: its replica never hears what it sent last).
+    pub fn cut_replication(&self) {
+        *self.schedule.replication.lock().unwrap() = Replication::Cut;
+    }
+
+    /// Lets replication links through again (new ones, after a cut).
+    pub fn resume_replication(&self) {
+        *self.schedule.replication.lock().unwrap() = Replication::Flowing;
+    }
+
     /// A new schedule on the same port: faults drawn from `seed`, no
-    /// blackhole.
+    /// blackhole, no stall.
     pub fn reseed(&self, seed: u64, per_mille: u64) {
         *self.schedule.rng.lock().unwrap() = Rng(seed);
         // Relaxed: a setting read alone by the pumps.
         self.schedule.per_mille.store(per_mille, Ordering::Relaxed);
         *self.schedule.blackhole_until.lock().unwrap() = None;
+        *self.schedule.replication.lock().unwrap() = Replication::Flowing;
     }
 }
 
