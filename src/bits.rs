@@ -158,6 +158,23 @@ impl BitArray {
         &self.blocks.get(block_index).0[word]
     }
 
+    /// The words of line `block_index` (the windowed filter's word shape).
+    #[inline(always)]
+    pub(crate) fn line(&self, block_index: usize) -> &[AtomicU64; WORDS_PER_BLOCK] {
+        &self.blocks.get(block_index).0
+    }
+
+    /// The words of lines `first` and `first + 1`, one bounds check for
+    /// both (the windowed filter's cache-line shape).
+    #[inline(always)]
+    pub(crate) fn line_pair(
+        &self,
+        first: usize,
+    ) -> (&[AtomicU64; WORDS_PER_BLOCK], &[AtomicU64; WORDS_PER_BLOCK]) {
+        let (low, high) = self.blocks.pair(first);
+        (&low.0, &high.0)
+    }
+
     /// Sets `mask` in a word; returns the word's previous value.
     #[inline(always)]
     fn set(&self, block_index: usize, word: usize, mask: u64) -> u64 {

@@ -151,8 +151,7 @@ pub(crate) fn thread_index() -> Option<usize> {
     /// Bit `i` set: index `i` is held.
     static HELD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-    /// The calling thread's index (`u8::MAX`: not taken yet; `NONE`: none
-    /// was free), given back on drop.
+    /// The index a thread holds, given back on drop (`u8::MAX`: none).
     struct Held(Cell<u8>);
     const UNTAKEN: u8 = u8::MAX;
     const NONE: u8 = u8::MAX - 1;
@@ -160,6 +159,10 @@ pub(crate) fn thread_index() -> Option<usize> {
     impl Drop for Held {
         fn drop(&mut self) {
             let index = self.0.get();
+            // From here on the thread counts on the shared count: the index
+            // is someone else's once given back. (`INDEX` has no destructor,
+            // so it is there to the thread's last thread-local destructor.)
+            INDEX.with(|cached| cached.set(NONE));
             if usize::from(index) < THREAD_INDEXES {
                 // Release: the next holder's Acquire sees every write this
                 // thread made under the index.
@@ -188,19 +191,36 @@ pub(crate) fn thread_index() -> Option<usize> {
         NONE
     }
 
-    thread_local! {
-        static INDEX: Held = const { Held(Cell::new(UNTAKEN)) };
+    /// Takes an index for this thread and arranges for it to be given
+    /// back (once per thread: off the insert path).
+    #[cold]
+    #[inline(never)]
+    fn first_call() -> u8 {
+        let index = GUARD
+            .try_with(|guard| {
+                let index = take();
+                guard.0.set(index);
+                index
+            })
+            // The thread is tearing down its thread-locals: no index.
+            .unwrap_or(NONE);
+        INDEX.with(|cached| cached.set(index));
+        index
     }
-    INDEX
-        .try_with(|held| {
-            if held.0.get() == UNTAKEN {
-                held.0.set(take());
-            }
-            let index = usize::from(held.0.get());
-            (index < THREAD_INDEXES).then_some(index)
-        })
-        .ok()
-        .flatten()
+
+    thread_local! {
+        /// The calling thread's index (`UNTAKEN`: not taken yet; `NONE`:
+        /// none was free, or given back): a plain cell with no destructor,
+        /// so that reading it is one load.
+        static INDEX: Cell<u8> = const { Cell::new(UNTAKEN) };
+        /// What gives the index back when the thread exits.
+        static GUARD: Held = const { Held(Cell::new(UNTAKEN)) };
+    }
+    let mut index = INDEX.with(Cell::get);
+    if index == UNTAKEN {
+        index = first_call();
+    }
+    (usize::from(index) < THREAD_INDEXES).then_some(usize::from(index))
 }
 
 /// Under loom, the number of loom's own thread id (the model's first

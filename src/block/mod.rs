@@ -114,6 +114,13 @@ impl<B: Block> Blocks<B> {
         &self.blocks.as_slice()[block_index]
     }
 
+    /// Blocks `first` and `first + 1`, with one bounds check.
+    #[inline(always)]
+    pub(crate) fn pair(&self, first: usize) -> (&B, &B) {
+        let pair = &self.blocks.as_slice()[first..first + 2];
+        (&pair[0], &pair[1])
+    }
+
     pub(crate) fn iter(&self) -> std::slice::Iter<'_, B> {
         self.blocks.as_slice().iter()
     }

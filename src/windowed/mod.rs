@@ -13,7 +13,7 @@ use std::time::Duration;
 
 pub(crate) use builder::{monotonic_clock, timing};
 pub use builder::{Rotation, WindowedBloomFilterBuilder};
-use probe::{Kind, Placement, SlotProbe};
+use probe::{with_probe, Placement, SlotProbe};
 use ring::MAX_CHUNKS;
 pub(crate) use ring::MAX_EPOCH;
 use ring::{Counted, Ring, State};
@@ -330,12 +330,8 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// epoch.
     #[inline(always)]
     fn insert_hash_then(&self, hash: u64, refresh: bool, settling: impl Fn()) -> bool {
-        let placement = &self.placement;
-        match placement.kind() {
-            Kind::Pair => self.insert_probe(placement.shared(hash), refresh, settling),
-            Kind::Word => self.insert_probe(placement.word(hash), refresh, settling),
-            Kind::Compact => self.insert_probe(placement.separate(hash), refresh, settling),
-        }
+        with_probe!(&self.placement, hash, |probe| self
+            .insert_probe(probe, refresh, &settling))
     }
 
     /// Whether the item whose hash is `hash` may be in the window.
@@ -351,23 +347,15 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// ```
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        let placement = &self.placement;
-        match placement.kind() {
-            Kind::Pair => self.contains_probe(placement.shared(hash)),
-            Kind::Word => self.contains_probe(placement.word(hash)),
-            Kind::Compact => self.contains_probe(placement.separate(hash)),
-        }
+        with_probe!(&self.placement, hash, |probe| self.contains_probe(probe))
     }
 
     /// Starts loading the lines of `hash` into cache.
     #[inline(always)]
     pub(crate) fn prefetch_hash(&self, hash: u64) {
-        let (all, placement) = ((1u32 << self.geometry.generations) - 1, &self.placement);
-        match placement.kind() {
-            Kind::Pair => placement.shared(hash).prefetch(&self.bits, all),
-            Kind::Word => placement.word(hash).prefetch(&self.bits, all),
-            Kind::Compact => placement.separate(hash).prefetch(&self.bits, all),
-        }
+        let all = (1u32 << self.geometry.generations) - 1;
+        with_probe!(&self.placement, hash, |probe| probe
+            .prefetch(&self.bits, all))
     }
 
     /// The insert protocol (`src/PROTOCOLS.md`, "Windowed filter").

@@ -11,13 +11,59 @@ use crate::layout::{BlockIndex, CompactProbe};
 use crate::sizing::WindowGeometry;
 use crate::sync::Ordering;
 
-/// The probe of each shape.
+/// The probe of each shape; the cache-line and word shapes by their
+/// generations (2, 4 or 8), so that each one's loop over slots is
+/// unrolled and branch-free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
-    Pair,
-    Word,
+    Pair2,
+    Pair4,
+    Pair8,
+    Word2,
+    Word4,
+    Word8,
     Compact,
 }
+
+/// Evaluates `$body` with `$probe` bound to `$hash`'s probe under
+/// `$placement`'s shape: one copy of `$body` per [`Kind`], each compiled
+/// for its probe type.
+macro_rules! with_probe {
+    ($placement:expr, $hash:expr, |$probe:ident| $body:expr) => {{
+        let (placement, hash) = ($placement, $hash);
+        match placement.kind() {
+            $crate::windowed::probe::Kind::Pair2 => {
+                let $probe = placement.shared::<2>(hash);
+                $body
+            }
+            $crate::windowed::probe::Kind::Pair4 => {
+                let $probe = placement.shared::<4>(hash);
+                $body
+            }
+            $crate::windowed::probe::Kind::Pair8 => {
+                let $probe = placement.shared::<8>(hash);
+                $body
+            }
+            $crate::windowed::probe::Kind::Word2 => {
+                let $probe = placement.word::<2>(hash);
+                $body
+            }
+            $crate::windowed::probe::Kind::Word4 => {
+                let $probe = placement.word::<4>(hash);
+                $body
+            }
+            $crate::windowed::probe::Kind::Word8 => {
+                let $probe = placement.word::<8>(hash);
+                $body
+            }
+            $crate::windowed::probe::Kind::Compact => {
+                let $probe = placement.separate(hash);
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use with_probe;
 
 /// What a windowed filter asks of a probe: which slots hold the item, and
 /// setting it in one slot.
@@ -51,8 +97,8 @@ pub(crate) struct Placement {
     stride: usize,
     /// The cache-line or word shape (else compact).
     shared: bool,
-    /// The word shape.
-    word: bool,
+    /// The probe type, chosen once.
+    kind: Kind,
 }
 
 impl Placement {
@@ -64,7 +110,7 @@ impl Placement {
                 bits_per_word: geometry.bits_per_word,
                 stride: geometry.blocks,
                 shared: false,
-                word: false,
+                kind: Kind::Compact,
             },
             _ => Placement {
                 index: BlockIndex::of(
@@ -79,32 +125,40 @@ impl Placement {
                     _ => geometry.words_per_half() as usize,
                 },
                 shared: true,
-                word: geometry.layout == crate::Layout::Word,
+                kind: match (geometry.layout, geometry.generations) {
+                    (crate::Layout::Word, 2) => Kind::Word2,
+                    (crate::Layout::Word, 4) => Kind::Word4,
+                    (crate::Layout::Word, _) => Kind::Word8,
+                    (_, 2) => Kind::Pair2,
+                    (_, 4) => Kind::Pair4,
+                    (_, _) => Kind::Pair8,
+                },
             },
         }
     }
 
-    /// The cache-line probe of `hash`.
+    /// The cache-line probe of `hash`, for a filter of `G` generations.
     #[inline(always)]
-    pub(crate) fn shared(&self, hash: u64) -> SharedProbe {
+    pub(crate) fn shared<const G: usize>(&self, hash: u64) -> SharedProbe<G> {
+        debug_assert_eq!(G, self.generations as usize);
         let (low, high) = position_words(hash);
         let (low_mask, high_mask) = bit_mask_pair(low, high, self.bits_per_word);
         let half = self.stride as u64;
-        let g = self.generations as usize;
         SharedProbe {
             line: self.index.line(hash),
-            low_word: (low & (half - 1)) as usize * g,
+            low_word: (low & (half - 1)) as usize * G,
             low_mask,
-            high_word: (high & (half - 1)) as usize * g,
+            high_word: (high & (half - 1)) as usize * G,
             high_mask,
         }
     }
 
-    /// The word probe of `hash`.
+    /// The word probe of `hash`, for a filter of `G` generations.
     #[inline(always)]
-    pub(crate) fn word(&self, hash: u64) -> WordProbe {
+    pub(crate) fn word<const G: usize>(&self, hash: u64) -> WordProbe<G> {
+        debug_assert_eq!(G, self.generations as usize);
         let (first, second) = position_words(hash);
-        let index = (first & (self.stride as u64 - 1)) as usize * self.generations as usize;
+        let index = (first & (self.stride as u64 - 1)) as usize * G;
         WordProbe {
             line: self.index.line(hash) + index / WORDS_PER_BLOCK,
             word: index % WORDS_PER_BLOCK,
@@ -140,11 +194,7 @@ impl Placement {
     /// Which probe the shape takes.
     #[inline(always)]
     pub(crate) fn kind(&self) -> Kind {
-        match (self.shared, self.word) {
-            (true, false) => Kind::Pair,
-            (true, true) => Kind::Word,
-            (false, _) => Kind::Compact,
-        }
+        self.kind
     }
 
     /// Clears slot `slot`'s words in blocks `blocks` (a chunk of a
@@ -188,11 +238,13 @@ const SHARED_CHUNK_BLOCKS: usize = 1;
 #[cfg(atomic_bloom_loom)]
 const SEPARATE_CHUNK_LINES: usize = 1;
 
-/// An item under the cache-line shape: `h` bits in one word of its
-/// block's first line and `h` in one of its second, at the same positions
-/// in every slot. Slot `s` owns words `s, s + g, ...` of each line.
+/// An item under the cache-line shape of `G` generations: `h` bits in one
+/// word of its block's first line and `h` in one of its second, at the
+/// same positions in every slot. Slot `s` owns words `s, s + G, ...` of
+/// each line, so the item's words of every slot are `G` adjacent words of
+/// each line (`low_word .. low_word + G`, `low_word` a multiple of `G`).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct SharedProbe {
+pub(crate) struct SharedProbe<const G: usize> {
     line: usize,
     low_word: usize,
     low_mask: u64,
@@ -200,40 +252,36 @@ pub(crate) struct SharedProbe {
     high_mask: u64,
 }
 
-impl SlotProbe for SharedProbe {
+impl<const G: usize> SlotProbe for SharedProbe<G> {
     const EXCLUSIVE: bool = false;
 
     #[inline(always)]
     fn hits(&self, bits: &BitArray, live: u32) -> u32 {
+        let (first, second) = bits.line_pair(self.line);
         let mut hits = 0;
-        let mut slots = live;
-        while slots != 0 {
-            let slot = slots.trailing_zeros();
-            slots &= slots - 1;
-            let s = slot as usize;
+        // Every slot, live or not (a word of the slot being cleared is read
+        // and its answer masked off): a fixed, unrolled loop.
+        for slot in 0..G {
             // Relaxed: bits set by an insert that happens-before this call
             // are seen (coherence); the epoch, read with Acquire, orders the
             // rest (src/windowed/ring.rs).
-            let low = bits
-                .word(self.line, self.low_word + s)
-                .load(Ordering::Relaxed);
+            let low = first[(self.low_word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
             // Relaxed: as above.
-            let high = bits
-                .word(self.line + 1, self.high_word + s)
-                .load(Ordering::Relaxed);
+            let high = second[(self.high_word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
             let hit =
                 (low & self.low_mask == self.low_mask) & (high & self.high_mask == self.high_mask);
             hits |= u32::from(hit) << slot;
         }
-        hits
+        hits & live
     }
 
     #[inline(always)]
     fn set(&self, bits: &BitArray, slot: u32) -> bool {
+        let (first, second) = bits.line_pair(self.line);
         let s = slot as usize;
         let (low, high) = (
-            bits.word(self.line, self.low_word + s),
-            bits.word(self.line + 1, self.high_word + s),
+            &first[(self.low_word + s) % WORDS_PER_BLOCK],
+            &second[(self.high_word + s) % WORDS_PER_BLOCK],
         );
         // Relaxed: a stale 0 only costs a redundant OR; see `hits`.
         let missing_low = self.low_mask & !low.load(Ordering::Relaxed);
@@ -318,40 +366,39 @@ impl SlotProbe for SeparateProbe {
     }
 }
 
-/// An item under the word shape: `k` bits in one word of its block (word
-/// `j g + s` of the block's 16 for slot `s`), so one `fetch_or` sets them
-/// all and says whether any was missing.
+/// An item under the word shape of `G` generations: `k` bits in one word
+/// of its block (word `j G + s` of the block's 16 for slot `s`), so one
+/// `fetch_or` sets them all and says whether any was missing. The item's
+/// words of every slot are `G` adjacent words of one line.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct WordProbe {
-    /// The line of the item's word in slot 0 (`j g < 16`, and `s < g`
-    /// keeps every slot's word in that line).
+pub(crate) struct WordProbe<const G: usize> {
+    /// The line of the item's words (`j G < 16`, and `s < G` keeps every
+    /// slot's word in that line).
     line: usize,
+    /// The item's word in slot 0: a multiple of `G`.
     word: usize,
     mask: u64,
 }
 
-impl SlotProbe for WordProbe {
+impl<const G: usize> SlotProbe for WordProbe<G> {
     const EXCLUSIVE: bool = true;
 
     #[inline(always)]
     fn hits(&self, bits: &BitArray, live: u32) -> u32 {
+        let line = bits.line(self.line);
         let mut hits = 0;
-        let mut slots = live;
-        while slots != 0 {
-            let slot = slots.trailing_zeros();
-            slots &= slots - 1;
+        // Every slot, as in `SharedProbe::hits`.
+        for slot in 0..G {
             // Relaxed: as in `SharedProbe::hits`.
-            let word = bits
-                .word(self.line, self.word + slot as usize)
-                .load(Ordering::Relaxed);
+            let word = line[(self.word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
             hits |= u32::from(word & self.mask == self.mask) << slot;
         }
-        hits
+        hits & live
     }
 
     #[inline(always)]
     fn set(&self, bits: &BitArray, slot: u32) -> bool {
-        let word = bits.word(self.line, self.word + slot as usize);
+        let word = &bits.line(self.line)[(self.word + slot as usize) % WORDS_PER_BLOCK];
         // Relaxed: a 1 never reverts while the slot is in use, so all bits
         // set is final; a stale value only sends us to the fetch_or.
         if word.load(Ordering::Relaxed) & self.mask == self.mask {

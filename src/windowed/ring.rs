@@ -144,6 +144,8 @@ fn count_shared(count: &AtomicU64, epoch: u64) -> Option<u64> {
 
 pub(crate) struct Ring {
     generations: u32,
+    /// Every slot: `(1 << generations) - 1`.
+    all_slots: u32,
     state: CachePadded<AtomicU64>,
     cursor: CachePadded<AtomicU64>,
     done: CachePadded<AtomicU64>,
@@ -164,6 +166,11 @@ pub(crate) struct Ring {
     capacity: u64,
     /// A thread sums the counts when its own passes a multiple of this.
     step: u64,
+    /// The lowest own count at which the current generation may hold its
+    /// capacity with the carried count (`base`) added: `capacity` less the
+    /// count a saved filter carried over (a plain field, so that an insert
+    /// compares with it before loading `base`).
+    lowest_full: u64,
 }
 
 impl Ring {
@@ -181,6 +188,7 @@ impl Ring {
         debug_assert!((2..=16).contains(&generations));
         Ring {
             generations,
+            all_slots: (1u32 << generations) - 1,
             state: CachePadded::new(AtomicU64::new(
                 State::of(epoch, (epoch % u64::from(generations)) as u32, false).0,
             )),
@@ -200,6 +208,7 @@ impl Ring {
             chunks: chunks.max(1),
             capacity,
             step: Self::step_for(capacity),
+            lowest_full: capacity.saturating_sub(count),
         }
     }
 
@@ -245,11 +254,10 @@ impl Ring {
     /// The slots a lookup reads at `state`: all but the one being cleared.
     #[inline(always)]
     pub(crate) fn live(&self, state: State) -> u32 {
-        let all = (1u32 << self.generations) - 1;
         if state.rotating() {
-            all & !(1 << self.next_slot(state.slot()))
+            self.all_slots & !(1 << self.next_slot(state.slot()))
         } else {
-            all
+            self.all_slots
         }
     }
 
@@ -268,7 +276,8 @@ impl Ring {
         // step (`overfill`'s bound) or reaches the capacity less a saved
         // filter's carried count: a single thread sees the generation full
         // exactly at its capacity, so rotations replay exactly.
-        let due = count & (self.step - 1) == 0 || count + self.base_count(epoch) >= self.capacity;
+        let due = count & (self.step - 1) == 0
+            || (count >= self.lowest_full && count + self.base_count(epoch) >= self.capacity);
         if due && self.full(epoch) {
             Counted::Full
         } else {
