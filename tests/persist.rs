@@ -494,6 +494,16 @@ fn scalable_and_frontier_bad_fields_get_their_own_errors() {
         patched(body + 2, &40_000u32.to_le_bytes()),
         Err(Error::InvalidGrowthFactor { growth: 40_000 })
     );
+    // A plan its stages do not match: an initial capacity of 10^16 beside a
+    // first stage of 100 items would size the second stage at petabytes
+    // (found by the read_from fuzz target: an allocation no input backs).
+    assert_eq!(
+        patched(body + 30, &10u64.pow(16).to_le_bytes()),
+        Err(Error::InvalidField {
+            field: "stage size (not the growth plan's)",
+            value: 0
+        })
+    );
     assert_eq!(
         patched(body + 6, &0.5f64.to_le_bytes()),
         Err(Error::InvalidTighteningRatio { ratio: 0.5 })

@@ -111,7 +111,7 @@ pub(crate) fn read_stages<T: ?Sized, R: Read>(
     }
     let count = to_usize(stored_stages, "stage count")?;
     let mut filters = Vec::new();
-    for _ in 0..count {
+    for index in 0..count {
         reserve_as_read(&mut filters, count, 8)?;
         let filter = read_bits(input, ())?;
         if filter.layout() != layout {
@@ -124,6 +124,16 @@ pub(crate) fn read_stages<T: ?Sized, R: Read>(
             return Err(Error::InvalidField {
                 field: "stage sizing",
                 value: u64::from(sizing_byte(filter.sizing())),
+            });
+        }
+        // Each stage is the one the plan gives its index: a plan that does
+        // not match its stages would size the next stage from numbers the
+        // saved bits do not back (an initial capacity of 10^16 beside a
+        // first stage of 1,022 items asked for a 41 PB second stage).
+        if plan.geometry(index).ok().as_ref() != Some(filter.geometry()) {
+            return Err(Error::InvalidField {
+                field: "stage size (not the growth plan's)",
+                value: index as u64,
             });
         }
         filters.push(filter);
