@@ -161,8 +161,11 @@ pub(crate) fn thread_index() -> Option<usize> {
             let index = self.0.get();
             // From here on the thread counts on the shared count: the index
             // is someone else's once given back. (`INDEX` has no destructor,
-            // so it is there to the thread's last thread-local destructor.)
-            INDEX.with(|cached| cached.set(NONE));
+            // so on most targets it is there to the thread's last
+            // thread-local destructor.)
+            // (Where thread-locals are keyed, `INDEX` may be gone already:
+            // then nothing reads it again.)
+            let _ = INDEX.try_with(|cached| cached.set(NONE));
             if usize::from(index) < THREAD_INDEXES {
                 // Release: the next holder's Acquire sees every write this
                 // thread made under the index.
@@ -204,7 +207,7 @@ pub(crate) fn thread_index() -> Option<usize> {
             })
             // The thread is tearing down its thread-locals: no index.
             .unwrap_or(NONE);
-        INDEX.with(|cached| cached.set(index));
+        let _ = INDEX.try_with(|cached| cached.set(index));
         index
     }
 
@@ -216,7 +219,10 @@ pub(crate) fn thread_index() -> Option<usize> {
         /// What gives the index back when the thread exits.
         static GUARD: Held = const { Held(Cell::new(UNTAKEN)) };
     }
-    let mut index = INDEX.with(Cell::get);
+    // `try_with`: on targets whose thread-locals are keyed, `INDEX` can be
+    // gone while other destructors still run (where it has no destructor,
+    // as on Linux, this is one load).
+    let mut index = INDEX.try_with(Cell::get).unwrap_or(NONE);
     if index == UNTAKEN {
         index = first_call();
     }

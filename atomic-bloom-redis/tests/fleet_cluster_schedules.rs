@@ -118,16 +118,24 @@ fn slot_ports(slots: &[redis::Value]) -> Vec<i64> {
     ports
 }
 
-/// Three clients, connected through proxies 0, 1 and 2 under `prefix`
-/// (retried while a proxy still refuses).
-fn connect_three(
+/// A seed's start: every proxy dealing `per_mille` faults of each kind,
+/// drawn from `seed`, and three clients connected through proxies 0, 1 and
+/// 2 under `prefix` with the settings `make` gives (retried while a proxy
+/// still refuses); the clients, and the client faults dealt before.
+fn start_seed(
     proxies: &[Proxy],
-    make: impl Fn(&str) -> FleetConfig,
     seed: u64,
-) -> Vec<FleetFrontier> {
-    (0..3)
+    per_mille: u64,
+    prefix: &str,
+    make: impl Fn(&str, &str) -> FleetConfig,
+) -> (Vec<FleetFrontier>, u64) {
+    for (node, proxy) in proxies.iter().enumerate() {
+        proxy.reseed(seed * proxies.len() as u64 + node as u64, per_mille);
+    }
+    let faults_before = faults_dealt(proxies);
+    let frontiers = (0..3)
         .map(|client| {
-            let config = make(&proxies[client].url());
+            let config = make(&proxies[client].url(), prefix);
             let mut tries = 0;
             loop {
                 match FleetFrontier::connect(&config) {
@@ -137,7 +145,8 @@ fn connect_three(
                 }
             }
         })
-        .collect()
+        .collect();
+    (frontiers, faults_before)
 }
 
 /// Reply faults every proxy has dealt so far.
@@ -180,12 +189,8 @@ fn run_seed(cluster: &mut Cluster, proxies: &[Proxy], seed: u64) -> (u64, bool) 
     let mut plan = Rng(seed ^ 0x0c10_57e4);
     // 0 to 15 faults per thousand reply chunks, each kind.
     let per_mille = plan.next() % 16;
-    for (node, proxy) in proxies.iter().enumerate() {
-        proxy.reseed(seed * 3 + node as u64, per_mille);
-    }
-    let faults_before = faults_dealt(proxies);
-    let prefix = format!("cseed{seed}");
-    let frontiers = connect_three(proxies, |url| config(url, &prefix), seed);
+    let (frontiers, faults_before) =
+        start_seed(proxies, seed, per_mille, &format!("cseed{seed}"), config);
     let blackholed = (plan.next() % 3) as usize;
     let blackhole_at = Duration::from_millis(plan.next() % 1000);
     let blackhole_for = Duration::from_millis(plan.next() % 1500);
@@ -287,30 +292,29 @@ fn run_replicated_seed(
     proxies: &[Proxy],
     pairs: &[(usize, usize)],
     seed: u64,
-) -> (u64, ShardEvent) {
+) -> (u64, ShardEvent, u64) {
     let web = small_web();
     let expected = reachable(&web);
     let mut plan = Rng(seed ^ 0x2e91_1ca5);
     // 0 to 10 faults per thousand reply chunks, each kind.
     let per_mille = plan.next() % 11;
-    for (node, proxy) in proxies.iter().enumerate() {
-        proxy.reseed(seed * 7 + node as u64, per_mille);
-    }
-    let faults_before = faults_dealt(proxies);
     let prefix = format!("rseed{seed}");
-    let frontiers = connect_three(proxies, |url| replicated_config(url, &prefix), seed);
+    let (frontiers, faults_before) =
+        start_seed(proxies, seed, per_mille, &prefix, replicated_config);
     let blackholed = (plan.next() % proxies.len() as u64) as usize;
     let blackhole_at = Duration::from_millis(plan.next() % 1000);
     let blackhole_for = Duration::from_millis(plan.next() % 1500);
-    let event = match plan.next() % 5 {
-        0 => ShardEvent::Nothing,
+    // In turn, so that any four seeds in a row try each.
+    let event = match seed % 4 {
+        0 => ShardEvent::PrimaryKilled,
         1 => ShardEvent::GracefulFailover,
-        2 | 3 => ShardEvent::PrimaryKilled,
-        _ => ShardEvent::ReplicaKilled,
+        2 => ShardEvent::ReplicaKilled,
+        _ => ShardEvent::Nothing,
     };
     let shard = (plan.next() % pairs.len() as u64) as usize;
     let event_at = Duration::from_millis(100 + plan.next() % 1200);
     let fetch = crawling::fetch_slowly(&web, Duration::from_micros(200));
+    let mut lost_bytes = 0;
     let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
         let started = Instant::now();
         let mut events = vec![(blackhole_at, false), (event_at, true)];
@@ -332,11 +336,21 @@ fn run_replicated_seed(
                 ShardEvent::GracefulFailover => cluster.fail_over_to(replica),
                 ShardEvent::PrimaryKilled => {
                     proxies[primary].stall_replication(Duration::from_secs(5));
+                    // Clients write for 300 ms at least, and until the
+                    // primary is ahead of what its replica has (up to 2 s).
+                    let stalled = replication_offset(&cluster.nodes[primary], "master_repl_offset");
+                    let deadline = Instant::now() + Duration::from_secs(2);
                     thread::sleep(Duration::from_millis(300));
+                    let mut ahead =
+                        replication_offset(&cluster.nodes[primary], "master_repl_offset");
+                    while ahead <= stalled && Instant::now() < deadline {
+                        thread::sleep(Duration::from_millis(20));
+                        ahead = replication_offset(&cluster.nodes[primary], "master_repl_offset");
+                    }
                     cluster.nodes[primary].kill();
                     proxies[primary].cut_replication();
-                    thread::sleep(Duration::from_millis(50));
-                    proxies[primary].resume_replication();
+                    let has = replication_offset(&cluster.nodes[replica], "slave_repl_offset");
+                    lost_bytes = ahead.saturating_sub(has);
                     cluster.wait_until_primary(replica, Instant::now() + Duration::from_secs(30));
                     cluster.nodes[primary]
                         .launch()
@@ -354,13 +368,25 @@ fn run_replicated_seed(
     let what = format!(
         "replicated cluster seed {seed} ({per_mille}/1000 faults of each kind, node \
          {blackholed} blackholed {blackhole_for:?} at {blackhole_at:?}, shard {shard}: \
-         {event:?} at {event_at:?})"
+         {event:?} at {event_at:?}, {lost_bytes} bytes of replication stream lost)"
     );
     let faults = faults_dealt(proxies) - faults_before;
     check_the_end(&tallies, &frontiers, &expected, faults, &what);
     drop(frontiers);
     wait_healthy(cluster, pairs);
-    (faults, event)
+    (faults, event, lost_bytes)
+}
+
+/// A replication offset field of `INFO replication` (0 if unreadable).
+fn replication_offset(node: &common::Server, field: &str) -> u64 {
+    let info: String = node
+        .try_connect()
+        .and_then(|mut connection| redis::cmd("INFO").arg("replication").query(&mut connection))
+        .unwrap_or_default();
+    info.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 #[test]
@@ -413,19 +439,28 @@ fn seeded_replicated_cluster_schedules_lose_and_repeat_nothing() {
     announce_proxies(&mut cluster, &proxies);
     wait_healthy(&cluster, &pairs);
     let seeds = faults::seeds("FLEET_REPLICATED_SEED", "FLEET_REPLICATED_SEEDS", 4);
-    let mut faults = 0;
+    let (mut faults, mut lost_bytes, mut kills) = (0, 0, 0);
     let mut events = Vec::new();
     for &seed in &seeds {
-        let (seed_faults, event) = run_replicated_seed(&mut cluster, &proxies, &pairs, seed);
+        let (seed_faults, event, lost) = run_replicated_seed(&mut cluster, &proxies, &pairs, seed);
         faults += seed_faults;
+        lost_bytes += lost;
+        kills += usize::from(matches!(event, ShardEvent::PrimaryKilled));
         events.push(event);
     }
     assert!(
         faults > 0,
-        "the schedules dealt no fault: the clients bypass the proxies"
+        "the schedules dealt no fault to a client: the clients bypass the proxies"
+    );
+    // A primary killed in a stall must have lost its replica writes, or
+    // the kill tried nothing `WAIT` guards against.
+    assert!(
+        kills == 0 || lost_bytes > 0,
+        "{kills} primaries killed and no replication stream lost: the stall held nothing"
     );
     eprintln!(
-        "{} seeds of the cluster with replicas passed: {faults} reply faults; {events:?}",
+        "{} seeds of the cluster with replicas passed: {faults} reply faults to clients, \
+         {lost_bytes} bytes of replication stream lost in {kills} primary kills; {events:?}",
         seeds.len()
     );
 }

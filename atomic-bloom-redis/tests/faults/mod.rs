@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -49,17 +50,6 @@ pub enum Fault {
     Delay,
 }
 
-/// What the proxy does to replication links.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Replication {
-    Flowing,
-    /// Held, both ways, until then.
-    StalledUntil(Instant),
-    /// Closed without forwarding what they hold: what a primary killed in
-    /// a stall had sent, and its replica never got.
-    Cut,
-}
-
 /// The proxy's shared state.
 pub struct Schedule {
     rng: Mutex<Rng>,
@@ -69,17 +59,42 @@ pub struct Schedule {
     delay: Duration,
     /// Until when the server is blackholed (accepted, never answered).
     blackhole_until: Mutex<Option<Instant>>,
-    /// What replication links through the proxy do (clients' go on).
-    replication: Mutex<Replication>,
-    /// Faults dealt so far.
+    /// Until when replication links are held, both ways (clients' go on).
+    replication_stalled_until: Mutex<Option<Instant>>,
+    /// Cuts of the replication links so far: a replication link opened
+    /// before the last cut is closed, what it holds dropped.
+    replication_cuts: AtomicU64,
+    /// Faults dealt so far to clients' connections.
     pub faults: AtomicU64,
+    /// Faults dealt so far to replication links (a dropped or cut stream:
+    /// the replica connects again and resumes).
+    pub replication_faults: AtomicU64,
     stop: AtomicBool,
-    /// Every connection's sockets, to close at the end.
-    open: Mutex<Vec<TcpStream>>,
+    /// Every open connection's sockets (client side, server side), by
+    /// connection number, to close at the end; a connection's pumps take
+    /// it out when they end.
+    open: Mutex<HashMap<u64, (TcpStream, TcpStream)>>,
+}
+
+/// One proxied connection, as its two pumps see it.
+struct Link {
+    number: u64,
+    /// A replica's link to its primary (it said REPLCONF or PSYNC).
+    replication: AtomicBool,
+    /// `replication_cuts` when the connection was opened.
+    cuts_at_open: u64,
+}
+
+impl Link {
+    fn is_replication(&self) -> bool {
+        // Relaxed: set by this connection's request pump before the
+        // replica's first command goes through; read by its pumps alone.
+        self.replication.load(Ordering::Relaxed)
+    }
 }
 
 impl Schedule {
-    fn fault(&self) -> Fault {
+    fn fault(&self, link: &Link) -> Fault {
         let mut rng = self.rng.lock().unwrap();
         // Relaxed: a setting read alone; a new seed's takes effect soon enough.
         let per_mille = self.per_mille.load(Ordering::Relaxed);
@@ -93,40 +108,57 @@ impl Schedule {
             Fault::None
         };
         if fault != Fault::None {
-            self.faults.fetch_add(1, Ordering::Relaxed);
+            let tally = if link.is_replication() {
+                &self.replication_faults
+            } else {
+                &self.faults
+            };
+            // Relaxed: a tally read after the pumps' work is done.
+            tally.fetch_add(1, Ordering::Relaxed);
         }
         fault
     }
 
+    /// Whether `link` was cut (a replication link opened before the last
+    /// cut).
+    fn was_cut(&self, link: &Link) -> bool {
+        // Relaxed: a cut made before the primary's kill is seen by the
+        // pumps' next look, and a pump that looks late still closes.
+        link.is_replication() && self.replication_cuts.load(Ordering::Relaxed) != link.cuts_at_open
+    }
+
     /// Waits while the server is blackholed, and while replication links
-    /// are stalled if `replication` (this connection is one); false if the
-    /// connection is to be closed, what it holds dropped (a cut link).
-    fn through_blackhole(&self, replication: &AtomicBool) -> bool {
-        loop {
-            let until = *self.blackhole_until.lock().unwrap();
-            match until {
-                Some(until) if Instant::now() < until && !self.stop.load(Ordering::Relaxed) => {
-                    thread::sleep(Duration::from_millis(5))
+    /// are stalled if `link` is one; false if the connection is to be
+    /// closed, what it holds dropped (a cut replication link).
+    fn through_blackhole(&self, link: &Link) -> bool {
+        let stalls: &[&Mutex<Option<Instant>>] = if link.is_replication() {
+            &[&self.blackhole_until, &self.replication_stalled_until]
+        } else {
+            &[&self.blackhole_until]
+        };
+        for until in stalls {
+            while self.holds(until) {
+                if self.was_cut(link) {
+                    return false;
                 }
-                _ => break,
+                thread::sleep(Duration::from_millis(5));
             }
         }
-        // Relaxed: set by this connection's request pump before the replica's
-        // first command goes through; a chunk or two late does no harm.
-        if !replication.load(Ordering::Relaxed) {
-            return true;
-        }
-        loop {
-            let state = *self.replication.lock().unwrap();
-            match state {
-                Replication::Cut => return false,
-                Replication::StalledUntil(until)
-                    if Instant::now() < until && !self.stop.load(Ordering::Relaxed) =>
-                {
-                    thread::sleep(Duration::from_millis(5))
-                }
-                _ => return true,
-            }
+        !self.was_cut(link)
+    }
+
+    /// Whether `until` names an instant still to come (and the proxy runs).
+    fn holds(&self, until: &Mutex<Option<Instant>>) -> bool {
+        let until = *until.lock().unwrap();
+        // Relaxed: a flag read alone; the pumps stop soon after it is set.
+        until.is_some_and(|until| Instant::now() < until) && !self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Ends connection `number`: closes both sockets, forgets them.
+    fn close_link(&self, number: u64) {
+        if let Some((client, server)) = self.open.lock().unwrap().remove(&number) {
+            close(&client);
+            close(&server);
         }
     }
 }
@@ -155,13 +187,16 @@ impl Proxy {
             per_mille: AtomicU64::new(per_mille),
             delay,
             blackhole_until: Mutex::new(None),
-            replication: Mutex::new(Replication::Flowing),
+            replication_stalled_until: Mutex::new(None),
+            replication_cuts: AtomicU64::new(0),
             faults: AtomicU64::new(0),
+            replication_faults: AtomicU64::new(0),
             stop: AtomicBool::new(false),
-            open: Mutex::new(Vec::new()),
+            open: Mutex::new(HashMap::new()),
         });
         let shared = Arc::clone(&schedule);
         let accepting = thread::spawn(move || {
+            let mut number = 0u64;
             while !shared.stop.load(Ordering::Relaxed) {
                 let client = match listener.accept() {
                     Ok((client, _)) => client,
@@ -177,17 +212,32 @@ impl Proxy {
                 };
                 client.set_nodelay(true).ok();
                 server.set_nodelay(true).ok();
-                {
-                    let mut open = shared.open.lock().unwrap();
-                    open.push(client.try_clone().unwrap());
-                    open.push(server.try_clone().unwrap());
-                }
-                // Whether this connection is a replica's link to its primary
-                // (it said REPLCONF or PSYNC).
-                let replication = Arc::new(AtomicBool::new(false));
-                let requests = Arc::clone(&shared);
-                let (mut from, mut to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                let is_replication = Arc::clone(&replication);
+                let (Ok(requests_in), Ok(requests_out), Ok(kept_client), Ok(kept_server)) = (
+                    client.try_clone(),
+                    server.try_clone(),
+                    client.try_clone(),
+                    server.try_clone(),
+                ) else {
+                    // Out of descriptors: refuse this one, as a full server would.
+                    close(&client);
+                    close(&server);
+                    continue;
+                };
+                number += 1;
+                shared
+                    .open
+                    .lock()
+                    .unwrap()
+                    .insert(number, (kept_client, kept_server));
+                let link = Arc::new(Link {
+                    number,
+                    replication: AtomicBool::new(false),
+                    // Relaxed: a cut after this load closes the link; one
+                    // before it belongs to links opened earlier.
+                    cuts_at_open: shared.replication_cuts.load(Ordering::Relaxed),
+                });
+                let (requests, request_link) = (Arc::clone(&shared), Arc::clone(&link));
+                let (mut from, mut to) = (requests_in, requests_out);
                 thread::spawn(move || {
                     let mut buffer = vec![0u8; 64 * 1024];
                     while let Ok(read) = from.read(&mut buffer) {
@@ -198,9 +248,9 @@ impl Proxy {
                         let says = |word: &[u8]| chunk.windows(word.len()).any(|w| w == word);
                         if says(b"REPLCONF") || says(b"PSYNC") {
                             // Relaxed: read by this connection's pumps alone.
-                            is_replication.store(true, Ordering::Relaxed);
+                            request_link.replication.store(true, Ordering::Relaxed);
                         }
-                        if !requests.through_blackhole(&is_replication) {
+                        if !requests.through_blackhole(&request_link) {
                             break;
                         }
                         if to.write_all(&buffer[..read]).is_err() {
@@ -209,6 +259,7 @@ impl Proxy {
                     }
                     close(&from);
                     close(&to);
+                    requests.close_link(request_link.number);
                 });
                 let replies = Arc::clone(&shared);
                 let (mut from, mut to) = (server, client);
@@ -218,11 +269,11 @@ impl Proxy {
                         if read == 0 {
                             break;
                         }
-                        if !replies.through_blackhole(&replication) {
+                        if !replies.through_blackhole(&link) {
                             break;
                         }
                         let chunk = &buffer[..read];
-                        let sent = match replies.fault() {
+                        let sent = match replies.fault(&link) {
                             Fault::None => to.write_all(chunk),
                             Fault::Drop => break,
                             Fault::Cut => {
@@ -231,6 +282,9 @@ impl Proxy {
                             }
                             Fault::Delay => {
                                 thread::sleep(replies.delay);
+                                if replies.was_cut(&link) {
+                                    break;
+                                }
                                 to.write_all(chunk)
                             }
                         };
@@ -240,6 +294,7 @@ impl Proxy {
                     }
                     close(&from);
                     close(&to);
+                    replies.close_link(link.number);
                 });
             }
         });
@@ -262,19 +317,19 @@ impl Proxy {
     /// for `duration`: the primary behind it goes on answering clients
     /// while its replica hears nothing.
     pub fn stall_replication(&self, duration: Duration) {
-        *self.schedule.replication.lock().unwrap() =
-            Replication::StalledUntil(Instant::now() + duration);
+        *self.schedule.replication_stalled_until.lock().unwrap() = Some(Instant::now() + duration);
     }
 
-    /// Closes the replication links, dropping what a stall held (after the
-    /// primary was killed: its replica never hears what it sent last).
+    /// Closes every replication link open now, dropping what a stall held
+    /// (after the primary was killed: its replica never hears what it sent
+    /// last), and ends the stall: links opened from now on flow.
     pub fn cut_replication(&self) {
-        *self.schedule.replication.lock().unwrap() = Replication::Cut;
-    }
-
-    /// Lets replication links through again (new ones, after a cut).
-    pub fn resume_replication(&self) {
-        *self.schedule.replication.lock().unwrap() = Replication::Flowing;
+        // Relaxed: the pumps look at it every 5 ms while they hold a chunk,
+        // and before forwarding any.
+        self.schedule
+            .replication_cuts
+            .fetch_add(1, Ordering::Relaxed);
+        *self.schedule.replication_stalled_until.lock().unwrap() = None;
     }
 
     /// A new schedule on the same port: faults drawn from `seed`, no
@@ -284,15 +339,16 @@ impl Proxy {
         // Relaxed: a setting read alone by the pumps.
         self.schedule.per_mille.store(per_mille, Ordering::Relaxed);
         *self.schedule.blackhole_until.lock().unwrap() = None;
-        *self.schedule.replication.lock().unwrap() = Replication::Flowing;
+        *self.schedule.replication_stalled_until.lock().unwrap() = None;
     }
 }
 
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.schedule.stop.store(true, Ordering::Relaxed);
-        for stream in self.schedule.open.lock().unwrap().drain(..) {
-            close(&stream);
+        for (_, (client, server)) in self.schedule.open.lock().unwrap().drain() {
+            close(&client);
+            close(&server);
         }
         if let Some(accepting) = self.accepting.take() {
             let _ = accepting.join();
