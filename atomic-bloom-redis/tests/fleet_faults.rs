@@ -56,7 +56,16 @@ fn fleet_child() {
         return;
     };
     let web = small_web();
-    let frontier = FleetFrontier::connect(&config(&url, &prefix)).expect("connects");
+    // Through a fault proxy a connect can meet more faults than its short
+    // retry_for outlasts: a process tries again, as the schedules' clients do.
+    let mut tries = 0;
+    let frontier = loop {
+        match FleetFrontier::connect(&config(&url, &prefix)) {
+            Ok(frontier) => break frontier,
+            Err(Error::ServerUnavailable { .. }) if tries < 40 => tries += 1,
+            Err(other) => panic!("connect: {other}"),
+        }
+    };
     let file = Mutex::new(
         OpenOptions::new()
             .append(true)
