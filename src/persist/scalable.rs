@@ -126,11 +126,17 @@ pub(crate) fn read_stages<T: ?Sized, R: Read>(
                 value: u64::from(sizing_byte(filter.sizing())),
             });
         }
-        // Each stage is the one the plan gives its index: a plan that does
-        // not match its stages would size the next stage from numbers the
-        // saved bits do not back (an initial capacity of 10^16 beside a
-        // first stage of 1,022 items asked for a 41 PB second stage).
-        if plan.geometry(index).ok().as_ref() != Some(filter.geometry()) {
+        // Each stage holds at least what the plan asks of its index, in no
+        // more items than it has bits: the next stage is sized from the
+        // plan, and a plan its saved stages do not back would ask for
+        // memory no saved byte justifies (an initial capacity of 10^16
+        // beside a first stage of 1,022 items asked for a 41 PB second
+        // stage). Sizes are not compared exactly, so that a file keeps
+        // loading when a later version sizes stages otherwise.
+        let asked = plan.stage_capacity(index);
+        let bits = filter.memory_bytes().saturating_mul(8);
+        let backed = matches!(asked, Some(asked) if asked <= filter.capacity());
+        if !backed || filter.capacity() > bits {
             return Err(Error::InvalidField {
                 field: "stage size (not the growth plan's)",
                 value: index as u64,

@@ -129,19 +129,24 @@ impl GrowthPlan {
         }
     }
 
+    /// The capacity asked of stage `index`: the initial capacity times the
+    /// growth factor to the `index`th power (`None` past `usize`).
+    pub(crate) fn stage_capacity(&self, index: usize) -> Option<usize> {
+        u32::try_from(index)
+            .ok()
+            .and_then(|exponent| (self.growth as usize).checked_pow(exponent))
+            .and_then(|factor| factor.checked_mul(self.initial_capacity))
+    }
+
     /// The geometry of stage `index`. Sizing a new rate takes up to a few
     /// milliseconds, and its result is remembered process-wide (see
     /// [`size_ahead`](Self::size_ahead)).
     pub(crate) fn geometry(&self, index: usize) -> Result<Geometry, Error> {
         let rate = self.stage_rate(index);
-        let capacity = u32::try_from(index)
-            .ok()
-            .and_then(|exponent| (self.growth as usize).checked_pow(exponent))
-            .and_then(|factor| factor.checked_mul(self.initial_capacity))
-            .ok_or(Error::TooLarge {
-                capacity: usize::MAX,
-                rate,
-            })?;
+        let capacity = self.stage_capacity(index).ok_or(Error::TooLarge {
+            capacity: usize::MAX,
+            rate,
+        })?;
         sizing::plan(
             Scheme::for_layout(self.layout, rate),
             self.sizing,
