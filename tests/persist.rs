@@ -494,15 +494,24 @@ fn scalable_and_frontier_bad_fields_get_their_own_errors() {
         patched(body + 2, &40_000u32.to_le_bytes()),
         Err(Error::InvalidGrowthFactor { growth: 40_000 })
     );
-    // A plan its stages do not match: an initial capacity of 10^16 beside a
+    // A plan its stages do not back: an initial capacity of 10^16 beside a
     // first stage of 100 items would size the second stage at petabytes
-    // (found by the read_from fuzz target: an allocation no input backs).
+    // (found by the read_from fuzz target: an allocation no input backs);
+    // nor may the stage claim a capacity its bits cannot hold (its
+    // capacity field is at 61, after the stage count and the stage's
+    // layout, sizing, lines per block and bits per word).
+    let not_backed = Err(Error::InvalidField {
+        field: "stage size (not the growth plan's)",
+        value: 0,
+    });
+    assert_eq!(patched(body + 30, &10u64.pow(16).to_le_bytes()), not_backed);
+    let mut claimed = good.clone();
+    claimed[body + 30..body + 38].copy_from_slice(&10u64.pow(16).to_le_bytes());
+    claimed[body + 61..body + 69].copy_from_slice(&10u64.pow(16).to_le_bytes());
+    reseal(&mut claimed);
     assert_eq!(
-        patched(body + 30, &10u64.pow(16).to_le_bytes()),
-        Err(Error::InvalidField {
-            field: "stage size (not the growth plan's)",
-            value: 0
-        })
+        ScalableBloomFilter::<u64>::read_from(claimed.as_slice()).map(drop),
+        not_backed
     );
     assert_eq!(
         patched(body + 6, &0.5f64.to_le_bytes()),
@@ -950,4 +959,23 @@ fn pages_swapped_in_a_saved_filter_do_not_load() {
         BloomFilter::<u64>::read_from(swapped.as_slice()).is_err(),
         "a filter with two pages swapped loaded"
     );
+}
+
+/// A scalable filter at a rate near 1 holds more items than it has bits,
+/// and still loads (the loader's bound on a stage's capacity is its bits
+/// at its rate, not one item a bit).
+#[test]
+fn a_scalable_filter_at_a_rate_near_one_loads_again() {
+    let filter: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(10_000, 0.99)
+        .first_stage_share(0.99)
+        .seed(3)
+        .build()
+        .unwrap();
+    for item in 0..50_000u64 {
+        filter.insert(&item);
+    }
+    let saved = bytes_of(|out| filter.write_to(out));
+    let loaded = ScalableBloomFilter::<u64>::read_from(saved.as_slice()).unwrap();
+    assert_eq!(loaded.stages(), filter.stages());
+    assert!((0..50_000u64).all(|item| loaded.contains(&item)));
 }

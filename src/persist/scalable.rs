@@ -9,7 +9,7 @@ use super::{
     BIT_LAYOUTS,
 };
 use crate::scalable::GrowthPlan;
-use crate::{DefaultHasher, Error, ScalableBloomFilter};
+use crate::{BloomFilter, DefaultHasher, Error, ScalableBloomFilter};
 
 /// Stored for "none" in the optional fields.
 const NONE: u64 = u64::MAX;
@@ -126,17 +126,16 @@ pub(crate) fn read_stages<T: ?Sized, R: Read>(
                 value: u64::from(sizing_byte(filter.sizing())),
             });
         }
-        // Each stage holds at least what the plan asks of its index, in no
-        // more items than it has bits: the next stage is sized from the
-        // plan, and a plan its saved stages do not back would ask for
-        // memory no saved byte justifies (an initial capacity of 10^16
-        // beside a first stage of 1,022 items asked for a 41 PB second
-        // stage). Sizes are not compared exactly, so that a file keeps
-        // loading when a later version sizes stages otherwise.
+        // Each stage holds at least what the plan asks of its index, and
+        // no more than its bits can hold at its rate: the next stage is
+        // sized from the plan, and a plan its saved stages do not back
+        // would ask for memory no saved byte justifies (an initial
+        // capacity of 10^16 beside a first stage of 1,022 items asked for a
+        // 41 PB second stage). Sizes are not compared exactly, so that a
+        // file keeps loading when a later version sizes stages otherwise.
         let asked = plan.stage_capacity(index);
-        let bits = filter.memory_bytes().saturating_mul(8);
         let backed = matches!(asked, Some(asked) if asked <= filter.capacity());
-        if !backed || filter.capacity() > bits {
+        if !backed || filter.capacity() as f64 > most_items(&filter) {
             return Err(Error::InvalidField {
                 field: "stage size (not the growth plan's)",
                 value: index as u64,
@@ -145,6 +144,15 @@ pub(crate) fn read_stages<T: ?Sized, R: Read>(
         filters.push(filter);
     }
     ScalableBloomFilter::from_stages(plan, filters, hasher)
+}
+
+/// Twice the most items any Bloom filter of `filter`'s bits holds at its
+/// target rate `p`: `m (ln 2)^2 / ln(1/p)` (an unblocked filter with the
+/// best k; blocked layouts hold fewer).
+fn most_items<T: ?Sized>(filter: &BloomFilter<T, ()>) -> f64 {
+    let bits = filter.memory_bytes() as f64 * 8.0;
+    let ln2 = std::f64::consts::LN_2;
+    2.0 * bits * ln2 * ln2 / (1.0 / filter.target_fpr()).ln()
 }
 
 impl<T: ?Sized> Saved for ScalableBloomFilter<T, DefaultHasher> {
