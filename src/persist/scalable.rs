@@ -126,33 +126,55 @@ pub(crate) fn read_stages<T: ?Sized, R: Read>(
                 value: u64::from(sizing_byte(filter.sizing())),
             });
         }
-        // Each stage holds at least what the plan asks of its index, and
-        // no more than its bits can hold at its rate: the next stage is
-        // sized from the plan, and a plan its saved stages do not back
-        // would ask for memory no saved byte justifies (an initial
-        // capacity of 10^16 beside a first stage of 1,022 items asked for a
-        // 41 PB second stage). Sizes are not compared exactly, so that a
-        // file keeps loading when a later version sizes stages otherwise.
-        let asked = plan.stage_capacity(index);
-        let backed = matches!(asked, Some(asked) if asked <= filter.capacity());
-        if !backed || filter.capacity() as f64 > most_items(&filter) {
-            return Err(Error::InvalidField {
-                field: "stage size (not the growth plan's)",
-                value: index as u64,
-            });
-        }
+        check_stage(&plan, index, &filter)?;
         filters.push(filter);
     }
     ScalableBloomFilter::from_stages(plan, filters, hasher)
 }
 
-/// Twice the most items any Bloom filter of `filter`'s bits holds at its
-/// target rate `p`: `m (ln 2)^2 / ln(1/p)` (an unblocked filter with the
-/// best k; blocked layouts hold fewer).
-fn most_items<T: ?Sized>(filter: &BloomFilter<T, ()>) -> f64 {
+/// Whether saved stage `index` backs the growth plan: its rate is the
+/// plan's for its index, and it holds at least the capacity the plan asks of
+/// the index and at most twice what the plan's own sizing puts in as many
+/// bits. The next stage is sized from the plan, so a plan its stages do not
+/// back would ask for memory no saved byte justifies (an initial capacity
+/// of 10^16 beside a first stage of 1,022 items asked for a 41 PB second
+/// stage). Sizes are compared within a factor of two, not exactly, so that
+/// a file keeps loading when a later version sizes stages somewhat
+/// otherwise.
+fn check_stage<T: ?Sized>(
+    plan: &GrowthPlan,
+    index: usize,
+    filter: &BloomFilter<T, ()>,
+) -> Result<(), Error> {
+    let (rate, stored_rate) = (plan.stage_rate(index), filter.target_fpr());
+    // (Neither is NaN: a stored rate is checked to lie in (0, 1).)
+    if (stored_rate - rate).abs() > rate * 1e-9 {
+        return Err(Error::InvalidField {
+            field: "stage rate (not its growth plan's; as f64 bits)",
+            value: stored_rate.to_bits(),
+        });
+    }
+    let capacity = filter.capacity();
+    if !matches!(plan.stage_capacity(index), Some(asked) if asked <= capacity) {
+        return Err(Error::InvalidField {
+            field: "stage capacity (below what its growth plan asks)",
+            value: capacity as u64,
+        });
+    }
+    let planned = plan.geometry(index).map_err(|_| Error::InvalidField {
+        field: "stage capacity (its growth plan cannot size it)",
+        value: capacity as u64,
+    })?;
+    // Items per bit at this rate, as this version's sizing packs them.
+    let density = planned.capacity as f64 / (planned.blocks as f64 * 512.0);
     let bits = filter.memory_bytes() as f64 * 8.0;
-    let ln2 = std::f64::consts::LN_2;
-    2.0 * bits * ln2 * ln2 / (1.0 / filter.target_fpr()).ln()
+    if capacity as f64 > 2.0 * density * bits {
+        return Err(Error::InvalidField {
+            field: "stage capacity (more than its bits hold)",
+            value: capacity as u64,
+        });
+    }
+    Ok(())
 }
 
 impl<T: ?Sized> Saved for ScalableBloomFilter<T, DefaultHasher> {

@@ -114,7 +114,7 @@ impl GrowthPlan {
     }
 
     /// The rate of stage `index`; they sum to `rate` over all stages.
-    fn stage_rate(&self, index: usize) -> f64 {
+    pub(crate) fn stage_rate(&self, index: usize) -> f64 {
         let ratio = self.tightening;
         match self.first_share {
             None => {
