@@ -162,9 +162,8 @@ pub(crate) fn thread_index() -> Option<usize> {
             // From here on the thread counts on the shared count: the index
             // is someone else's once given back. (`INDEX` has no destructor,
             // so on most targets it is there to the thread's last
-            // thread-local destructor.)
-            // (Where thread-locals are keyed, `INDEX` may be gone already:
-            // then nothing reads it again.)
+            // thread-local destructor; where thread-locals are keyed it may
+            // be gone already, and then nothing reads it again.)
             let _ = INDEX.try_with(|cached| cached.set(NONE));
             if usize::from(index) < THREAD_INDEXES {
                 // Release: the next holder's Acquire sees every write this

@@ -256,14 +256,10 @@ fn wait_healthy(cluster: &Cluster, pairs: &[(usize, usize)]) {
     loop {
         let pairs_ok = pairs.iter().all(|&(a, b)| {
             let replica = if cluster.is_primary(a) { b } else { a };
-            let Ok(mut connection) = cluster.nodes[replica].try_connect() else {
-                return false;
-            };
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query(&mut connection)
-                .unwrap_or_default();
-            cluster.is_primary(a) != cluster.is_primary(b) && info.contains("master_link_status:up")
+            cluster.is_primary(a) != cluster.is_primary(b)
+                && cluster.nodes[replica]
+                    .info("replication")
+                    .contains("master_link_status:up")
         });
         let states_ok = pairs_ok
             && cluster.nodes.iter().all(|node| {
@@ -379,11 +375,8 @@ fn run_replicated_seed(
 
 /// A replication offset field of `INFO replication` (0 if unreadable).
 fn replication_offset(node: &common::Server, field: &str) -> u64 {
-    let info: String = node
-        .try_connect()
-        .and_then(|mut connection| redis::cmd("INFO").arg("replication").query(&mut connection))
-        .unwrap_or_default();
-    info.lines()
+    node.info("replication")
+        .lines()
         .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|value| value.trim().parse().ok())
         .unwrap_or(0)

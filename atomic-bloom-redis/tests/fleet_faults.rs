@@ -266,7 +266,7 @@ fn a_crawl_process_killed_mid_crawl_loses_no_page() {
 #[test]
 fn seeded_kill_schedules_lose_no_page() {
     let server = Server::start(Kind::Valkey, &[], &[]);
-    let mut faults = 0;
+    let mut dealt = 0;
     for seed in faults::seeds("FLEET_KILL_SEED", "FLEET_KILL_SEEDS", 5) {
         let mut rng = Rng(seed ^ 0x6b11);
         let victims = 1 + (rng.next() % 2) as usize;
@@ -280,16 +280,16 @@ fn seeded_kill_schedules_lose_no_page() {
         let proxy = faults::Proxy::start(server.port, seed, per_mille, Duration::from_millis(300));
         eprintln!("seed {seed}: {per_mille}/1000 reply faults of each kind");
         kill_some(&proxy.url(), &format!("seed{seed}"), &kills);
-        faults += proxy
+        dealt += proxy
             .schedule
             .faults
             .load(std::sync::atomic::Ordering::Relaxed);
     }
     assert!(
-        faults > 0,
+        dealt > 0,
         "the proxies dealt no fault: the processes bypass them"
     );
-    eprintln!("kill schedules passed, {faults} reply faults among them");
+    eprintln!("kill schedules passed, {dealt} reply faults among them");
 }
 
 /// Three clients crawl while the server stops answering for longer than

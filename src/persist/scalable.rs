@@ -8,6 +8,7 @@ use super::{
     read_sizing, reserve_as_read, sizing_byte, to_usize, Decoder, Encoder, Kind, Saved, Stored,
     BIT_LAYOUTS,
 };
+use crate::block::BLOCK_BYTES;
 use crate::scalable::GrowthPlan;
 use crate::{BloomFilter, DefaultHasher, Error, ScalableBloomFilter};
 
@@ -165,10 +166,9 @@ fn check_stage<T: ?Sized>(
         field: "stage capacity (its growth plan cannot size it)",
         value: capacity as u64,
     })?;
-    // Items per bit at this rate, as this version's sizing packs them.
-    let density = planned.capacity as f64 / (planned.blocks as f64 * 512.0);
-    let bits = filter.memory_bytes() as f64 * 8.0;
-    if capacity as f64 > 2.0 * density * bits {
+    // Items per byte at this rate, as this version's sizing packs them.
+    let density = planned.capacity as f64 / planned.blocks.saturating_mul(BLOCK_BYTES) as f64;
+    if capacity as f64 > 2.0 * density * filter.memory_bytes() as f64 {
         return Err(Error::InvalidField {
             field: "stage capacity (more than its bits hold)",
             value: capacity as u64,

@@ -353,7 +353,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// Starts loading the lines of `hash` into cache.
     #[inline(always)]
     pub(crate) fn prefetch_hash(&self, hash: u64) {
-        let all = (1u32 << self.geometry.generations) - 1;
+        let all = self.ring.all_slots();
         with_probe!(&self.placement, hash, |probe| probe
             .prefetch(&self.bits, all))
     }

@@ -95,8 +95,6 @@ pub(crate) struct Placement {
     /// words of a slot's segment; compact: the lines of one generation's
     /// array.
     stride: usize,
-    /// The cache-line or word shape (else compact).
-    shared: bool,
     /// The probe type, chosen once.
     kind: Kind,
 }
@@ -109,7 +107,6 @@ impl Placement {
                 generations: geometry.generations,
                 bits_per_word: geometry.bits_per_word,
                 stride: geometry.blocks,
-                shared: false,
                 kind: Kind::Compact,
             },
             _ => Placement {
@@ -124,7 +121,6 @@ impl Placement {
                     crate::Layout::Word => 2 * geometry.words_per_half() as usize,
                     _ => geometry.words_per_half() as usize,
                 },
-                shared: true,
                 kind: match (geometry.layout, geometry.generations) {
                     (crate::Layout::Word, 2) => Kind::Word2,
                     (crate::Layout::Word, 4) => Kind::Word4,
@@ -184,7 +180,7 @@ impl Placement {
 
     /// Blocks cleared per chunk of a rotation.
     pub(crate) fn blocks_per_chunk(&self) -> usize {
-        if self.shared {
+        if self.kind != Kind::Compact {
             SHARED_CHUNK_BLOCKS
         } else {
             SEPARATE_CHUNK_LINES
@@ -200,7 +196,7 @@ impl Placement {
     /// Clears slot `slot`'s words in blocks `blocks` (a chunk of a
     /// rotation): the caller's rotation has made the slot unused.
     pub(crate) fn clear(&self, bits: &BitArray, slot: u32, blocks: std::ops::Range<usize>) {
-        if self.shared {
+        if self.kind != Kind::Compact {
             let g = self.generations as usize;
             for block in blocks {
                 for line in [2 * block, 2 * block + 1] {

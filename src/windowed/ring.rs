@@ -251,6 +251,12 @@ impl Ring {
         }
     }
 
+    /// Every slot: `(1 << generations) - 1`.
+    #[inline(always)]
+    pub(crate) fn all_slots(&self) -> u32 {
+        self.all_slots
+    }
+
     /// The slots a lookup reads at `state`: all but the one being cleared.
     #[inline(always)]
     pub(crate) fn live(&self, state: State) -> u32 {

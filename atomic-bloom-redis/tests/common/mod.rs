@@ -275,6 +275,13 @@ impl Server {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
 
+    /// `INFO section`'s text; empty if the server does not answer.
+    pub fn info(&self, section: &str) -> String {
+        self.try_connect()
+            .and_then(|mut connection| redis::cmd("INFO").arg(section).query(&mut connection))
+            .unwrap_or_default()
+    }
+
     /// A connection, or why none could be had.
     pub fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
         redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()

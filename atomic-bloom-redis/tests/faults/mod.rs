@@ -64,11 +64,9 @@ pub struct Schedule {
     /// Cuts of the replication links so far: a replication link opened
     /// before the last cut is closed, what it holds dropped.
     replication_cuts: AtomicU64,
-    /// Faults dealt so far to clients' connections.
+    /// Faults dealt so far to clients' connections (a replication link's
+    /// are not counted: the replica connects again and resumes).
     pub faults: AtomicU64,
-    /// Faults dealt so far to replication links (a dropped or cut stream:
-    /// the replica connects again and resumes).
-    pub replication_faults: AtomicU64,
     stop: AtomicBool,
     /// Every open connection's sockets (client side, server side), by
     /// connection number, to close at the end; a connection's pumps take
@@ -107,14 +105,9 @@ impl Schedule {
         } else {
             Fault::None
         };
-        if fault != Fault::None {
-            let tally = if link.is_replication() {
-                &self.replication_faults
-            } else {
-                &self.faults
-            };
+        if fault != Fault::None && !link.is_replication() {
             // Relaxed: a tally read after the pumps' work is done.
-            tally.fetch_add(1, Ordering::Relaxed);
+            self.faults.fetch_add(1, Ordering::Relaxed);
         }
         fault
     }
@@ -190,7 +183,6 @@ impl Proxy {
             replication_stalled_until: Mutex::new(None),
             replication_cuts: AtomicU64::new(0),
             faults: AtomicU64::new(0),
-            replication_faults: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             open: Mutex::new(HashMap::new()),
         });
