@@ -196,6 +196,8 @@ pub(crate) fn plan(
     capacity: usize,
     rate: f64,
 ) -> Result<Geometry, Error> {
+    #[cfg(test)]
+    PLANS.with(|plans| plans.set(plans.get() + 1));
     validate(capacity, rate)?;
     let (bits_per_word, load) = best_bits_per_word(scheme, rate);
     let per_block = scheme.lines_per_block();
@@ -293,6 +295,13 @@ fn compact_scheme(rate: f64) -> Scheme {
     } else {
         one
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Filters this thread sized: what loading a saved filter costs
+    /// (`persist/scalable.rs`'s tests).
+    pub(crate) static PLANS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The bits per word that lets a unit hold the most items at `rate`, and
