@@ -39,6 +39,15 @@ pub(crate) enum Timing {
     },
 }
 
+/// What one attempt of an insert came to.
+enum Attempt {
+    /// The insert is over: its answer.
+    Done(bool),
+    /// A rotation completed meanwhile: insert again from this state,
+    /// answering as the first attempt found.
+    Again(State, bool),
+}
+
 /// A Bloom filter that remembers the last `window` items (or every item
 /// inserted in the last `T`) and forgets older ones, shared by any number
 /// of threads through `&self`, without locks.
@@ -330,8 +339,12 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// epoch.
     #[inline(always)]
     fn insert_hash_then(&self, hash: u64, refresh: bool, settling: impl Fn()) -> bool {
-        with_probe!(&self.placement, hash, |probe| self
-            .insert_probe(probe, refresh, &settling))
+        // The clock's paths are compiled out of count and manual windows'
+        // inserts (one predictable branch here).
+        with_probe!(&self.placement, hash, |probe| match self.timing {
+            Timing::Time { .. } => self.insert_probe::<_, true>(probe, refresh, &settling),
+            _ => self.insert_probe::<_, false>(probe, refresh, &settling),
+        })
     }
 
     /// Whether the item whose hash is `hash` may be in the window.
@@ -358,65 +371,130 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             .prefetch(&self.bits, all))
     }
 
-    /// The insert protocol (`src/PROTOCOLS.md`, "Windowed filter").
+    /// The insert protocol (`src/PROTOCOLS.md`, "Windowed filter");
+    /// `TIMED`: the filter has a time window. A count or manual window's
+    /// insert that meets no rotation is one [`attempt`](Self::attempt) in
+    /// line; anything else goes round [`insert_loop`](Self::insert_loop).
     #[inline(always)]
-    fn insert_probe<P: SlotProbe>(&self, probe: P, refresh: bool, settling: impl Fn()) -> bool {
-        let now = match &self.timing {
-            Timing::Time { clock, .. } => Some(clock_nanos(clock)),
-            _ => None,
-        };
+    fn insert_probe<P: SlotProbe, const TIMED: bool>(
+        &self,
+        probe: P,
+        refresh: bool,
+        settling: impl Fn(),
+    ) -> bool {
         let mut state = self.ring.load();
-        if let Some(now) = now {
-            if !state.rotating() && now >= self.ring.end(state.slot()) {
-                self.rotate(state, now);
-                state = self.ring.load();
+        if !TIMED {
+            if state.rotating() {
+                return self.insert_again(probe, refresh, settling, state, None);
             }
+            return match self.attempt(&probe, refresh, &settling, state, self.ring.all_slots(), None)
+            {
+                Attempt::Done(answer) => answer,
+                Attempt::Again(state, answer) => {
+                    self.insert_again(probe, refresh, settling, state, Some(answer))
+                }
+            };
         }
-        let mut answer = None;
+        let now = match &self.timing {
+            Timing::Time { clock, .. } => clock_nanos(clock),
+            _ => 0,
+        };
+        if !state.rotating() && now >= self.ring.end(state.slot()) {
+            self.rotate(state, now);
+            state = self.ring.load();
+        }
+        self.insert_loop(probe, refresh, settling, state, None, Some(now))
+    }
+
+    /// A count or manual window's insert that met a rotation: off the
+    /// usual path, so that the path keeps its registers.
+    #[cold]
+    #[inline(never)]
+    fn insert_again<P: SlotProbe>(
+        &self,
+        probe: P,
+        refresh: bool,
+        settling: impl Fn(),
+        state: State,
+        answer: Option<bool>,
+    ) -> bool {
+        self.insert_loop(probe, refresh, settling, state, answer, None)
+    }
+
+    /// Attempts from `state` until one is done; `answer`: an earlier
+    /// attempt's; `now`: a time window's clock.
+    #[inline(always)]
+    fn insert_loop<P: SlotProbe>(
+        &self,
+        probe: P,
+        refresh: bool,
+        settling: impl Fn(),
+        mut state: State,
+        mut answer: Option<bool>,
+        now: Option<i64>,
+    ) -> bool {
         loop {
             if state.rotating() {
                 // Share the clearing: one chunk per insert that meets it.
                 self.clear_chunks(1);
                 state = self.ring.load();
             }
-            let (epoch, current) = (state.epoch(), state.slot());
             let mut live = self.ring.live(state);
             if let (Some(now), Timing::Time { lifetime, .. }) = (now, &self.timing) {
-                live &= !self.ring.expired(now, *lifetime) | 1 << current;
+                live &= !self.ring.expired(now, *lifetime) | 1 << state.slot();
             }
-            let hits = probe.hits(&self.bits, live);
-            if !refresh && hits != 0 && answer.is_none() {
-                // Seen within the window, and left where it is (a retry
-                // after a rotation places the item this call set).
-                return false;
+            match self.attempt(&probe, refresh, &settling, state, live, answer) {
+                Attempt::Done(answer) => return answer,
+                Attempt::Again(recheck, first) => (state, answer) = (recheck, Some(first)),
             }
-            let new_here = hits & 1 << current == 0 && probe.set(&self.bits, current);
-            // Under the word shape, of racing inserts of an absent item the
-            // one whose fetch_or turned bits on is the new one.
-            let was_new = *answer.get_or_insert(hits == 0 && (new_here || !P::EXCLUSIVE));
-            if !refresh && !was_new {
-                // Another insert of the item won the race: nothing to place.
-                return false;
-            }
-            let counted = if new_here {
-                self.ring.count(epoch)
-            } else {
-                Counted::Room
-            };
-            // The re-check: the item counts as inserted when the epoch it
-            // went into is still current here; if a rotation completed
-            // meanwhile, its slot may belong to an older generation (or
-            // have been cleared under it), so insert again.
-            settling();
-            let recheck = self.ring.load();
-            if recheck.epoch() == epoch {
-                if matches!(counted, Counted::Full) && matches!(self.timing, Timing::Count) {
-                    self.rotate(recheck, 0);
-                }
-                return was_new;
-            }
-            state = recheck;
         }
+    }
+
+    /// One attempt of an insert into the current generation at `state`,
+    /// reading the slots in `live`; `answer`: an earlier attempt's.
+    #[inline(always)]
+    fn attempt<P: SlotProbe>(
+        &self,
+        probe: &P,
+        refresh: bool,
+        settling: &impl Fn(),
+        state: State,
+        live: u32,
+        answer: Option<bool>,
+    ) -> Attempt {
+        let (epoch, current) = (state.epoch(), state.slot());
+        let hits = probe.hits(&self.bits, live);
+        if !refresh && hits != 0 && answer.is_none() {
+            // Seen within the window, and left where it is (a retry after
+            // a rotation places the item this call set).
+            return Attempt::Done(false);
+        }
+        let new_here = hits & 1 << current == 0 && probe.set(&self.bits, current);
+        // Under the word shape, of racing inserts of an absent item the one
+        // whose fetch_or turned bits on is the new one.
+        let was_new = answer.unwrap_or(hits == 0 && (new_here || !P::EXCLUSIVE));
+        if !refresh && !was_new {
+            // Another insert of the item won the race: nothing to place.
+            return Attempt::Done(false);
+        }
+        let counted = if new_here {
+            self.ring.count(epoch)
+        } else {
+            Counted::Room
+        };
+        // The re-check: the item counts as inserted when the epoch it went
+        // into is still current here; if a rotation completed meanwhile,
+        // its slot may belong to an older generation (or have been cleared
+        // under it), so insert again.
+        settling();
+        let recheck = self.ring.load();
+        if recheck.epoch() != epoch {
+            return Attempt::Again(recheck, was_new);
+        }
+        if matches!(counted, Counted::Full) && matches!(self.timing, Timing::Count) {
+            self.rotate(recheck, 0);
+        }
+        Attempt::Done(was_new)
     }
 
     #[inline(always)]
