@@ -500,6 +500,10 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     #[inline(always)]
     fn contains_probe<P: SlotProbe>(&self, probe: P) -> bool {
         let state = self.ring.load();
+        if !state.rotating() && !matches!(self.timing, Timing::Time { .. }) {
+            // Every slot live, none expired by a clock: any slot will do.
+            return probe.any(&self.bits, self.ring.all_slots());
+        }
         let hits = probe.hits(&self.bits, self.ring.live(state));
         if hits == 0 {
             return false;

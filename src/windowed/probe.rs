@@ -77,6 +77,13 @@ pub(crate) trait SlotProbe: Copy {
     /// hold every bit of the item.
     fn hits(&self, bits: &BitArray, live: u32) -> u32;
 
+    /// Whether any slot holds every bit of the item: `hits` with every
+    /// slot live, reduced to one answer.
+    #[inline(always)]
+    fn any(&self, bits: &BitArray, all_slots: u32) -> bool {
+        self.hits(bits, all_slots) != 0
+    }
+
     /// Sets the item's bits in `slot`, test before set; returns whether a
     /// bit was missing (the item was new to the slot).
     fn set(&self, bits: &BitArray, slot: u32) -> bool;
@@ -144,8 +151,10 @@ impl Placement {
             line: self.index.line(hash),
             low_word: (low & (half - 1)) as usize * G,
             low_mask,
+            low_rest: !low_mask,
             high_word: (high & (half - 1)) as usize * G,
             high_mask,
+            high_rest: !high_mask,
         }
     }
 
@@ -244,8 +253,31 @@ pub(crate) struct SharedProbe<const G: usize> {
     line: usize,
     low_word: usize,
     low_mask: u64,
+    /// `!low_mask`: a word holds the item's bits when `word | low_rest`
+    /// is all ones (one operation a word, not two).
+    low_rest: u64,
     high_word: usize,
     high_mask: u64,
+    /// `!high_mask`.
+    high_rest: u64,
+}
+
+impl<const G: usize> SharedProbe<G> {
+    /// Slot by slot, the item's two words ORed with the other bits: all
+    /// ones where the slot holds the item.
+    #[inline(always)]
+    fn slots(&self, bits: &BitArray) -> [u64; G] {
+        let (first, second) = bits.line_pair(self.line);
+        std::array::from_fn(|slot| {
+            // Relaxed: bits set by an insert that happens-before this call
+            // are seen (coherence); the epoch, read with Acquire, orders the
+            // rest (src/windowed/ring.rs).
+            let low = first[(self.low_word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
+            // Relaxed: as above.
+            let high = second[(self.high_word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
+            (low | self.low_rest) & (high | self.high_rest)
+        })
+    }
 }
 
 impl<const G: usize> SlotProbe for SharedProbe<G> {
@@ -253,22 +285,20 @@ impl<const G: usize> SlotProbe for SharedProbe<G> {
 
     #[inline(always)]
     fn hits(&self, bits: &BitArray, live: u32) -> u32 {
-        let (first, second) = bits.line_pair(self.line);
-        let mut hits = 0;
         // Every slot, live or not (a word of the slot being cleared is read
         // and its answer masked off): a fixed, unrolled loop.
-        for slot in 0..G {
-            // Relaxed: bits set by an insert that happens-before this call
-            // are seen (coherence); the epoch, read with Acquire, orders the
-            // rest (src/windowed/ring.rs).
-            let low = first[(self.low_word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
-            // Relaxed: as above.
-            let high = second[(self.high_word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
-            let hit =
-                (low & self.low_mask == self.low_mask) & (high & self.high_mask == self.high_mask);
-            hits |= u32::from(hit) << slot;
-        }
+        let hits = self
+            .slots(bits)
+            .iter()
+            .enumerate()
+            .fold(0, |hits, (slot, &both)| hits | u32::from(both == u64::MAX) << slot);
         hits & live
+    }
+
+    #[inline(always)]
+    fn any(&self, bits: &BitArray, _all_slots: u32) -> bool {
+        // Some slot's words are all ones: the largest is.
+        self.slots(bits).into_iter().fold(0, u64::max) == u64::MAX
     }
 
     #[inline(always)]
@@ -390,6 +420,19 @@ impl<const G: usize> SlotProbe for WordProbe<G> {
             hits |= u32::from(word & self.mask == self.mask) << slot;
         }
         hits & live
+    }
+
+    #[inline(always)]
+    fn any(&self, bits: &BitArray, _all_slots: u32) -> bool {
+        let (line, rest) = (bits.line(self.line), !self.mask);
+        // Some slot's word ORed with the other bits is all ones: the
+        // largest is.
+        let largest = (0..G).fold(0, |largest, slot| {
+            // Relaxed: as in `SharedProbe::hits`.
+            let word = line[(self.word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
+            largest.max(word | rest)
+        });
+        largest == u64::MAX
     }
 
     #[inline(always)]
