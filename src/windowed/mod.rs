@@ -463,16 +463,22 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         answer: Option<bool>,
     ) -> Attempt {
         let (epoch, current) = (state.epoch(), state.slot());
-        let hits = probe.hits(&self.bits, live);
-        if !refresh && hits != 0 && answer.is_none() {
+        // Whether a live slot holds the item. (Whether the current one
+        // does is `set`'s to find: it tests before it sets.)
+        let seen = if live == self.ring.all_slots() {
+            probe.any(&self.bits, live)
+        } else {
+            probe.hits(&self.bits, live) != 0
+        };
+        if !refresh && seen && answer.is_none() {
             // Seen within the window, and left where it is (a retry after
             // a rotation places the item this call set).
             return Attempt::Done(false);
         }
-        let new_here = hits & 1 << current == 0 && probe.set(&self.bits, current);
+        let new_here = probe.set(&self.bits, current);
         // Under the word shape, of racing inserts of an absent item the one
         // whose fetch_or turned bits on is the new one.
-        let was_new = answer.unwrap_or(hits == 0 && (new_here || !P::EXCLUSIVE));
+        let was_new = answer.unwrap_or(!seen && (new_here || !P::EXCLUSIVE));
         if !refresh && !was_new {
             // Another insert of the item won the race: nothing to place.
             return Attempt::Done(false);

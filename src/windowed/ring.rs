@@ -152,7 +152,7 @@ pub(crate) struct Ring {
     /// New items counted in the current generation, tagged with its epoch:
     /// slot `i` by the thread holding index `i`, written by it alone (no
     /// read-modify-write on an insert's path).
-    counts: Box<[CachePadded<AtomicU64>]>,
+    counts: Box<[CachePadded<AtomicU64>; COUNT_SLOTS]>,
     /// The same, for threads without a slot (an index past the slots, or
     /// none): counted with a compare-and-swap.
     shared: CachePadded<AtomicU64>,
@@ -196,9 +196,9 @@ impl Ring {
             // from overflowing into the slot bits.
             cursor: CachePadded::new(AtomicU64::new(IDLE_CURSOR)),
             done: CachePadded::new(AtomicU64::new(0)),
-            counts: (0..COUNT_SLOTS)
-                .map(|_| CachePadded::new(AtomicU64::new(pack_count(epoch, 0))))
-                .collect(),
+            counts: Box::new(std::array::from_fn(|_| {
+                CachePadded::new(AtomicU64::new(pack_count(epoch, 0)))
+            })),
             shared: CachePadded::new(AtomicU64::new(pack_count(epoch, 0))),
             base: CachePadded::new(AtomicU64::new(pack_count(epoch, count))),
             ends: ends
