@@ -77,6 +77,12 @@ enum Attempt {
 ///   (g − 1)` after it at the latest. The clock is read on every insert
 ///   and on every lookup that finds the item, so an item is forgotten on
 ///   time even when nothing rotates the filter.
+/// * **A stalled insert.** An insert whose thread stalls between reading
+///   the current generation and setting its bits while `g − 1` rotations
+///   go by (one at `g = 2`) is placed in the generation current when it
+///   wakes, and may leave its bits in the newer one its slot was cleared
+///   for: found up to one generation past the horizon, never lost
+///   (`src/PROTOCOLS.md`).
 ///
 /// # Memory and speed
 ///

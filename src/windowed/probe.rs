@@ -78,7 +78,8 @@ pub(crate) trait SlotProbe: Copy {
     fn hits(&self, bits: &BitArray, live: u32) -> u32;
 
     /// Whether any slot holds every bit of the item: `hits` with every
-    /// slot live, reduced to one answer.
+    /// slot live (`all_slots`; a caller with fewer live slots asks
+    /// `hits`), reduced to one answer.
     #[inline(always)]
     fn any(&self, bits: &BitArray, all_slots: u32) -> bool {
         self.hits(bits, all_slots) != 0
@@ -296,7 +297,9 @@ impl<const G: usize> SlotProbe for SharedProbe<G> {
     }
 
     #[inline(always)]
-    fn any(&self, bits: &BitArray, _all_slots: u32) -> bool {
+    fn any(&self, bits: &BitArray, all_slots: u32) -> bool {
+        // Every slot is read: a caller with fewer live takes `hits`.
+        debug_assert_eq!(all_slots, (1 << G) - 1);
         // Some slot's words are all ones: the largest is.
         self.slots(bits).into_iter().fold(0, u64::max) == u64::MAX
     }
@@ -423,7 +426,9 @@ impl<const G: usize> SlotProbe for WordProbe<G> {
     }
 
     #[inline(always)]
-    fn any(&self, bits: &BitArray, _all_slots: u32) -> bool {
+    fn any(&self, bits: &BitArray, all_slots: u32) -> bool {
+        // Every slot is read: a caller with fewer live takes `hits`.
+        debug_assert_eq!(all_slots, (1 << G) - 1);
         let (line, rest) = (bits.line(self.line), !self.mask);
         // Some slot's word ORed with the other bits is all ones: the
         // largest is.
