@@ -393,8 +393,14 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             if state.rotating() {
                 return self.insert_again(probe, refresh, settling, state, None);
             }
-            return match self.attempt(&probe, refresh, &settling, state, self.ring.all_slots(), None)
-            {
+            return match self.attempt(
+                &probe,
+                refresh,
+                &settling,
+                state,
+                self.ring.all_slots(),
+                None,
+            ) {
                 Attempt::Done(answer) => answer,
                 Attempt::Again(state, answer) => {
                     self.insert_again(probe, refresh, settling, state, Some(answer))

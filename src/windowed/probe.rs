@@ -292,7 +292,9 @@ impl<const G: usize> SlotProbe for SharedProbe<G> {
             .slots(bits)
             .iter()
             .enumerate()
-            .fold(0, |hits, (slot, &both)| hits | u32::from(both == u64::MAX) << slot);
+            .fold(0, |hits, (slot, &both)| {
+                hits | u32::from(both == u64::MAX) << slot
+            });
         hits & live
     }
 
