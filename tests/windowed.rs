@@ -724,3 +724,46 @@ fn it_is_send_and_sync() {
     shared::<WindowedBloomFilter<str>>();
     shared::<WindowedBloomFilter<[u8]>>();
 }
+
+/// One thread rotates on exactly the new item that fills a generation,
+/// for a generation large enough that counting checks for a full
+/// generation only at a multiple of its step or near the end (100k items:
+/// a step of 16), and for a filter loaded mid-generation, whose carried
+/// count brings the end nearer. Counting late would let a generation hold
+/// more than its share (a higher rate than sized for); early, forget
+/// items inside the window.
+#[test]
+fn one_thread_rotates_on_exactly_the_item_that_fills_a_generation() {
+    let f = WindowedBloomFilter::<u64>::builder(300_000, 0.01)
+        .seed(5)
+        .build()
+        .unwrap();
+    let capacity = f.generation_capacity();
+    assert_eq!(capacity, 100_000);
+    let check = |f: &WindowedBloomFilter<u64>, keys: std::ops::Range<u64>| {
+        let mut rotations = 0;
+        for key in keys {
+            let (epoch, len) = (f.epoch(), f.generation_len());
+            f.insert(&key);
+            if f.epoch() != epoch {
+                assert_eq!(len + 1, capacity, "rotated at {len} + 1 items (key {key})");
+                assert_eq!(f.generation_len(), 0);
+                rotations += 1;
+            } else {
+                assert!(
+                    f.generation_len() < capacity,
+                    "key {key}: full, not rotated"
+                );
+            }
+        }
+        rotations
+    };
+    assert_eq!(check(&f, 0..250_123), 2);
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    let loaded = WindowedBloomFilter::<u64>::read_from(bytes.as_slice()).unwrap();
+    assert_eq!(loaded.generation_len(), f.generation_len());
+    assert!(check(&loaded, 250_123..520_000) >= 2);
+    assert!(check(&f, 250_123..520_000) >= 2);
+    assert_eq!(loaded.epoch(), f.epoch());
+}

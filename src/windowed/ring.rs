@@ -271,10 +271,29 @@ impl Ring {
     /// own slot, or the shared one.
     #[inline(always)]
     pub(crate) fn count(&self, epoch: u64) -> Counted {
-        let counted = match thread_index().and_then(|index| self.counts.get(index)) {
-            Some(count) => count_owned(count, epoch),
-            None => count_shared(&self.shared, epoch),
+        let Some(own) = thread_index().and_then(|index| self.counts.get(index)) else {
+            return self.count_then(count_shared(&self.shared, epoch), epoch);
         };
+        // The usual case in one test: the count is this epoch's, not
+        // saturated, and its next value is neither a multiple of the step
+        // nor as high as the lowest full count (an earlier tag, or any of
+        // those, goes the long way).
+        // Relaxed: as in `count_owned`.
+        let next = own.load(Ordering::Relaxed).wrapping_add(1);
+        let tagged = (epoch & TAG_MASK) << COUNT_BITS;
+        let count = next ^ tagged;
+        if count < COUNT_MASK && count & (self.step - 1) != 0 && count < self.lowest_full {
+            // Relaxed: as in `count_owned`.
+            own.store(next, Ordering::Relaxed);
+            return Counted::Room;
+        }
+        self.count_then(count_owned(own, epoch), epoch)
+    }
+
+    /// The rest of [`count`](Self::count) once the item is counted (or
+    /// found stale).
+    #[inline(always)]
+    fn count_then(&self, counted: Option<u64>, epoch: u64) -> Counted {
         let Some(count) = counted else {
             return Counted::Stale;
         };
@@ -447,5 +466,45 @@ impl std::fmt::Debug for Ring {
             .field("rotating", &state.rotating())
             .field("generation_len", &self.len(state.epoch()))
             .finish()
+    }
+}
+
+#[cfg(all(test, not(atomic_bloom_loom)))]
+mod tests {
+    use super::*;
+
+    /// A ring of 2 generations of 100,003 items (not a multiple of its
+    /// step, 16).
+    fn ring() -> Ring {
+        Ring::new(2, 0, 0, 1, 100_003, Vec::new())
+    }
+
+    /// The count this thread writes: its own, or the shared one.
+    fn this_threads(ring: &Ring) -> &AtomicU64 {
+        thread_index()
+            .and_then(|index| ring.counts.get(index))
+            .map_or(&*ring.shared, |count| &**count)
+    }
+
+    #[test]
+    fn a_count_left_at_an_earlier_epoch_starts_over() {
+        let ring = ring();
+        // A thread counted 5 items in epoch 0; rotations went by.
+        this_threads(&ring).store(pack_count(0, 5), Ordering::Relaxed);
+        assert!(matches!(ring.count(1), Counted::Room));
+        assert_eq!(ring.len(1), 1);
+        assert!(matches!(ring.count(1), Counted::Room));
+        assert_eq!(ring.len(1), 2);
+    }
+
+    #[test]
+    fn the_item_that_fills_a_generation_is_told_so() {
+        let ring = ring();
+        this_threads(&ring).store(pack_count(1, 100_001), Ordering::Relaxed);
+        assert!(matches!(ring.count(1), Counted::Room));
+        assert!(matches!(ring.count(1), Counted::Full));
+        // A stale insert is not counted.
+        assert!(matches!(ring.count(0), Counted::Stale));
+        assert_eq!(ring.len(1), 100_003);
     }
 }
