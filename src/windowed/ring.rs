@@ -479,7 +479,11 @@ mod tests {
         Ring::new(2, 0, 0, 1, 100_003, Vec::new())
     }
 
-    /// The count this thread writes: its own, or the shared one.
+    /// The count this thread writes: its own while fewer than 7 threads
+    /// of the test binary hold indexes (nextest runs a test a process,
+    /// `cargo test` a thread a core), which is the fast path of `count`
+    /// these tests are for; else the shared one (the same rule, through
+    /// its compare-and-swap).
     fn this_threads(ring: &Ring) -> &AtomicU64 {
         thread_index()
             .and_then(|index| ring.counts.get(index))
