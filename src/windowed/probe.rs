@@ -152,10 +152,8 @@ impl Placement {
             line: self.index.line(hash),
             low_word: (low & (half - 1)) as usize * G,
             low_mask,
-            low_rest: !low_mask,
             high_word: (high & (half - 1)) as usize * G,
             high_mask,
-            high_rest: !high_mask,
         }
     }
 
@@ -254,21 +252,18 @@ pub(crate) struct SharedProbe<const G: usize> {
     line: usize,
     low_word: usize,
     low_mask: u64,
-    /// `!low_mask`: a word holds the item's bits when `word | low_rest`
-    /// is all ones (one operation a word, not two).
-    low_rest: u64,
     high_word: usize,
     high_mask: u64,
-    /// `!high_mask`.
-    high_rest: u64,
 }
 
 impl<const G: usize> SharedProbe<G> {
     /// Slot by slot, the item's two words ORed with the other bits: all
-    /// ones where the slot holds the item.
+    /// ones where the slot holds the item (one operation a word, where
+    /// testing `word & mask == mask` takes two).
     #[inline(always)]
     fn slots(&self, bits: &BitArray) -> [u64; G] {
         let (first, second) = bits.line_pair(self.line);
+        let (low_rest, high_rest) = (!self.low_mask, !self.high_mask);
         std::array::from_fn(|slot| {
             // Relaxed: bits set by an insert that happens-before this call
             // are seen (coherence); the epoch, read with Acquire, orders the
@@ -276,7 +271,7 @@ impl<const G: usize> SharedProbe<G> {
             let low = first[(self.low_word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
             // Relaxed: as above.
             let high = second[(self.high_word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
-            (low | self.low_rest) & (high | self.high_rest)
+            (low | low_rest) & (high | high_rest)
         })
     }
 }
@@ -359,7 +354,7 @@ impl SlotProbe for SeparateProbe {
             slots &= slots - 1;
             let line = slot as usize * self.stride + self.block;
             let hit = self.masks.iter().enumerate().all(|(word, &mask)| {
-                // Relaxed: as in `SharedProbe::hits`.
+                // Relaxed: as in `SharedProbe::slots`.
                 mask == 0 || bits.word(line, word).load(Ordering::Relaxed) & mask == mask
             });
             hits |= u32::from(hit) << slot;
@@ -420,7 +415,7 @@ impl<const G: usize> SlotProbe for WordProbe<G> {
         let mut hits = 0;
         // Every slot, as in `SharedProbe::hits`.
         for slot in 0..G {
-            // Relaxed: as in `SharedProbe::hits`.
+            // Relaxed: as in `SharedProbe::slots`.
             let word = line[(self.word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
             hits |= u32::from(word & self.mask == self.mask) << slot;
         }
@@ -435,7 +430,7 @@ impl<const G: usize> SlotProbe for WordProbe<G> {
         // Some slot's word ORed with the other bits is all ones: the
         // largest is.
         let largest = (0..G).fold(0, |largest, slot| {
-            // Relaxed: as in `SharedProbe::hits`.
+            // Relaxed: as in `SharedProbe::slots`.
             let word = line[(self.word + slot) % WORDS_PER_BLOCK].load(Ordering::Relaxed);
             largest.max(word | rest)
         });

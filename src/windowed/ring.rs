@@ -494,6 +494,7 @@ mod tests {
     fn a_count_left_at_an_earlier_epoch_starts_over() {
         let ring = ring();
         // A thread counted 5 items in epoch 0; rotations went by.
+        // Relaxed: one thread; `count` reads it on this thread.
         this_threads(&ring).store(pack_count(0, 5), Ordering::Relaxed);
         assert!(matches!(ring.count(1), Counted::Room));
         assert_eq!(ring.len(1), 1);
@@ -504,6 +505,7 @@ mod tests {
     #[test]
     fn the_item_that_fills_a_generation_is_told_so() {
         let ring = ring();
+        // Relaxed: one thread, as above.
         this_threads(&ring).store(pack_count(1, 100_001), Ordering::Relaxed);
         assert!(matches!(ring.count(1), Counted::Room));
         assert!(matches!(ring.count(1), Counted::Full));
