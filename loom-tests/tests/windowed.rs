@@ -179,6 +179,42 @@ fn word_layout_racing_inserts_of_one_item_exactly_one_is_new() {
     });
 }
 
+/// Two threads insert the same absent item into one generation: it is
+/// counted once, under every layout (a racing duplicate counted twice
+/// fills a generation early and shortens the window). Each insert loads
+/// the item's words in reverse order and sets the lacking ones in forward
+/// order; it counts when its compare-and-swap on the last word its loads
+/// found lacking turned a bit on. Checked to fail (both layouts) with the
+/// count taken from the loads, as before issue 34: both loads can find
+/// bits missing. The `Acquire` loads and `Release` writes guard against
+/// load buffering, which loom does not explore (`src/PROTOCOLS.md`,
+/// "Counting once").
+#[test]
+fn racing_inserts_of_one_item_count_it_once() {
+    for layout in [Layout::Compact, Layout::CacheLine] {
+        loom::model(move || {
+            let filter = Arc::new(
+                WindowedBloomFilter::builder(2, 0.01)
+                    .seed(7)
+                    .layout(layout)
+                    .generations(2)
+                    .manual_rotation()
+                    .build()
+                    .unwrap(),
+            );
+            let other = {
+                let filter = Arc::clone(&filter);
+                thread::spawn(move || {
+                    filter.insert(&X);
+                })
+            };
+            filter.insert(&X);
+            other.join().unwrap();
+            assert_eq!(filter.generation_len(), 1, "{layout:?}: X counted twice");
+        });
+    }
+}
+
 /// The count of new items is written by the one thread that holds its slot
 /// (a load and a store, no read-modify-write), and a rotation resets one
 /// count in turn. The model's first thread (loom's thread 0, which holds

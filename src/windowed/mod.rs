@@ -5,6 +5,8 @@ mod builder;
 mod figures;
 mod probe;
 mod ring;
+#[cfg(all(test, not(atomic_bloom_loom)))]
+mod tests;
 
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
@@ -68,9 +70,12 @@ enum Attempt {
 ///   default 4 generations. "New" means new to the current generation:
 ///   an item inserted again moves into the current generation (its
 ///   lifetime starts over) and takes a place in it; repeats within one
-///   generation take none. With several threads a generation may take a
-///   few items more before its rotation is noticed (at most a 512th of
-///   `G` and 8 items), which only lengthens both bounds.
+///   generation take none. Racing inserts of one item count it once, for
+///   every layout, and an insert caught across a rotation is counted only
+///   in the generation it lands in. With several threads a generation may
+///   take a few items more than it counts (at most a 512th of `G` and 8
+///   items before its rotation is noticed, and one per thread whose count
+///   lands after the rotation it raced), which only lengthens both bounds.
 /// * **Time windows** ([`time_window`](WindowedBloomFilterBuilder::time_window)):
 ///   a generation lasts `T (1 + 1/256) / (g − 1)`. An item is found for
 ///   at least `T` after its insert, and is forgotten `T (1 + 1/256) g /
@@ -341,8 +346,8 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// [`insert_hash`](Self::insert_hash) (`refresh`: an item seen in an
     /// older generation is set in the current one too) or
     /// [`insert_hash_if_new`](Self::insert_hash_if_new), calling
-    /// `settling` after the bits are set and before each re-check of the
-    /// epoch.
+    /// `settling` after the bits are set (and the count begun) and before
+    /// each re-check of the epoch.
     #[inline(always)]
     fn insert_hash_then(&self, hash: u64, refresh: bool, settling: impl Fn()) -> bool {
         // The clock's paths are compiled out of count and manual windows'
@@ -487,18 +492,24 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             // a rotation places the item this call set).
             return Attempt::Done(false);
         }
-        let new_here = probe.set(&self.bits, current);
+        // Whether this call counts the item in the current slot: the last
+        // word its loads found lacking bits had them turned on by it.
+        let counts = probe.set(&self.bits, current);
         // Under the word shape, of racing inserts of an absent item the one
         // whose fetch_or turned bits on is the new one.
-        let was_new = answer.unwrap_or(!seen && (new_here || !P::EXCLUSIVE));
+        let was_new = answer.unwrap_or(!seen && (counts || !P::EXCLUSIVE));
         if !refresh && !was_new {
             // Another insert of the item won the race: nothing to place.
             return Attempt::Done(false);
         }
-        let counted = if new_here {
-            self.ring.count(epoch)
+        // The count is begun now and stored only once the re-check below
+        // finds the item in this generation: an insert caught across a
+        // rotation is counted in the generation it lands in, never also in
+        // the one it left.
+        let pending = if counts {
+            Some(self.ring.prepare(epoch))
         } else {
-            Counted::Room
+            None
         };
         // The re-check: the item counts as inserted when the epoch it went
         // into is still current here; if a rotation completed meanwhile,
@@ -509,6 +520,10 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         if recheck.epoch() != epoch {
             return Attempt::Again(recheck, was_new);
         }
+        let counted = match pending {
+            Some(pending) => self.ring.commit(pending, epoch),
+            None => Counted::Room,
+        };
         if matches!(counted, Counted::Full) && matches!(self.timing, Timing::Count) {
             self.rotate(recheck, 0);
         }

@@ -171,6 +171,17 @@ pub(crate) struct Ring {
     /// count a saved filter carried over (a plain field, so that an insert
     /// compares with it before loading `base`).
     lowest_full: u64,
+    /// `lowest_full - 1`: the usual case's bound on a count before it is
+    /// added to.
+    lowest_full_before: u64,
+}
+
+/// A count begun by [`Ring::prepare`].
+pub(crate) enum Pending<'a> {
+    /// The thread's own count, and the value to store.
+    Own { count: &'a AtomicU64, next: u64 },
+    /// Anything else: [`Ring::count`], after the re-check.
+    Long,
 }
 
 impl Ring {
@@ -209,6 +220,10 @@ impl Ring {
             capacity,
             step: Self::step_for(capacity),
             lowest_full: capacity.saturating_sub(count),
+            lowest_full_before: capacity
+                .saturating_sub(count)
+                .min(COUNT_MASK)
+                .saturating_sub(1),
         }
     }
 
@@ -267,27 +282,54 @@ impl Ring {
         }
     }
 
+    /// Begins counting a new item into generation `epoch`, before the
+    /// insert's re-check of the epoch: the usual case (the thread's own
+    /// count, of this epoch, its last value not a multiple of the step and
+    /// its next below the lowest full count) is decided here by one
+    /// comparison, to be stored by [`commit`](Self::commit) only if the
+    /// re-check finds the epoch unchanged.
+    #[inline(always)]
+    pub(crate) fn prepare(&self, epoch: u64) -> Pending<'_> {
+        let Some(own) = thread_index().and_then(|index| self.counts.get(index)) else {
+            return Pending::Long;
+        };
+        // Relaxed: as in `count_owned`.
+        let current = own.load(Ordering::Relaxed);
+        let count = current ^ (epoch & TAG_MASK) << COUNT_BITS;
+        if count & (self.step - 1) != 0 && count < self.lowest_full_before {
+            return Pending::Own {
+                count: own,
+                next: current + 1,
+            };
+        }
+        Pending::Long
+    }
+
+    /// Counts the item [`prepare`](Self::prepare) began counting, once
+    /// the insert is known to be in generation `epoch`.
+    #[inline(always)]
+    pub(crate) fn commit(&self, pending: Pending<'_>, epoch: u64) -> Counted {
+        match pending {
+            Pending::Own { count, next } => {
+                // Relaxed: as in `count_owned` (a reset since the load is
+                // overwritten by an earlier tag, which the next count
+                // starts over from).
+                count.store(next, Ordering::Relaxed);
+                Counted::Room
+            }
+            Pending::Long => self.count(epoch),
+        }
+    }
+
     /// Counts a new item into generation `epoch`: on the calling thread's
     /// own slot, or the shared one.
-    #[inline(always)]
+    #[cold]
+    #[inline(never)]
     pub(crate) fn count(&self, epoch: u64) -> Counted {
-        let Some(own) = thread_index().and_then(|index| self.counts.get(index)) else {
-            return self.count_then(count_shared(&self.shared, epoch), epoch);
-        };
-        // The usual case in one test: the count is this epoch's, not
-        // saturated, and its next value is neither a multiple of the step
-        // nor as high as the lowest full count (an earlier tag, or any of
-        // those, goes the long way).
-        // Relaxed: as in `count_owned`.
-        let next = own.load(Ordering::Relaxed).wrapping_add(1);
-        let tagged = (epoch & TAG_MASK) << COUNT_BITS;
-        let count = next ^ tagged;
-        if count < COUNT_MASK && count & (self.step - 1) != 0 && count < self.lowest_full {
-            // Relaxed: as in `count_owned`.
-            own.store(next, Ordering::Relaxed);
-            return Counted::Room;
+        match thread_index().and_then(|index| self.counts.get(index)) {
+            Some(own) => self.count_then(count_owned(own, epoch), epoch),
+            None => self.count_then(count_shared(&self.shared, epoch), epoch),
         }
-        self.count_then(count_owned(own, epoch), epoch)
     }
 
     /// The rest of [`count`](Self::count) once the item is counted (or
@@ -297,11 +339,11 @@ impl Ring {
         let Some(count) = counted else {
             return Counted::Stale;
         };
-        // A thread sums the counts when its own passes a multiple of the
+        // A thread sums the counts when its own leaves a multiple of the
         // step (`overfill`'s bound) or reaches the capacity less a saved
         // filter's carried count: a single thread sees the generation full
         // exactly at its capacity, so rotations replay exactly.
-        let due = count & (self.step - 1) == 0
+        let due = (count - 1) & (self.step - 1) == 0
             || (count >= self.lowest_full && count + self.base_count(epoch) >= self.capacity);
         if due && self.full(epoch) {
             Counted::Full
