@@ -208,6 +208,15 @@ pub enum Error {
         /// Its value.
         value: u64,
     },
+    /// A saved windowed filter's epoch is past
+    /// [`WindowedBloomFilter::MAX_LOADED_EPOCH`](crate::WindowedBloomFilter::MAX_LOADED_EPOCH):
+    /// loaded, it could not rotate for a server's life.
+    EpochOutOfRange {
+        /// The epoch the input holds.
+        epoch: u64,
+        /// The last epoch a filter may be loaded at.
+        max: u64,
+    },
     /// Loading: a frontier's queued item could not be decoded.
     InvalidItem {
         /// Its position in the queue, from 0.
@@ -453,6 +462,12 @@ impl fmt::Display for Error {
             Error::InvalidField { field, value } => write!(
                 f,
                 "the input's {field} is {value}, which no filter has: the input is corrupt"
+            ),
+            Error::EpochOutOfRange { epoch, max } => write!(
+                f,
+                "the input's windowed filter is at epoch {epoch}, past {max}: loaded, it could \
+                 not rotate for a server's life (no filter reaches it in centuries), so the \
+                 input is corrupt; rebuild the filter"
             ),
             Error::InvalidItem { index, reason } => write!(
                 f,

@@ -767,3 +767,35 @@ fn one_thread_rotates_on_exactly_the_item_that_fills_a_generation() {
     assert!(check(&f, 250_123..520_000) >= 2);
     assert_eq!(loaded.epoch(), f.epoch());
 }
+
+/// Issue 34, item 8: a file whose epoch is 2^59 - 2 loaded and never
+/// rotated again (after 100k inserts into a 100-item window, every absent
+/// probe answered yes); `RESTORE` reaches it. An epoch past the last one a
+/// loaded filter may start at is refused; the last one loads and rotates.
+#[test]
+fn a_saved_epoch_the_filter_cannot_rotate_past_is_refused() {
+    let g = 4;
+    let epoch_at = saved::body_start() + 56 + 8 * g;
+    let f = filter(100, 0.01, (Layout::CacheLine, g as u32));
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    let with_epoch = |epoch: u64| {
+        let mut bytes = bytes.clone();
+        bytes[epoch_at..epoch_at + 8].copy_from_slice(&epoch.to_le_bytes());
+        saved::reseal(&mut bytes);
+        WindowedBloomFilter::<u64>::read_from(bytes.as_slice())
+    };
+    let max = WindowedBloomFilter::<u64>::MAX_LOADED_EPOCH;
+    for epoch in [(1 << 59) - 2, max + 1] {
+        let err = with_epoch(epoch).unwrap_err();
+        assert_eq!(err, Error::EpochOutOfRange { epoch, max });
+        assert!(err.to_string().contains("rotate"), "{err}");
+    }
+    let last = with_epoch(max).unwrap();
+    for i in 0..100_000u64 {
+        last.insert(&i);
+    }
+    assert!(last.epoch() > max + 1_000);
+    let found = (0..10_000).filter(|&i| last.contains(&absent(i))).count();
+    assert!(found < 500, "{found} of 10,000 absent items found");
+}

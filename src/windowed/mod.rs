@@ -16,9 +16,8 @@ use std::time::Duration;
 pub(crate) use builder::{monotonic_clock, timing};
 pub use builder::{Rotation, WindowedBloomFilterBuilder};
 use probe::{with_probe, Placement, SlotProbe};
-use ring::MAX_CHUNKS;
-pub(crate) use ring::MAX_EPOCH;
 use ring::{Counted, Ring, State};
+use ring::{MAX_CHUNKS, MAX_EPOCH};
 
 use crate::bits::BitArray;
 use crate::sizing::WindowGeometry;
@@ -212,6 +211,22 @@ impl<T: ?Sized> WindowedBloomFilter<T, DefaultHasher> {
 }
 
 impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
+    /// The last epoch a saved filter may be loaded at: 2^58, half the
+    /// epochs the filter counts, so a loaded filter can still rotate 2^58
+    /// times (91 years at 100 million rotations a second; a filter that
+    /// reaches the last epoch stops rotating). No filter reaches it in
+    /// centuries, so a saved one past it is refused
+    /// ([`Error::EpochOutOfRange`]) rather than loaded to never forget.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::WindowedBloomFilter;
+    ///
+    /// assert_eq!(WindowedBloomFilter::<str>::MAX_LOADED_EPOCH, 1 << 58);
+    /// ```
+    pub const MAX_LOADED_EPOCH: u64 = MAX_EPOCH.div_ceil(2);
+
     /// An empty filter of `geometry`.
     pub(crate) fn from_parts(
         geometry: WindowGeometry,
