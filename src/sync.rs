@@ -40,6 +40,24 @@ pub(crate) use loom_arc_swap::ArcSwap;
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom_queue::Queue;
 
+/// One round of waiting for another thread (round `round` of a wait):
+/// spins a while, then gives the core away; under loom, yields (so that a
+/// model explores the other threads).
+#[inline]
+pub(crate) fn wait_round(round: u32) {
+    #[cfg(not(atomic_bloom_loom))]
+    if round < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+    #[cfg(atomic_bloom_loom)]
+    {
+        let _ = round;
+        loom::thread::yield_now();
+    }
+}
+
 /// Entries a [`Memo`] keeps; past them it forgets its oldest.
 #[cfg(not(atomic_bloom_loom))]
 const MEMO_ENTRIES: usize = 256;

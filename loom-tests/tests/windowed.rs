@@ -179,6 +179,55 @@ fn word_layout_racing_inserts_of_one_item_exactly_one_is_new() {
     });
 }
 
+/// A time window of two generations whose current one ended almost a
+/// lifetime ago (nothing was inserted since): one thread rotates
+/// (`advance`) while another inserts X. An insert that lands in the ending
+/// generation would be forgotten when that generation expires, moments
+/// later; one whose clock, read after its re-check, is past the ending
+/// generation's end and slack helps the rotation and waits for it, then
+/// inserts again into the new generation. X must be found for the whole
+/// window after its insert. Checked to fail with that clock check removed
+/// (the insert lands in generation 0, expired at the lookup).
+#[test]
+fn an_insert_meeting_a_late_rotation_is_found_for_the_window() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+    const T: u64 = 1_000_000;
+    loom::model(|| {
+        // A plain atomic: loom does not track it; only this thread moves
+        // it, before the threads start and after they end.
+        let clock = Arc::new(AtomicU64::new(0));
+        let filter = {
+            let clock = Arc::clone(&clock);
+            Arc::new(
+                WindowedBloomFilter::builder(2, 0.01)
+                    .seed(7)
+                    .generations(2)
+                    .time_window(Duration::from_nanos(T))
+                    // Relaxed: see above.
+                    .clock(move || Duration::from_nanos(clock.load(Ordering::Relaxed)))
+                    .build()
+                    .unwrap(),
+            )
+        };
+        // Generation 0 ends at `span` and expires at `2 span`; the clock
+        // stands just short of that.
+        let span = T + T / 256;
+        let late = 2 * span - 10;
+        // Relaxed: see above.
+        clock.store(late, Ordering::Relaxed);
+        let rotator = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || filter.advance())
+        };
+        filter.insert(&X);
+        rotator.join().unwrap();
+        // Relaxed: see above.
+        clock.store(late + T - 1, Ordering::Relaxed);
+        assert!(filter.contains(&X), "an insert forgotten within the window");
+    });
+}
+
 /// Two threads insert the same absent item into one generation: it is
 /// counted once, under every layout (a racing duplicate counted twice
 /// fills a generation early and shortens the window). Each insert loads

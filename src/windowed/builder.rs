@@ -326,12 +326,17 @@ pub(crate) fn timing(
             if nanos == 0 || slacked > (i64::MAX / 64) as u128 {
                 return Err(Error::InvalidWindowDuration { duration: window });
             }
-            let span = (slacked / u128::from(geometry.generations - 1)).max(1) as i64;
+            // Rounded up, so that `g - 1` spans hold the slacked window.
+            let span = slacked
+                .div_ceil(u128::from(geometry.generations - 1))
+                .max(1) as i64;
+            let lifetime = span * i64::from(geometry.generations - 1);
             let clock = clock.unwrap_or_else(monotonic_clock);
             Ok(Timing::Time {
                 window,
                 span,
-                lifetime: span * i64::from(geometry.generations - 1),
+                lifetime,
+                slack: lifetime - nanos as i64,
                 clock,
             })
         }

@@ -21,6 +21,7 @@ use ring::{MAX_CHUNKS, MAX_EPOCH};
 
 use crate::bits::BitArray;
 use crate::sizing::WindowGeometry;
+use crate::sync::wait_round;
 use crate::{DefaultHasher, Error};
 
 /// A clock: monotonic time since a fixed instant.
@@ -36,6 +37,9 @@ pub(crate) enum Timing {
         span: i64,
         /// How long a generation stays live after it ends: `(g - 1) span`.
         lifetime: i64,
+        /// `lifetime` less the window: how long after its generation's end
+        /// an insert may still land in it and be found for the window.
+        slack: i64,
         clock: Clock,
     },
 }
@@ -76,11 +80,19 @@ enum Attempt {
 ///   items before its rotation is noticed, and one per thread whose count
 ///   lands after the rotation it raced), which only lengthens both bounds.
 /// * **Time windows** ([`time_window`](WindowedBloomFilterBuilder::time_window)):
-///   a generation lasts `T (1 + 1/256) / (g − 1)`. An item is found for
-///   at least `T` after its insert, and is forgotten `T (1 + 1/256) g /
-///   (g − 1)` after it at the latest. The clock is read on every insert
-///   and on every lookup that finds the item, so an item is forgotten on
-///   time even when nothing rotates the filter.
+///   a generation lasts `T (1 + 1/256) / (g − 1)` (rounded up to a
+///   nanosecond). An item is found for at least `T` after its insert (from
+///   the clock reading the insert takes after setting its bits, which is
+///   before it returns), and is forgotten `T (1 + 1/256) g / (g − 1)`
+///   after it at the latest, whatever the rotations: a rotation begun late
+///   (after an idle stretch) keeps the generations' phase, and an early
+///   end ([`advance`](Self::advance)) starts the next generation's span
+///   when it is called. An insert that finds its generation ended more
+///   than `T / 256` ago does not stay in it: it helps the rotation out of
+///   it, waits for the chunks other threads are clearing, and goes into
+///   the next. The clock is read on every insert (twice) and on every
+///   lookup that finds the item, so an item is forgotten on time even
+///   when nothing rotates the filter.
 /// * **A stalled insert.** An insert whose thread stalls between reading
 ///   the current generation and setting its bits while `g − 1` rotations
 ///   go by (one at `g = 2`) is placed in the generation current when it
@@ -147,7 +159,9 @@ enum Attempt {
 /// Rotation takes no lock: whichever thread fills a generation begins the
 /// next, and clearing the oldest generation is shared, a chunk at a time,
 /// by every thread that inserts meanwhile (inserts go on into the full
-/// generation until the last chunk is cleared). Two threads racing to
+/// generation until the last chunk is cleared; only a time window's insert
+/// that finds its generation ended more than `T / 256` ago waits for the
+/// last chunks, so as not to land in it). Two threads racing to
 /// insert the same absent item may both be told it was new, except under
 /// [`Layout::Word`](crate::Layout::Word), where exactly one is (unless a rotation completes
 /// between their inserts).
@@ -413,7 +427,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             if state.rotating() {
                 return self.insert_again(probe, refresh, settling, state, None);
             }
-            return match self.attempt(
+            return match self.attempt::<_, false>(
                 &probe,
                 refresh,
                 &settling,
@@ -435,7 +449,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             self.rotate(state, now);
             state = self.ring.load();
         }
-        self.insert_loop(probe, refresh, settling, state, None, Some(now))
+        self.insert_loop::<_, true>(probe, refresh, settling, state, None, Some(now))
     }
 
     /// A count or manual window's insert that met a rotation: off the
@@ -450,13 +464,13 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         state: State,
         answer: Option<bool>,
     ) -> bool {
-        self.insert_loop(probe, refresh, settling, state, answer, None)
+        self.insert_loop::<_, false>(probe, refresh, settling, state, answer, None)
     }
 
     /// Attempts from `state` until one is done; `answer`: an earlier
     /// attempt's; `now`: a time window's clock.
     #[inline(always)]
-    fn insert_loop<P: SlotProbe>(
+    fn insert_loop<P: SlotProbe, const TIMED: bool>(
         &self,
         probe: P,
         refresh: bool,
@@ -475,7 +489,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             if let (Some(now), Timing::Time { lifetime, .. }) = (now, &self.timing) {
                 live &= !self.ring.expired(now, *lifetime) | 1 << state.slot();
             }
-            match self.attempt(&probe, refresh, &settling, state, live, answer) {
+            match self.attempt::<_, TIMED>(&probe, refresh, &settling, state, live, answer) {
                 Attempt::Done(answer) => return answer,
                 Attempt::Again(recheck, first) => (state, answer) = (recheck, Some(first)),
             }
@@ -483,9 +497,11 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     }
 
     /// One attempt of an insert into the current generation at `state`,
-    /// reading the slots in `live`; `answer`: an earlier attempt's.
+    /// reading the slots in `live`; `answer`: an earlier attempt's;
+    /// `TIMED`: a time window, whose insert also checks the clock after
+    /// its re-check.
     #[inline(always)]
-    fn attempt<P: SlotProbe>(
+    fn attempt<P: SlotProbe, const TIMED: bool>(
         &self,
         probe: &P,
         refresh: bool,
@@ -535,6 +551,11 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         if recheck.epoch() != epoch {
             return Attempt::Again(recheck, was_new);
         }
+        if TIMED {
+            if let Some(next) = self.too_late_for(recheck) {
+                return Attempt::Again(next, was_new);
+            }
+        }
         let counted = match pending {
             Some(pending) => self.ring.commit(pending, epoch),
             None => Counted::Room,
@@ -543,6 +564,41 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             self.rotate(recheck, 0);
         }
         Attempt::Done(was_new)
+    }
+
+    /// A time window's insert that has set its bits in generation `E`
+    /// (current at `state`, its re-check) reads the clock: if `E` ended more
+    /// than the slack ago, an item in it would be forgotten before the
+    /// window has passed (a rotation begun late, after an idle stretch, or
+    /// slow to clear). Then it helps the rotation out of `E` (beginning it
+    /// if no one has), waits for the chunks other threads are clearing, and
+    /// returns the state to insert again from; `None` if `E` will do.
+    #[cold]
+    #[inline(never)]
+    fn too_late_for(&self, state: State) -> Option<State> {
+        let Timing::Time { slack, clock, .. } = &self.timing else {
+            return None;
+        };
+        let now = clock_nanos(clock);
+        if now <= self.ring.end(state.slot()).saturating_add(*slack) {
+            return None;
+        }
+        let mut round = 0;
+        loop {
+            let current = self.ring.load();
+            if current.epoch() != state.epoch() {
+                return Some(current);
+            }
+            if current.rotating() {
+                self.clear_chunks(u64::MAX);
+            } else {
+                self.rotate(current, now);
+            }
+            if self.ring.load().epoch() == state.epoch() {
+                wait_round(round);
+                round += 1;
+            }
+        }
     }
 
     #[inline(always)]
@@ -571,12 +627,17 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         let end = match &self.timing {
             Timing::Time { span, .. } => {
                 let end = self.ring.end(state.slot());
-                let periods = if now < end {
-                    1
+                Some(if now < end {
+                    // An early end starts the next span now: the horizon
+                    // stays a span ahead of the clock, however many early
+                    // ends come in a row.
+                    now.saturating_add(*span)
                 } else {
-                    now.saturating_sub(end) / span + 1
-                };
-                Some(end.saturating_add(periods.saturating_mul(*span)))
+                    // A late one keeps the phase: the next end is the
+                    // first end of a span after now.
+                    let periods = now.saturating_sub(end) / span + 1;
+                    end.saturating_add(periods.saturating_mul(*span))
+                })
             }
             _ => None,
         };
