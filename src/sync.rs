@@ -17,7 +17,7 @@
 //! returning what was there.
 
 #[cfg(not(atomic_bloom_loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 /// The fleet client's (feature `redis`, never built under loom: its
@@ -31,7 +31,9 @@ pub(crate) use arc_swap::ArcSwap;
 pub(crate) use crossbeam::queue::SegQueue as Queue;
 
 #[cfg(atomic_bloom_loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 

@@ -228,6 +228,45 @@ fn an_insert_meeting_a_late_rotation_is_found_for_the_window() {
     });
 }
 
+/// A rotation clears only slots marked written (issue 34, item 5), and
+/// only the words that hold bits. Y is inserted first (its count, the
+/// first of its generation, marks slot 0); then X's insert, which takes
+/// the long way without a mark of its own (its count is already at 1),
+/// races two rotations, the second of which clears slot 0. X's re-check
+/// may read an epoch that does not see those rotations, so its bits may
+/// land after the clear's reads, in no count and under no mark. A rotation
+/// that found bits to clear marks its slot again, so the slot's next turn
+/// reads it once more: two more rotations after both threads are done
+/// leave neither item. Checked to fail without that mark (X is still
+/// found at epoch 4). The fences that order a mark against a rotation's
+/// read of the marks (`src/PROTOCOLS.md`, "Clearing what was written")
+/// are a store-buffer pattern of `SeqCst` fences, which loom models.
+#[test]
+fn a_slot_holding_bits_is_cleared_when_its_turn_comes() {
+    const Y: u64 = 2;
+    loom::model(|| {
+        let filter = Arc::new(manual(2, 1));
+        filter.insert(&Y);
+        let rotator = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || {
+                filter.advance();
+                filter.advance();
+            })
+        };
+        filter.insert(&X);
+        rotator.join().unwrap();
+        filter.advance();
+        filter.advance();
+        assert!(
+            !filter.contains(&X) && !filter.contains(&Y),
+            "bits left after every slot's turn came (X {}, Y {})",
+            filter.contains(&X),
+            filter.contains(&Y)
+        );
+    });
+}
+
 /// Two threads insert the same absent item into one generation: it is
 /// counted once, under every layout (a racing duplicate counted twice
 /// fills a generation early and shortens the window). Each insert loads

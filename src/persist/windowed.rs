@@ -304,6 +304,7 @@ fn read_body<T: ?Sized, R: Read>(
         len,
         ends,
     );
+    filter.mark_all_written();
     if rotating {
         filter.finish_saved_rotation();
     }

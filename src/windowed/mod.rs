@@ -538,7 +538,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         // rotation is counted in the generation it lands in, never also in
         // the one it left.
         let pending = if counts {
-            Some(self.ring.prepare(epoch))
+            Some(self.ring.prepare(epoch, current))
         } else {
             None
         };
@@ -549,12 +549,10 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         settling();
         let recheck = self.ring.load();
         if recheck.epoch() != epoch {
-            return Attempt::Again(recheck, was_new);
+            return Attempt::Again(self.left_behind(current), was_new);
         }
-        if TIMED {
-            if let Some(next) = self.too_late_for(recheck) {
-                return Attempt::Again(next, was_new);
-            }
+        if TIMED && self.too_late_for(recheck) {
+            return Attempt::Again(self.left_behind(current), was_new);
         }
         let counted = match pending {
             Some(pending) => self.ring.commit(pending, epoch),
@@ -566,28 +564,39 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         Attempt::Done(was_new)
     }
 
+    /// An attempt that set bits in `slot` and will insert again (its
+    /// generation ended under it): marks the slot written, since no count
+    /// of its generation covers those bits, and returns the state to insert
+    /// again from, read after the mark's fence.
+    #[cold]
+    #[inline(never)]
+    fn left_behind(&self, slot: u32) -> State {
+        self.ring.mark_written(slot);
+        self.ring.load()
+    }
+
     /// A time window's insert that has set its bits in generation `E`
     /// (current at `state`, its re-check) reads the clock: if `E` ended more
     /// than the slack ago, an item in it would be forgotten before the
     /// window has passed (a rotation begun late, after an idle stretch, or
     /// slow to clear). Then it helps the rotation out of `E` (beginning it
-    /// if no one has), waits for the chunks other threads are clearing, and
-    /// returns the state to insert again from; `None` if `E` will do.
+    /// if no one has) and waits for the chunks other threads are clearing;
+    /// true if so (the caller inserts again), false if `E` will do.
     #[cold]
     #[inline(never)]
-    fn too_late_for(&self, state: State) -> Option<State> {
+    fn too_late_for(&self, state: State) -> bool {
         let Timing::Time { slack, clock, .. } = &self.timing else {
-            return None;
+            return false;
         };
         let now = clock_nanos(clock);
         if now <= self.ring.end(state.slot()).saturating_add(*slack) {
-            return None;
+            return false;
         }
         let mut round = 0;
         loop {
             let current = self.ring.load();
             if current.epoch() != state.epoch() {
-                return Some(current);
+                return true;
             }
             if current.rotating() {
                 self.clear_chunks(u64::MAX);
@@ -624,7 +633,15 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// under way) and clears until no chunk is left unclaimed. `now`: the
     /// clock, for a time window's next end.
     fn rotate(&self, state: State, now: i64) {
-        let end = match &self.timing {
+        let end = self.next_end(state, now);
+        self.ring.begin(state, end);
+        self.clear_chunks(u64::MAX);
+    }
+
+    /// A time window's next end after the rotation from `state` at `now`
+    /// (`src/PROTOCOLS.md`, "The end rule"); `None` for other windows.
+    fn next_end(&self, state: State, now: i64) -> Option<i64> {
+        match &self.timing {
             Timing::Time { span, .. } => {
                 let end = self.ring.end(state.slot());
                 Some(if now < end {
@@ -640,13 +657,16 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
                 })
             }
             _ => None,
-        };
-        self.ring.begin(state, end);
-        self.clear_chunks(u64::MAX);
+        }
     }
 
     /// Completes a rotation that was under way when the filter was saved
     /// (its slot was saved half cleared); the filter is not yet shared.
+    /// Marks every slot as holding bits: a loaded filter's are anywhere.
+    pub(crate) fn mark_all_written(&self) {
+        self.ring.mark_all_written();
+    }
+
     pub(crate) fn finish_saved_rotation(&self) {
         self.ring.begin(self.ring.load(), None);
         self.clear_chunks(u64::MAX);
@@ -661,8 +681,8 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             };
             let first = chunk as usize * per_chunk;
             let last = (first + per_chunk).min(self.geometry.blocks);
-            self.placement.clear(&self.bits, slot, first..last);
-            self.ring.finish();
+            let swept = self.placement.clear(&self.bits, slot, first..last);
+            self.ring.finish(swept);
         }
     }
 
@@ -673,7 +693,11 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// If another thread's rotation is under way, this call helps it
     /// rather than beginning another. A rotation is complete when its last
     /// chunk is cleared: by this call, unless another thread still clears
-    /// a chunk it claimed.
+    /// a chunk it claimed. It costs what was written: a generation slot no
+    /// insert wrote since it was last cleared is skipped, and of the others
+    /// only words that hold bits are written (pages no bit reached stay
+    /// unmapped). To end several generations at once, see
+    /// [`advance_by`](Self::advance_by).
     ///
     /// # Example
     ///
@@ -695,6 +719,71 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             self.rotate(state, self.now());
         } else {
             self.clear_chunks(u64::MAX);
+        }
+    }
+
+    /// Ends `n` generations now, as `n` calls of
+    /// [`advance`](Self::advance) would, clearing each slot at most once:
+    /// from `n = g` on every generation is forgotten, and the epoch moves
+    /// on by `n` with nothing more to clear. A rotation clears only what
+    /// was written (a slot no insert wrote since it was last cleared is
+    /// skipped; a word that is 0 is not written), so ending the
+    /// generations of an idle filter costs no more than its inserts did.
+    /// Rotations other threads complete meanwhile count among the `n` (the
+    /// epoch ends at least `n` past the one at the call, unless it reaches
+    /// the last epoch).
+    ///
+    /// # Consistency
+    ///
+    /// As `advance`, once per generation. Inserts racing the call land in
+    /// the generation current when they complete, and may be kept as if
+    /// they came after it.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::WindowedBloomFilter;
+    ///
+    /// let w: WindowedBloomFilter<u64> =
+    ///     WindowedBloomFilter::builder(1000, 0.01).generations(4).manual_rotation().build()?;
+    /// w.insert(&1);
+    /// w.advance_by(3);
+    /// assert!(w.contains(&1)); // three generations back: still live
+    /// w.advance_by(1_000_000);
+    /// assert!(!w.contains(&1));
+    /// assert_eq!(w.epoch(), 1_000_003);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn advance_by(&self, n: u64) {
+        let start = self.ring.load().epoch();
+        let target = start.saturating_add(n).min(MAX_EPOCH);
+        // Up to `g` rotations clear every slot once.
+        let rotations = start
+            .saturating_add(u64::from(self.generations()))
+            .min(target);
+        let mut round = 0;
+        loop {
+            let state = self.ring.load();
+            if state.epoch() >= target {
+                return;
+            }
+            if state.rotating() {
+                self.clear_chunks(u64::MAX);
+            } else if state.epoch() < rotations {
+                self.rotate(state, self.now());
+            } else {
+                // Every slot cleared since `start`: the rest is a jump.
+                let end = self.next_end(state, self.now());
+                self.ring.jump(state, target, end);
+            }
+            let after = self.ring.load();
+            if after.epoch() == state.epoch() && after.rotating() {
+                // Another thread still clears a chunk of this rotation.
+                wait_round(round);
+                round += 1;
+            } else {
+                round = 0;
+            }
         }
     }
 

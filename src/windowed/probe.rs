@@ -230,29 +230,45 @@ impl Placement {
     }
 
     /// Clears slot `slot`'s words in blocks `blocks` (a chunk of a
-    /// rotation): the caller's rotation has made the slot unused.
-    pub(crate) fn clear(&self, bits: &BitArray, slot: u32, blocks: std::ops::Range<usize>) {
+    /// rotation): the caller's rotation has made the slot unused. Only
+    /// words that hold bits are written: a page no bit reached is read,
+    /// never written (an untouched one stays the kernel's zero page).
+    /// True if some word held bits.
+    pub(crate) fn clear(&self, bits: &BitArray, slot: u32, blocks: std::ops::Range<usize>) -> bool {
+        let mut swept = false;
         if self.kind != Kind::Compact {
             let g = self.generations as usize;
             for block in blocks {
                 for line in [2 * block, 2 * block + 1] {
                     for word in (slot as usize..WORDS_PER_BLOCK).step_by(g) {
-                        // Relaxed: the rotation publishes its clears through
-                        // `done` and the epoch (src/windowed/ring.rs).
-                        bits.word(line, word).store(0, Ordering::Relaxed);
+                        swept |= clear_word(bits.word(line, word));
                     }
                 }
             }
         } else {
             let first = slot as usize * self.stride;
             for line in blocks {
-                for word in 0..WORDS_PER_BLOCK {
-                    // Relaxed: as above.
-                    bits.word(first + line, word).store(0, Ordering::Relaxed);
+                for word in bits.line(first + line) {
+                    swept |= clear_word(word);
                 }
             }
         }
+        swept
     }
+}
+
+/// Stores 0 in `word` if it holds bits; true if it did.
+#[inline(always)]
+fn clear_word(word: &AtomicU64) -> bool {
+    // Relaxed (both): the rotation publishes its clears through `done` and
+    // the epoch (src/windowed/ring.rs); a word that reads 0 holds no bit
+    // that happens-before the rotation's read of the marks (others are
+    // cleared on the slot's next turn: PROTOCOLS.md).
+    if word.load(Ordering::Relaxed) != 0 {
+        word.store(0, Ordering::Relaxed);
+        return true;
+    }
+    false
 }
 
 /// Two-line blocks cleared per chunk (16 KiB).

@@ -11,7 +11,7 @@
 
 use crossbeam::utils::CachePadded;
 
-use crate::sync::{thread_index, AtomicU64, Ordering};
+use crate::sync::{fence, thread_index, AtomicU64, Ordering};
 use crate::tally::SLOTS;
 
 /// Bits of an epoch kept beside a count or a cursor: equal tags mean the
@@ -158,6 +158,16 @@ pub(crate) struct Ring {
     shared: CachePadded<AtomicU64>,
     /// A count carried over from a saved filter, tagged the same way.
     base: CachePadded<AtomicU64>,
+    /// Bit `s`: slot `s` may hold bits since it was last cleared (a
+    /// rotation skips a slot whose bit is clear). Set by the first count of
+    /// each count in a generation, by an insert that leaves bits in a slot
+    /// it was not counted in, and for every slot of a loaded filter.
+    written: CachePadded<AtomicU64>,
+    /// 1 once a chunk of the rotation under way found bits to clear: the
+    /// completer then marks the slot again, so that its next turn clears
+    /// what landed after this one's reads (`src/PROTOCOLS.md`, "Clearing
+    /// what was written").
+    swept: CachePadded<AtomicU64>,
     /// Time windows: the instant (clock nanoseconds, as `i64` bits) at
     /// which each slot's generation stopped, or will stop, being current.
     ends: Box<[AtomicU64]>,
@@ -212,6 +222,8 @@ impl Ring {
             })),
             shared: CachePadded::new(AtomicU64::new(pack_count(epoch, 0))),
             base: CachePadded::new(AtomicU64::new(pack_count(epoch, count))),
+            written: CachePadded::new(AtomicU64::new(0)),
+            swept: CachePadded::new(AtomicU64::new(0)),
             ends: ends
                 .into_iter()
                 .map(|end| AtomicU64::new(end as u64))
@@ -288,21 +300,61 @@ impl Ring {
     /// its next below the lowest full count) is decided here by one
     /// comparison, to be stored by [`commit`](Self::commit) only if the
     /// re-check finds the epoch unchanged.
+    ///
+    /// Off the usual path, the first count of each count in a generation
+    /// marks `slot` written, before the re-check (see
+    /// [`mark_written`](Self::mark_written)): a count of this epoch above 0
+    /// was stored after a successful re-check that followed such a mark.
     #[inline(always)]
-    pub(crate) fn prepare(&self, epoch: u64) -> Pending<'_> {
-        let Some(own) = thread_index().and_then(|index| self.counts.get(index)) else {
-            return Pending::Long;
+    pub(crate) fn prepare(&self, epoch: u64, slot: u32) -> Pending<'_> {
+        let tagged = (epoch & TAG_MASK) << COUNT_BITS;
+        let own = thread_index().and_then(|index| self.counts.get(index));
+        let count = match own {
+            Some(own) => {
+                // Relaxed: as in `count_owned`.
+                let current = own.load(Ordering::Relaxed);
+                let count = current ^ tagged;
+                if count & (self.step - 1) != 0 && count < self.lowest_full_before {
+                    return Pending::Own {
+                        count: own,
+                        next: current + 1,
+                    };
+                }
+                count
+            }
+            // Relaxed: as in `count_shared`.
+            None => self.shared.load(Ordering::Relaxed) ^ tagged,
         };
-        // Relaxed: as in `count_owned`.
-        let current = own.load(Ordering::Relaxed);
-        let count = current ^ (epoch & TAG_MASK) << COUNT_BITS;
-        if count & (self.step - 1) != 0 && count < self.lowest_full_before {
-            return Pending::Own {
-                count: own,
-                next: current + 1,
-            };
+        // Another tag, or none counted yet: the first count here.
+        if count == 0 || count > COUNT_MASK {
+            self.mark_written(slot);
         }
         Pending::Long
+    }
+
+    /// Marks `slot` as holding bits, then fences: of this mark and a
+    /// rotation that begins clearing the slot, either the rotation's
+    /// `written` swap reads the mark, or the caller's next load of the
+    /// state reads that rotation's begun state or a later one (both sides
+    /// `SeqCst` fences between their write and their read:
+    /// `src/PROTOCOLS.md`, "Clearing what was written"). Off the insert's
+    /// usual path.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn mark_written(&self, slot: u32) {
+        // SeqCst: a read-modify-write in the mask's one order, fenced
+        // below against the caller's next load of the state.
+        self.written.fetch_or(1 << slot, Ordering::SeqCst);
+        // SeqCst: the store-load fence of the pattern above, paired with
+        // the one in `begin`.
+        fence(Ordering::SeqCst);
+    }
+
+    /// Marks every slot written (a loaded filter's bits are anywhere).
+    pub(crate) fn mark_all_written(&self) {
+        // Relaxed: the filter is not yet shared.
+        self.written
+            .fetch_or(u64::from(self.all_slots), Ordering::Relaxed);
     }
 
     /// Counts the item [`prepare`](Self::prepare) began counting, once
@@ -408,8 +460,22 @@ impl Ring {
         let (next, slot) = (state.epoch() + 1, self.next_slot(state.slot()));
         if let Some(end) = end {
             // Relaxed: published with the epoch (the cursor's Release, then
-            // the done chain, then the epoch's Release).
+            // the done chain, then the epoch's Release; or that Release
+            // alone when nothing is cleared).
             self.ends[slot as usize].store(end as u64, Ordering::Relaxed);
+        }
+        // SeqCst: the fence between this rotation's write of the state and
+        // its read of the marks (`mark_written`).
+        fence(Ordering::SeqCst);
+        // SeqCst: a read-modify-write in the mask's one order; clearing the
+        // bit here, before the slot's words, keeps a mark made after it
+        // for the next rotation to clear.
+        let marks = self.written.fetch_and(!(1 << slot), Ordering::SeqCst);
+        if marks & 1 << slot == 0 {
+            // Nothing was written in the slot since it was last cleared:
+            // nothing to clear; complete at once.
+            self.complete(State::of(next, slot, false), false);
+            return true;
         }
         // Relaxed: ordered before the cursor's Release swap, which every
         // clearer acquires before it adds to `done`. (Resets here are
@@ -418,6 +484,8 @@ impl Ring {
         // another thread's RMW only partially, sees the one order the
         // hardware gives.)
         self.done.swap(0, Ordering::Relaxed);
+        // Relaxed: as `done`.
+        self.swept.swap(0, Ordering::Relaxed);
         let cursor = (next & TAG_MASK) << CURSOR_TAG_SHIFT | u64::from(slot) << CURSOR_SLOT_SHIFT;
         // Release: a thread that claims a chunk of this rotation sees `done`
         // reset and the new end.
@@ -428,6 +496,12 @@ impl Ring {
     /// Claims the next chunk of the rotation under way: its slot and index;
     /// `None` when every chunk is claimed (or no rotation is under way).
     pub(crate) fn claim(&self) -> Option<(u32, u64)> {
+        // Relaxed: a look before the read-modify-write, so that threads
+        // meeting a rotation whose chunks are all claimed do not keep
+        // adding to the index (the fetch_add below decides).
+        if self.cursor.load(Ordering::Relaxed) & CURSOR_INDEX_MASK >= self.chunks {
+            return None;
+        }
         // Acquire: pairs with `begin`'s Release (an RMW reads the latest
         // value, so a claim after the swap belongs to its rotation; a
         // claim before it finds the last rotation's chunks all taken).
@@ -440,9 +514,13 @@ impl Ring {
         Some((slot, index))
     }
 
-    /// Records a claimed chunk as cleared; the last one completes the
-    /// rotation. True if this call completed it.
-    pub(crate) fn finish(&self) -> bool {
+    /// Records a claimed chunk as cleared (`swept`: it held bits); the last
+    /// one completes the rotation. True if this call completed it.
+    pub(crate) fn finish(&self, swept: bool) -> bool {
+        if swept {
+            // Relaxed: handed to the completer by the Release below.
+            self.swept.fetch_or(1, Ordering::Relaxed);
+        }
         // AcqRel: Release hands this chunk's clears to the completer;
         // Acquire (for the last) gathers every chunk's clears.
         let finished = self.done.fetch_add(1, Ordering::AcqRel) + 1;
@@ -454,6 +532,62 @@ impl Ring {
         let state = State(self.state.load(Ordering::Relaxed));
         debug_assert!(state.rotating());
         let (next, slot) = (state.epoch() + 1, self.next_slot(state.slot()));
+        // Relaxed: gathered by the Acquire above.
+        if self.swept.load(Ordering::Relaxed) != 0 {
+            // The slot held bits: bits of an insert whose re-check read an
+            // epoch too old to see this rotation may have landed after its
+            // reads, unmarked; its next turn reads it again.
+            // SeqCst: as in `mark_written`.
+            self.written.fetch_or(1 << slot, Ordering::SeqCst);
+        }
+        self.complete(State::of(next, slot, false), false);
+        true
+    }
+
+    /// Ends a jump of the epoch to `target` (slot `target % g`), begun
+    /// from `state` if it is still current and no rotation is under way:
+    /// every slot must already be empty (the caller has rotated `g` times),
+    /// so nothing is cleared. `end`: the new generation's end (time
+    /// windows). True if this call made the jump.
+    pub(crate) fn jump(&self, state: State, target: u64, end: Option<i64>) -> bool {
+        let target = target.min(MAX_EPOCH);
+        if target <= state.epoch() {
+            return false;
+        }
+        let began = self.state.compare_exchange(
+            State::of(state.epoch(), state.slot(), false).0,
+            State::of(state.epoch(), state.slot(), true).0,
+            // AcqRel: as in `begin`.
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        if began.is_err() {
+            return false;
+        }
+        let slot = (target % u64::from(self.generations)) as u32;
+        if let Some(end) = end {
+            // Relaxed: published by the epoch's Release in `complete`.
+            self.ends[slot as usize].store(end as u64, Ordering::Relaxed);
+        }
+        self.complete(State::of(target, slot, false), true);
+        true
+    }
+
+    /// Publishes `next` once the rotation's clearing is done: resets one
+    /// count in turn (`all`: every count, after a jump), then the state.
+    fn complete(&self, next_state: State, all: bool) {
+        let next = next_state.epoch();
+        if all {
+            for count in self
+                .counts
+                .iter()
+                .map(|count| &**count)
+                .chain([&*self.shared, &*self.base])
+            {
+                // Relaxed: published by the epoch's Release below.
+                count.swap(pack_count(next, 0), Ordering::Relaxed);
+            }
+        }
         // One count in turn is reset, tagged for the new epoch: counts are
         // read only under their own epoch's tag, and a thread's count of an
         // earlier one starts over (`count_after`), so none needs a reset to
@@ -471,9 +605,7 @@ impl Ring {
         // Release: the clears (gathered through `done`), the new end and
         // the reset count happen-before every insert that reads the new
         // epoch with Acquire and writes into its slot.
-        self.state
-            .store(State::of(next, slot, false).0, Ordering::Release);
-        true
+        self.state.store(next_state.0, Ordering::Release);
     }
 
     /// The end of slot `slot`'s generation (time windows).

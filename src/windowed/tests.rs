@@ -145,8 +145,8 @@ fn an_insert_meeting_a_late_rotation_is_found_for_the_window() {
                 for (slot, chunk) in claimed {
                     let first = chunk as usize * filter.chunk_blocks;
                     let last = (first + filter.chunk_blocks).min(filter.geometry.blocks);
-                    filter.placement.clear(&filter.bits, slot, first..last);
-                    filter.ring.finish();
+                    let swept = filter.placement.clear(&filter.bits, slot, first..last);
+                    filter.ring.finish(swept);
                 }
             })
         };

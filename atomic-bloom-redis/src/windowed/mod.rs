@@ -119,17 +119,18 @@ impl Windowed {
 
     /// Performs the rotations due at `now_ms` (the primary's clock): one per
     /// generation span passed since the current generation's end, at most
-    /// `g` (which forget everything); the next end keeps its phase. True if
-    /// any was due.
+    /// `g` (which forget everything), in one `advance_by` that clears each
+    /// slot at most once and only what was written; the next end keeps its
+    /// phase. True if any was due.
     pub(crate) fn rotate_due(&mut self, now_ms: i64) -> bool {
         if !self.is_timed() || now_ms < self.next_rotation_ms {
             return false;
         }
         let span = self.span_ms();
         let due = now_ms.saturating_sub(self.next_rotation_ms) / span + 1;
-        for _ in 0..due.min(i64::from(self.filter.generations())) {
-            self.filter.advance();
-        }
+        let generations = u64::from(self.filter.generations());
+        self.filter
+            .advance_by(u64::try_from(due).map_or(generations, |due| due.min(generations)));
         self.next_rotation_ms = self
             .next_rotation_ms
             .saturating_add(due.saturating_mul(span));
@@ -168,9 +169,7 @@ impl Windowed {
             .checked_sub(here)
             .filter(|steps| *steps <= u64::from(self.filter.generations()))
             .ok_or("ERR epoch out of reach: the replica's copy differs from its primary's")?;
-        for _ in 0..steps {
-            self.filter.advance();
-        }
+        self.filter.advance_by(steps);
         self.end_in(left_ms, now_ms);
         Ok(())
     }
