@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::{Clock, Timing, WindowedBloomFilter};
 use crate::builder::Request;
 use crate::sizing::{self, WindowGeometry};
+use crate::sync::Arc;
 use crate::windowed::ring::Ring;
 use crate::{DefaultHasher, Error, Layout, Sizing};
 
@@ -248,7 +249,7 @@ impl<T: ?Sized, S> WindowedBloomFilterBuilder<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn clock(mut self, clock: impl Fn() -> Duration + Send + Sync + 'static) -> Self {
-        self.clock = Some(Box::new(clock));
+        self.clock = Some(Arc::new(Box::new(clock)));
         self
     }
 
@@ -346,7 +347,7 @@ pub(crate) fn timing(
 /// Time since the clock was made, from `std::time::Instant`.
 pub(crate) fn monotonic_clock() -> Clock {
     let origin = std::time::Instant::now();
-    Box::new(move || origin.elapsed())
+    Arc::new(Box::new(move || origin.elapsed()))
 }
 
 impl<T: ?Sized, S: fmt::Debug> fmt::Debug for WindowedBloomFilterBuilder<T, S> {

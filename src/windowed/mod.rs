@@ -2,6 +2,7 @@
 //! which forgets on schedule.
 
 mod builder;
+mod constructors;
 mod figures;
 mod probe;
 mod ring;
@@ -21,13 +22,15 @@ use ring::{MAX_CHUNKS, MAX_EPOCH};
 
 use crate::bits::BitArray;
 use crate::sizing::WindowGeometry;
-use crate::sync::wait_round;
+use crate::sync::{wait_round, Arc, Ordering};
 use crate::{DefaultHasher, Error};
 
-/// A clock: monotonic time since a fixed instant.
-pub(crate) type Clock = Box<dyn Fn() -> Duration + Send + Sync>;
+/// A clock: monotonic time since a fixed instant, shared by a filter and
+/// its clones (their generations' ends are instants of it).
+pub(crate) type Clock = Arc<Box<dyn Fn() -> Duration + Send + Sync>>;
 
 /// What ends a generation, with what a time window needs.
+#[derive(Clone)]
 pub(crate) enum Timing {
     Count,
     Manual,
@@ -177,51 +180,6 @@ pub struct WindowedBloomFilter<T: ?Sized, S = DefaultHasher> {
     timing: Timing,
     hasher: S,
     _item: PhantomData<fn(&T)>,
-}
-
-impl<T: ?Sized> WindowedBloomFilter<T, DefaultHasher> {
-    /// A filter that remembers at least the last `window` items at
-    /// false-positive rate `rate`, with cache-line blocks, the generations
-    /// that take the least memory, exact sizing and a random seed.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZeroWindow`], [`Error::InvalidFalsePositiveRate`] (not in
-    /// (0, 1), or NaN), [`Error::TooLarge`], [`Error::AllocationFailed`],
-    /// [`Error::SeedUnavailable`].
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::WindowedBloomFilter;
-    ///
-    /// let w: WindowedBloomFilter<str> = WindowedBloomFilter::new(1_000_000, 0.01)?;
-    /// assert!(w.insert("a"));
-    /// assert!(w.contains("a"));
-    /// assert_eq!(w.window(), 1_000_000);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn new(window: usize, rate: f64) -> Result<Self, Error> {
-        Self::builder(window, rate).build()
-    }
-
-    /// A builder: seed or hasher, layout, sizing, generations, a time
-    /// window or manual rotation, a clock.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{Layout, WindowedBloomFilter};
-    ///
-    /// let w: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(10_000, 0.001)
-    ///     .seed(7)
-    ///     .layout(Layout::Compact)
-    ///     .build()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn builder(window: usize, rate: f64) -> WindowedBloomFilterBuilder<T, DefaultHasher> {
-        WindowedBloomFilterBuilder::new(window, rate)
-    }
 }
 
 impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
@@ -787,6 +745,112 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         }
     }
 
+    /// Forgets every item: ends `g` generations, as
+    /// [`advance_by`](Self::advance_by)`(g)` does, so every generation
+    /// slot is cleared once (only what was written: an idle filter's clear
+    /// costs no more than its inserts did). The epoch moves on by `g`
+    /// rather than back to 0, so that a thread whose insert straddles the
+    /// call never counts into a generation that a later one reuses.
+    ///
+    /// # Consistency
+    ///
+    /// It takes `&self` and runs the rotation protocol: a rotation racing
+    /// it (another thread's `advance`, a count window's full generation, a
+    /// time window's end) is helped or counted among the `g`, never
+    /// corrupted. An insert that happens-before the call is gone after it;
+    /// one that happens-after it is kept, and is told it was new. An
+    /// insert racing the call lands in the generation current when it
+    /// completes: kept if that generation is one the call began, else
+    /// gone; its `true` or `false` may describe either side. A lookup
+    /// racing it may see any generation not yet cleared.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use atomic_bloom::WindowedBloomFilter;
+    ///
+    /// let w: Arc<WindowedBloomFilter<u64>> = Arc::new(WindowedBloomFilter::new(1000, 0.01)?);
+    /// w.insert(&1);
+    /// w.clear(); // through the Arc
+    /// assert!(!w.contains(&1));
+    /// assert!(w.insert(&1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn clear(&self) {
+        self.advance_by(u64::from(self.generations()));
+    }
+
+    /// A copy, as [`Clone`] makes, in memory from the allocator's zeroed
+    /// path (pages no bit reached stay the kernel's), or an error where
+    /// `clone` would abort.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AllocationFailed`] when the allocator refuses.
+    ///
+    /// # Consistency
+    ///
+    /// As `clone`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let w: atomic_bloom::WindowedBloomFilter<str> =
+    ///     atomic_bloom::WindowedBloomFilter::builder(1000, 0.01).seed(3).build()?;
+    /// w.insert("a");
+    /// let copy = w.try_clone()?;
+    /// assert!(copy.contains("a"));
+    /// assert!(copy == w);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_clone(&self) -> Result<Self, Error>
+    where
+        S: Clone,
+    {
+        Ok(self.copy_with(self.bits.try_snapshot()?))
+    }
+
+    /// A filter of this one's shape, rotation state and hasher over `bits`
+    /// (a snapshot of this one's); a rotation under way is completed.
+    fn copy_with(&self, bits: BitArray) -> Self
+    where
+        S: Clone,
+    {
+        let (epoch, rotating, len, ends) = self.ring_snapshot();
+        let copy = Self::from_state(
+            bits,
+            self.geometry,
+            self.rate,
+            self.window,
+            self.timing.clone(),
+            self.hasher.clone(),
+            epoch,
+            len,
+            ends,
+        );
+        copy.mark_all_written();
+        if rotating {
+            copy.finish_saved_rotation();
+        }
+        copy
+    }
+
+    /// Whether both arrays hold the same bits (each word read once).
+    fn same_bits(&self, other: &Self) -> bool {
+        let lines = self.bits.num_blocks();
+        lines == other.bits.num_blocks()
+            && (0..lines).all(|line| {
+                self.bits
+                    .line(line)
+                    .iter()
+                    .zip(other.bits.line(line))
+                    // Relaxed (both): a snapshot of bits that publish
+                    // nothing.
+                    .all(|(a, b)| a.load(Ordering::Relaxed) == b.load(Ordering::Relaxed))
+            })
+    }
+
     #[doc(hidden)]
     #[cfg(atomic_bloom_loom)]
     /// Inserts `item`, calling `settling` once its bits are set, before
@@ -891,6 +955,90 @@ impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
     }
 }
 
+/// A snapshot copy: every generation, the rotation state and the hasher;
+/// a time window's copy reads the same clock. Holds every insert that
+/// completed before `clone` began, and perhaps some that were in flight (a
+/// rotation under way is completed in the copy). Like `Vec::clone`, it
+/// aborts if the allocator refuses ([`try_clone`](WindowedBloomFilter::try_clone)
+/// returns an error instead).
+///
+/// # Example
+///
+/// ```
+/// let w: atomic_bloom::WindowedBloomFilter<u64> =
+///     atomic_bloom::WindowedBloomFilter::builder(1000, 0.01).seed(1).build()?;
+/// w.insert(&1);
+/// let copy = w.clone();
+/// copy.insert(&2);
+/// assert!(copy.contains(&1) && !w.contains(&2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<T: ?Sized, S: Clone> Clone for WindowedBloomFilter<T, S> {
+    fn clone(&self) -> Self {
+        self.copy_with(self.bits.snapshot())
+    }
+}
+
+/// Equal when built alike (window, rate, layout, sizing, generations,
+/// rotation, hasher) and in the same state: the same epoch, whether a
+/// rotation is clearing, the current generation's count, and the same
+/// bits. A time window's generation ends are instants of each filter's own
+/// clock and are not compared. O(size); compare quiet filters (under
+/// concurrent inserts the answer is a snapshot's).
+///
+/// # Example
+///
+/// ```
+/// use atomic_bloom::WindowedBloomFilter;
+///
+/// let a: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(1000, 0.01).seed(7).build()?;
+/// let b: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(1000, 0.01).seed(7).build()?;
+/// a.insert(&1);
+/// assert!(a != b);
+/// b.insert(&1);
+/// assert!(a == b);
+/// b.advance();
+/// assert!(a != b); // another epoch
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<T: ?Sized, S: PartialEq> PartialEq for WindowedBloomFilter<T, S> {
+    fn eq(&self, other: &Self) -> bool {
+        let (ours, theirs) = (self.ring_snapshot(), other.ring_snapshot());
+        std::ptr::eq(self, other)
+            || (self.geometry == other.geometry
+                && self.rate.to_bits() == other.rate.to_bits()
+                && self.window == other.window
+                && self.rotation() == other.rotation()
+                && self.hasher == other.hasher
+                && (ours.0, ours.1, ours.2) == (theirs.0, theirs.1, theirs.2)
+                && self.same_bits(other))
+    }
+}
+
+impl<T: ?Sized, S: Eq> Eq for WindowedBloomFilter<T, S> {}
+
+/// Inserts every item, as [`insert`](WindowedBloomFilter::insert) one at a
+/// time would. `extend` takes `&mut self` (the trait's signature);
+/// [`insert`](WindowedBloomFilter::insert) takes `&self`.
+///
+/// # Example
+///
+/// ```
+/// let mut recent: atomic_bloom::WindowedBloomFilter<str> =
+///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
+/// recent.extend(["msg-1", "msg-2"]);
+/// assert!(recent.contains("msg-1") && recent.contains("msg-2"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<'a, T: ?Sized + Hash + 'a, S: BuildHasher> Extend<&'a T> for WindowedBloomFilter<T, S> {
+    fn extend<I: IntoIterator<Item = &'a T>>(&mut self, items: I) {
+        for item in items {
+            self.insert(item);
+        }
+    }
+}
+
+/// The shape, the rotation state and the hasher; no pass over the bits.
 impl<T: ?Sized, S: fmt::Debug> fmt::Debug for WindowedBloomFilter<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WindowedBloomFilter")
