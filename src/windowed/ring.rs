@@ -307,24 +307,30 @@ impl Ring {
     /// was stored after a successful re-check that followed such a mark.
     #[inline(always)]
     pub(crate) fn prepare(&self, epoch: u64, slot: u32) -> Pending<'_> {
-        let tagged = (epoch & TAG_MASK) << COUNT_BITS;
-        let own = thread_index().and_then(|index| self.counts.get(index));
-        let count = match own {
-            Some(own) => {
-                // Relaxed: as in `count_owned`.
-                let current = own.load(Ordering::Relaxed);
-                let count = current ^ tagged;
-                if count & (self.step - 1) != 0 && count < self.lowest_full_before {
-                    return Pending::Own {
-                        count: own,
-                        next: current + 1,
-                    };
-                }
-                count
+        if let Some(own) = thread_index().and_then(|index| self.counts.get(index)) {
+            // Relaxed: as in `count_owned`.
+            let current = own.load(Ordering::Relaxed);
+            let count = current ^ (epoch & TAG_MASK) << COUNT_BITS;
+            if count & (self.step - 1) != 0 && count < self.lowest_full_before {
+                return Pending::Own {
+                    count: own,
+                    next: current + 1,
+                };
             }
-            // Relaxed: as in `count_shared`.
-            None => self.shared.load(Ordering::Relaxed) ^ tagged,
-        };
+        }
+        self.prepare_long(epoch, slot)
+    }
+
+    /// The rest of [`prepare`](Self::prepare): the first count of a count
+    /// in generation `epoch` marks `slot`.
+    #[cold]
+    #[inline(never)]
+    fn prepare_long(&self, epoch: u64, slot: u32) -> Pending<'_> {
+        let count = thread_index()
+            .and_then(|index| self.counts.get(index))
+            .map_or(&*self.shared, |own| &**own);
+        // Relaxed: as in `count_owned` and `count_shared`.
+        let count = count.load(Ordering::Relaxed) ^ (epoch & TAG_MASK) << COUNT_BITS;
         // Another tag, or none counted yet: the first count here.
         if count == 0 || count > COUNT_MASK {
             self.mark_written(slot);
