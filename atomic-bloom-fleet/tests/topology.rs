@@ -3,15 +3,15 @@
 //! mid-crawl (`ASK`, `TRYAGAIN`), a failover mid-crawl with `WAIT` on, and
 //! too few replicas for `WAIT`.
 
-mod common;
+use test_servers as common;
 mod crawling;
-mod faults;
+use test_servers::faults;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
-use atomic_bloom::Error;
+use atomic_bloom_fleet::Error;
+use atomic_bloom_fleet::{FleetConfig, FleetFrontier};
 use common::{node_id, Cluster, Kind, Server};
 use crawling::{reachable, small_web};
 use faults::Rng;

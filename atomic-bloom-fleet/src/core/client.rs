@@ -1,20 +1,22 @@
 //! What a fleet seen-set and a fleet frontier share: the configuration,
-//! the shards' keys, the local filter, the connections, and the calls that
-//! send batches, take from the queues and keep the fleet's state, each
-//! retried until `retry_for` runs out.
+//! the shards' keys, the local filter, and the calls that send batches,
+//! take from the queues and keep the fleet's state, each retried until
+//! `retry_for` runs out. The calls do no I/O: they ask their wire's port
+//! for it (see `call`).
 
 use std::collections::HashMap;
-use std::thread;
+use crate::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use atomic_bloom::ScalableBloomFilter;
 use redis::{Cmd, Value};
 
 use super::failure::Failure;
 use super::keys::{self, FleetKeys, ShardKeys};
-use super::link::Link;
-use super::{lock, millis, scripts, FleetConfig, FleetStats};
-use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
-use crate::{Error, ScalableBloomFilter};
+use super::link::{Link, Node};
+use super::{lock, millis, scripts, Rng};
+use crate::sync::{AtomicU64, Ordering};
+use crate::{Error, FleetConfig, FleetStats};
 
 /// Commands carried in front of a pipeline, at most.
 const PIGGYBACK_PER_PIPELINE: usize = 512;
@@ -64,18 +66,39 @@ enum Piggyback {
     },
 }
 
-/// What one thread at a time uses: the connections, what rides on the
-/// next pipeline, the next id, and a take whose answer has not come back.
+/// What one call at a time uses (the driver holds it under its lock for
+/// the whole call): the nodes, what rides on the next pipeline, the next
+/// id, a take whose answer has not come back, and a seen-set's answers.
 #[derive(Debug)]
 pub(crate) struct Wire {
-    link: Link,
+    pub(crate) link: Link,
     piggyback: Vec<Piggyback>,
     next_id: u64,
-    /// The take commands and their lease tokens.
+    /// The take commands and their lease tokens: set before they are sent,
+    /// so that a call dropped mid-way (a cancelled future) leaves them to
+    /// the next take, which sends them again.
     unfinished_take: Option<Vec<(ShardCommand, String)>>,
+    /// The pauses' jitter.
+    rng: Rng,
+    /// The batches of the offer in flight: left here by a call dropped
+    /// mid-way, for the next call to take back (a batch keeps its id until
+    /// its answer is in).
+    pub(crate) sending: Vec<Batch>,
+    /// A seen-set's answers and unanswered batches (see `seen`).
+    pub(crate) book: super::seen::Book,
 }
 
 impl Wire {
+    /// The port this wire's calls ask for I/O through.
+    pub(crate) fn port(&self) -> crate::sync::Arc<super::call::Port> {
+        crate::sync::Arc::clone(&self.link.port)
+    }
+
+    /// The time the driver gave at this step.
+    pub(crate) fn now(&self) -> Instant {
+        self.link.port.now()
+    }
+
     /// Whether a take's answer was lost: its URLs wait on the server under
     /// their leases until the next take collects them (or the leases end).
     pub(crate) fn has_unfinished_take(&self) -> bool {
@@ -124,17 +147,13 @@ pub(crate) struct Client {
     /// This client's name in result keys, lease tokens and the census.
     id: String,
     pub(crate) local: Option<ScalableBloomFilter<str>>,
-    wire: Mutex<Wire>,
     /// Leases this client holds, by shard and token, with the URLs of each
     /// not yet done. A lease is renewed until its end reaches the server;
-    /// the heartbeat reads it without the wire's lock.
+    /// the heartbeat reads it without the wire.
     leases: Mutex<HashMap<(usize, String), usize>>,
-    /// The heartbeat's own connections, opened by its first beat: a
-    /// renewal never waits for a call that is retrying on the others.
-    beat: Mutex<Option<Link>>,
-    /// The nodes the first map found: where the heartbeat's connections
-    /// look when the configured node does not answer.
-    known_nodes: Vec<(String, redis::Client)>,
+    /// The nodes the connect's map found: where the heartbeat's own
+    /// connections look when the configured node does not answer.
+    known_nodes: Mutex<Vec<Node>>,
     counters: Counters,
 }
 
@@ -149,8 +168,8 @@ fn read(counter: &AtomicU64) -> u64 {
 }
 
 /// A sleep between `pause / 2` and `pause`.
-fn jittered(pause: Duration) -> Duration {
-    let fraction = (crate::hash::unlikely_to_repeat() >> 11) as f64 / (1u64 << 53) as f64;
+fn jittered(pause: Duration, rng: &mut Rng) -> Duration {
+    let fraction = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
     pause.mul_f64(0.5 + fraction / 2.0)
 }
 
@@ -162,18 +181,25 @@ fn server_error(node: &str, message: String) -> Error {
 }
 
 impl Client {
-    /// Checks `config`, connects, checks the fleet's stored settings, and
-    /// builds the local filter.
-    pub(crate) fn connect(config: &FleetConfig) -> Result<Client, Error> {
+    /// Checks `config` and builds the client, its local filter and its
+    /// wire (not connected: [`connect`](Self::connect) does, through the
+    /// wire). `seed` seeds the pauses' jitter (and nothing the server sees).
+    ///
+    /// # Errors
+    ///
+    /// A setting out of range, a local filter that cannot be built, a URL
+    /// this client cannot use.
+    pub(crate) fn new(config: &FleetConfig, seed: u64) -> Result<(Client, Wire), Error> {
         config.validate()?;
         let keys = keys::shard_keys(&config.prefix, config.shards);
         let fleet = keys::fleet_keys(&config.prefix);
-        let link = Link::connect(
+        let link = Link::new(
             &config.url,
             config.timeout,
             config.durability,
             &keys,
             &fleet.tag,
+            Vec::new(),
         )?;
         let local = if config.local_filter {
             Some(
@@ -183,32 +209,55 @@ impl Client {
         } else {
             None
         };
-        let id = format!("{:016x}", crate::hash::unlikely_to_repeat());
-        let known_nodes = link.known_nodes();
+        let mut rng = Rng(seed);
+        let id = format!("{:016x}", rng.next());
         let client = Client {
             config: config.clone(),
             keys,
             fleet,
             id,
             local,
-            wire: Mutex::new(Wire {
-                link,
-                piggyback: Vec::new(),
-                next_id: 0,
-                unfinished_take: None,
-            }),
             leases: Mutex::new(HashMap::new()),
-            beat: Mutex::new(None),
-            known_nodes,
+            known_nodes: Mutex::new(Vec::new()),
             counters: Counters::default(),
         };
-        client.check_settings()?;
-        Ok(client)
+        let wire = Wire {
+            link,
+            piggyback: Vec::new(),
+            next_id: 0,
+            unfinished_take: None,
+            rng,
+            sending: Vec::new(),
+            book: super::seen::Book::default(),
+        };
+        Ok((client, wire))
+    }
+
+    /// Maps the nodes (checking each has the module), then checks the
+    /// fleet's stored settings.
+    pub(crate) async fn connect(&self, wire: &mut Wire) -> Result<(), Error> {
+        wire.link.map().await.map_err(Failure::into_error)?;
+        *lock(&self.known_nodes) = wire.link.nodes();
+        self.check_settings(wire).await
+    }
+
+    /// A link of the heartbeat's own, not mapped yet, that falls back on the
+    /// nodes the connect found.
+    pub(crate) fn beat_link(&self) -> Result<Link, Error> {
+        let config = &self.config;
+        Link::new(
+            &config.url,
+            config.timeout,
+            config.durability,
+            &self.keys,
+            &self.fleet.tag,
+            lock(&self.known_nodes).clone(),
+        )
     }
 
     /// Stores the fleet's shared settings the first time, and refuses a
     /// client whose settings differ from them.
-    fn check_settings(&self) -> Result<(), Error> {
+    async fn check_settings(&self, wire: &mut Wire) -> Result<(), Error> {
         let config = &self.config;
         let key = self.fleet.config.clone();
         let route = self.fleet_route();
@@ -219,8 +268,7 @@ impl Client {
             ("expansion", config.expansion.to_string()),
         ];
         let command = scripts::settings(&key, &fields);
-        let mut wire = self.wire();
-        let replies = self.run(&mut wire, &[(route, key.clone(), command)])?;
+        let replies = self.run(wire, &[(route, key.clone(), command)]).await?;
         match replies.first() {
             Some(Value::Array(pair)) if pair.is_empty() => Ok(()),
             Some(Value::Array(pair)) => {
@@ -251,11 +299,6 @@ impl Client {
     /// The route of the fleet's own keys: after the shards'.
     fn fleet_route(&self) -> usize {
         self.keys.len()
-    }
-
-    /// The connections, for one thread.
-    pub(crate) fn wire(&self) -> MutexGuard<'_, Wire> {
-        lock(&self.wire)
     }
 
     /// The shard of `item`.
@@ -312,8 +355,12 @@ impl Client {
     /// new try may mend are sent again, alone, until `retry_for` runs out:
     /// at once after a stale map (mapped again first), after a jittered
     /// pause that doubles otherwise. A refusal is final at once.
-    fn execute(&self, wire: &mut Wire, commands: &[ShardCommand]) -> Vec<Result<Value, Error>> {
-        let deadline = Instant::now() + self.config.retry_for;
+    async fn execute(
+        &self,
+        wire: &mut Wire,
+        commands: &[ShardCommand],
+    ) -> Vec<Result<Value, Error>> {
+        let deadline = wire.now() + self.config.retry_for;
         let mut pause = FIRST_PAUSE;
         let mut immediate_tries = 0;
         let mut outcomes: Vec<Option<Result<Value, Error>>> =
@@ -331,7 +378,7 @@ impl Client {
             let in_front = pipeline.len();
             pipeline.extend(waiting.iter().map(|&at| commands[at].clone()));
             add(&self.counters.round_trips, 1);
-            let mut results = wire.link.send(&pipeline).into_iter();
+            let mut results = wire.link.send(&pipeline).await.into_iter();
             // A piggyback entry is done once all its commands are (a refused
             // one is dropped: it would be refused again).
             let mut kept = Vec::new();
@@ -390,14 +437,14 @@ impl Client {
             }
             add(&self.counters.retries, 1);
             if failures.iter().any(Failure::needs_map) {
-                wire.link.map_again();
+                wire.link.map_again().await;
             }
             // A stale map is sent again at once, twice at most in a row: a
             // map that does not settle gets the pauses too.
             let only_stale = failures.iter().all(Failure::is_stale) && immediate_tries < 2;
             immediate_tries = if only_stale { immediate_tries + 1 } else { 0 };
             let first = failures.swap_remove(0).into_error();
-            if Instant::now() + pause > deadline {
+            if wire.now() + pause > deadline {
                 log::warn!("atomic-bloom fleet: {first}; giving up for now");
                 for (at, failure) in still {
                     outcomes[at] = Some(Err(failure.into_error()));
@@ -408,7 +455,8 @@ impl Client {
                 log::debug!("atomic-bloom fleet: {first}; mapped again, sending again");
             } else {
                 log::warn!("atomic-bloom fleet: {first}; trying again in {pause:?}");
-                thread::sleep(jittered(pause));
+                let until = wire.now() + jittered(pause, &mut wire.rng);
+                wire.link.port.sleep_until(until).await;
                 pause = (pause * 2).min(MAX_PAUSE);
             }
             waiting = still.into_iter().map(|(at, _)| at).collect();
@@ -421,20 +469,16 @@ impl Client {
 
     /// Runs `commands` as [`execute`](Self::execute) does, and answers all
     /// their replies, or the first error.
-    fn run(&self, wire: &mut Wire, commands: &[ShardCommand]) -> Result<Vec<Value>, Error> {
-        self.execute(wire, commands).into_iter().collect()
+    async fn run(&self, wire: &mut Wire, commands: &[ShardCommand]) -> Result<Vec<Value>, Error> {
+        self.execute(wire, commands).await.into_iter().collect()
     }
 
-    /// Sends `batches`, each to its shard's filter (and queue, if `queue`),
-    /// and returns each batch's outcome: for each item, `true` if the
-    /// server's filter did not hold it. Retried batches get the first
-    /// run's answer; a batch for a failing shard fails alone.
-    pub(crate) fn offer(
-        &self,
-        wire: &mut Wire,
-        batches: &[Batch],
-        queue: bool,
-    ) -> Vec<Result<Vec<bool>, Error>> {
+    /// Sends the batches of `wire.sending`, each to its shard's filter (and
+    /// queue, if `queue`), and returns each batch's outcome, in order: for
+    /// each item, `true` if the server's filter did not hold it. Retried
+    /// batches get the first run's answer; a batch for a failing shard
+    /// fails alone. The batches stay in `wire.sending` for the caller.
+    pub(crate) async fn offer(&self, wire: &mut Wire, queue: bool) -> Vec<Result<Vec<bool>, Error>> {
         let config = &self.config;
         let settings = scripts::OfferSettings {
             capacity: (config.capacity / config.shards).max(1),
@@ -442,9 +486,8 @@ impl Client {
             ttl_seconds: config.result_ttl.as_secs(),
             expansion: config.expansion,
         };
-        let mut results = Vec::with_capacity(batches.len());
-        let commands: Vec<ShardCommand> = batches
-            .iter()
+        let mut results = Vec::with_capacity(wire.sending.len());
+        let commands: Vec<ShardCommand> = (wire.sending.iter())
             .map(|batch| {
                 let shard = &self.keys[batch.shard];
                 let result = format!("{}:{}:{}", shard.results, self.id, batch.id);
@@ -453,9 +496,10 @@ impl Client {
                 (batch.shard, shard.seen.clone(), command)
             })
             .collect();
-        let replies = self.execute(wire, &commands);
-        let mut answers = Vec::with_capacity(batches.len());
-        for ((batch, result), reply) in batches.iter().zip(results).zip(replies) {
+        let replies = self.execute(wire, &commands).await;
+        let mut answers = Vec::with_capacity(results.len());
+        for ((at, result), reply) in results.into_iter().enumerate().zip(replies) {
+            let batch = &wire.sending[at];
             let shard = batch.shard;
             answers.push(reply.and_then(|reply| {
                 let flags = match reply {
@@ -476,7 +520,7 @@ impl Client {
                 Ok(flags.iter().map(|&flag| flag == b'1').collect())
             }));
         }
-        self.send_excess_piggyback(wire);
+        self.send_excess_piggyback(wire).await;
         answers
     }
 
@@ -484,10 +528,10 @@ impl Client {
     /// carries (a call of more than that many batches leaves as many
     /// acknowledgements): otherwise each such call would add more than the
     /// next one takes, and they would pile up on both sides.
-    fn send_excess_piggyback(&self, wire: &mut Wire) {
+    async fn send_excess_piggyback(&self, wire: &mut Wire) {
         let mut rounds = wire.piggyback.len() / PIGGYBACK_PER_PIPELINE;
         while rounds > 0 && wire.piggyback.len() > PIGGYBACK_PER_PIPELINE {
-            self.execute(wire, &[]);
+            self.execute(wire, &[]).await;
             rounds -= 1;
         }
     }
@@ -497,7 +541,11 @@ impl Client {
     /// finished first. Shards that fail keep their part of the take for
     /// the next call; the URLs of the others come back, and the call fails
     /// only when every shard did.
-    pub(crate) fn take(&self, wire: &mut Wire, count: usize) -> Result<Vec<TakenUrl>, Error> {
+    pub(crate) async fn take(
+        &self,
+        wire: &mut Wire,
+        count: usize,
+    ) -> Result<Vec<TakenUrl>, Error> {
         // Shards whose last take failed send it again, with its token; the
         // others take afresh.
         let mut commands = wire.unfinished_take.take().unwrap_or_default();
@@ -516,7 +564,11 @@ impl Client {
             .iter()
             .map(|(command, _)| command.clone())
             .collect();
-        let replies = self.execute(wire, &shard_commands);
+        // Kept until the answers are in: a call dropped mid-way leaves the
+        // take to the next one.
+        wire.unfinished_take = Some(commands.clone());
+        let replies = self.execute(wire, &shard_commands).await;
+        wire.unfinished_take = None;
         let mut taken = Vec::new();
         let mut unfinished = Vec::new();
         let mut first_error = None;
@@ -586,7 +638,7 @@ impl Client {
     /// (only a live one: a beat never marks a client that went idle
     /// meanwhile), through the heartbeat's own connections, in one try (the
     /// next beat tries again).
-    pub(crate) fn renew(&self, busy: bool) -> Result<Renewal, Error> {
+    pub(crate) async fn renew(&self, beat: &mut Link, busy: bool) -> Result<Renewal, Error> {
         let lease_ms = millis(self.config.lease);
         let mut by_shard: HashMap<usize, Vec<String>> = HashMap::new();
         for (shard, token) in lock(&self.leases).keys() {
@@ -612,25 +664,12 @@ impl Client {
             );
             commands.push((self.fleet_route(), fleet.clients.clone(), command));
         }
-        let mut beat = lock(&self.beat);
-        let beat = match &mut *beat {
-            Some(link) => link,
-            none => {
-                let config = &self.config;
-                let link = Link::connect_knowing(
-                    &config.url,
-                    self.known_nodes.clone(),
-                    config.timeout,
-                    config.durability,
-                    &self.keys,
-                    &self.fleet.tag,
-                )?;
-                none.insert(link)
-            }
-        };
+        if !beat.is_mapped() {
+            beat.map().await.map_err(Failure::into_error)?;
+        }
         let mut renewal = Renewal::default();
         let mut first_failure = None;
-        for (at, outcome) in beat.send(&commands).into_iter().enumerate() {
+        for (at, outcome) in beat.send(&commands).await.into_iter().enumerate() {
             match outcome {
                 // Tokens not renewed: lost only if still held with pages
                 // not done (a lease that ended meanwhile is not).
@@ -655,7 +694,7 @@ impl Client {
         }
         if let Some(failure) = first_failure {
             if failure.needs_map() {
-                beat.map_again();
+                beat.map_again().await;
             }
             return Err(failure.into_error());
         }
@@ -665,7 +704,7 @@ impl Client {
     /// Items in the fleet's queues, over the shards that answered, and the
     /// first error of those that did not: a node that is down hides its
     /// own shards' items, not the others'.
-    pub(crate) fn queued(&self, wire: &mut Wire) -> (u64, Option<Error>) {
+    pub(crate) async fn queued(&self, wire: &mut Wire) -> (u64, Option<Error>) {
         let commands: Vec<ShardCommand> = (self.keys.iter().enumerate())
             .map(|(shard, keys)| {
                 let mut length = redis::cmd("LLEN");
@@ -675,7 +714,7 @@ impl Client {
             .collect();
         let mut queued = 0;
         let mut first_error = None;
-        for outcome in self.execute(wire, &commands) {
+        for outcome in self.execute(wire, &commands).await {
             match outcome {
                 Ok(Value::Int(length)) => queued += length.max(0) as u64,
                 Ok(_) => {}
@@ -689,15 +728,11 @@ impl Client {
 
     /// URLs queued or on lease over every shard, after expired leases went
     /// back on their queues.
-    pub(crate) fn pending(&self, wire: &mut Wire) -> Result<u64, Error> {
+    pub(crate) async fn pending(&self, wire: &mut Wire) -> Result<u64, Error> {
         let commands: Vec<ShardCommand> = (self.keys.iter().enumerate())
             .map(|(shard, keys)| (shard, keys.queue.clone(), scripts::pending(keys)))
             .collect();
-        self.sum(wire, &commands)
-    }
-
-    fn sum(&self, wire: &mut Wire, commands: &[ShardCommand]) -> Result<u64, Error> {
-        let replies = self.run(wire, commands)?;
+        let replies = self.run(wire, &commands).await?;
         Ok(replies
             .iter()
             .map(|reply| match reply {
@@ -709,7 +744,7 @@ impl Client {
 
     /// Marks this client busy (until its lease runs out, unless renewed)
     /// or idle.
-    pub(crate) fn set_busy(&self, wire: &mut Wire, busy: bool) -> Result<(), Error> {
+    pub(crate) async fn set_busy(&self, wire: &mut Wire, busy: bool) -> Result<(), Error> {
         let lease_ms = millis(self.config.lease);
         let fleet = &self.fleet;
         let mark = if busy {
@@ -721,18 +756,21 @@ impl Client {
         self.run(
             wire,
             &[(self.fleet_route(), fleet.clients.clone(), command)],
-        )?;
+        )
+        .await?;
         Ok(())
     }
 
     /// The control hash's epoch and how many live clients are busy.
-    pub(crate) fn census(&self, wire: &mut Wire) -> Result<(i64, i64), Error> {
+    pub(crate) async fn census(&self, wire: &mut Wire) -> Result<(i64, i64), Error> {
         let fleet = &self.fleet;
         let command = scripts::census(&fleet.control, &fleet.clients);
-        let replies = self.run(
-            wire,
-            &[(self.fleet_route(), fleet.clients.clone(), command)],
-        )?;
+        let replies = self
+            .run(
+                wire,
+                &[(self.fleet_route(), fleet.clients.clone(), command)],
+            )
+            .await?;
         if let Some(Value::Array(pair)) = replies.first() {
             if let [Value::BulkString(epoch), Value::Int(busy)] = pair.as_slice() {
                 if let Ok(epoch) = String::from_utf8_lossy(epoch).parse() {

@@ -3,7 +3,7 @@
 //! one server and through a three-node cluster, each page once; a server
 //! killed mid-crawl loses nothing; each failure is its own error.
 
-mod common;
+use test_servers as common;
 
 mod crawling;
 
@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use atomic_bloom::fleet::{FleetConfig, FleetFrontier, FleetSeen};
-use atomic_bloom::Error;
+use atomic_bloom_fleet::Error;
+use atomic_bloom_fleet::{FleetConfig, FleetFrontier, FleetSeen};
 use common::{Cluster, Kind, Server};
 use crawling::{fleet, reachable, small_web, web::SyntheticWeb};
 use url::Url;

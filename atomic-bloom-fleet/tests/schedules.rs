@@ -15,17 +15,17 @@
 //! seeds a..b, `FLEET_SEED=n` replays one. A failing seed names itself;
 //! the threads' timing is not seeded, so a replay draws the same faults in a similar, not identical, order.
 
-mod common;
+use test_servers as common;
 mod crawling;
-mod faults;
+use test_servers::faults;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
-use atomic_bloom::Error;
+use atomic_bloom_fleet::Error;
+use atomic_bloom_fleet::{FleetConfig, FleetFrontier};
 use common::{Kind, Server};
 use crawling::{reachable, small_web};
 use faults::{Proxy, Rng};

@@ -1,156 +1,10 @@
-//! A fleet of processes on one seen-set, served by Valkey or Redis with a
-//! Bloom module (`atomic-bloom-redis`, or RedisBloom): feature `redis`, which
-//! needs Rust 1.88 (the `redis` crate's minimum; the rest of the crate
-//! builds on 1.80).
-//!
-//! [`FleetSeen`] is a seen-set shared by every process of a fleet: it
-//! answers, for each item, whether any process offered it before.
-//! [`FleetFrontier`] is a crawler's to-visit queue on top of it: each URL
-//! is handed out once across the whole fleet (up to the false-positive
-//! rate), and a process that runs dry takes queued URLs that others found.
-//!
-//! What makes a fleet cheaper than sending every link to the server:
-//!
-//! - **A local filter in front.** Most of a crawler's links repeat ones the
-//!   same process found before (navigation bars, the same host's pages).
-//!   A lock-free [`ScalableBloomFilter`](crate::ScalableBloomFilter) in the
-//!   process answers those without a round trip; only what is new here
-//!   goes to the server.
-//! - **Pipelined batches.** What goes to the server waits in a buffer per
-//!   shard until [`batch_size`](FleetConfig::batch_size) items or
-//!   [`linger`](FleetConfig::linger) have gathered, and leaves in one
-//!   pipeline per node, a script per batch that runs `BF.INSERT` and queues
-//!   the items the filter did not hold.
-//! - **Shards over a cluster.** One logical filter is
-//!   [`shards`](FleetConfig::shards) keys whose hash tags fall in equal
-//!   ranges of the cluster's slots, so a cluster spreads them over its
-//!   nodes; each item goes to the shard its hash picks, the same in every
-//!   process.
-//!
-//! # Work sharing
-//!
-//! The fleet's queues live on the server, one list per shard beside its
-//! filter: the script that finds a URL new queues it in the same step, so
-//! a URL is queued once or not at all, and any process takes from any
-//! shard. A process that runs dry therefore gets work as long as any is
-//! queued anywhere, with no owner to ask and nothing to rebalance when a
-//! process joins or leaves. The price is a round trip per
-//! [`pop_batch`](FleetConfig::pop_batch) URLs; forwarding links to the
-//! process that owns their host would save it, but stalls the fleet on its
-//! slowest process.
-//!
-//! # Failures
-//!
-//! A batch or a pop whose reply is lost (a server that dies, a dropped
-//! connection, a reply later than [`timeout`](FleetConfig::timeout)) is
-//! sent again with the same id until [`retry_for`](FleetConfig::retry_for)
-//! runs out, after a jittered pause that doubles each time; the server
-//! answers a repeat with what the first run did, so nothing is queued
-//! twice and nothing is lost. Past that the call returns
-//! [`Error::ServerUnavailable`], naming the node, and the batch stays in
-//! the client to go out with the next call. A warning naming the node is
-//! logged (the `log` crate) at each failed try. An item the server's
-//! filter refuses (a full filter that cannot grow, an out-of-memory
-//! server) is an [`Error::ServerRefused`] naming the key, never an item
-//! silently answered seen.
-//!
-//! # Leases: every page crawled at least once
-//!
-//! [`FleetFrontier::pop`] hands out a URL under a lease kept on the server
-//! (a per-shard hash of URLs out and the deadline of each take, from the
-//! server's clock); [`FleetFrontier::complete`] ends it, but only once the
-//! server has answered every push the page made, so a page whose links
-//! were lost is crawled again instead. A thread of the frontier renews the
-//! leases every third of [`lease`](FleetConfig::lease). When a process
-//! dies, or is cut off for longer than its lease, any other client's next
-//! look at the queues puts its URLs back at their head.
-//!
-//! The guarantee: every URL pushed by any process is crawled (popped and
-//! completed) at least once, up to the false-positive rates; twice only
-//! when a process died or stalled past its lease while holding it, so at
-//! most what one process held (its last take, and pages completed whose
-//! completion had not reached the server). A fleet operator does nothing
-//! when a machine dies: its work comes back within one lease.
-//!
-//! # Durability
-//!
-//! An acknowledged batch or take is in the primary's memory. With
-//! [`wait_for_replicas`](FleetConfig::wait_for_replicas), each pipeline
-//! also waits for that many replicas (`WAIT`), and a shortfall is retried
-//! like an unreachable node, so a failover to a replica does not undo it.
-//! A cluster's `MOVED` maps the slots again; `ASK` is answered with
-//! `ASKING` on the node the slot is migrating to.
-//!
-//! # Termination
-//!
-//! [`FleetFrontier::is_finished`] is true once no live process holds,
-//! buffers, leases or has queued a URL: each client marks itself busy on
-//! the server (with a deadline its heartbeat renews) before it takes work
-//! and idle once it has none, and the check reads the busy clients, every
-//! shard's queue and leases, and the busy clients again. A client that
-//! dies while busy stops counting when its deadline passes, and its leased
-//! URLs go back on the queue. A busy or idle mark whose reply was lost is
-//! sent again by the next call.
-//!
-//! # Shared settings
-//!
-//! The first client stores the fleet's shards, capacity, error rate and
-//! expansion on the server; a client started with others is refused at
-//! connect ([`Error::FleetSettingsDiffer`]) instead of splitting the
-//! fleet. A server whose `maxmemory-policy` may evict the fleet's keys is
-//! reported at connect (a logged warning).
-//!
-//! # Example
-//!
-//! ```no_run
-//! use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
-//!
-//! # fn main() -> Result<(), atomic_bloom::Error> {
-//! let config = FleetConfig::new("redis://127.0.0.1:6379/")
-//!     .prefix("crawl")
-//!     .shards(8)
-//!     .capacity(10_000_000, 0.01);
-//! let frontier = FleetFrontier::connect(&config)?;
-//! frontier.push("https://example.com/".to_string())?;
-//! frontier.flush()?;
-//! while !frontier.is_finished()? {
-//!     while let Some(page) = frontier.pop()? {
-//!         // fetch `page.url()`, push its links ...
-//!         frontier.complete(page);
-//!     }
-//! }
-//! # Ok(())
-//! # }
-//! ```
+//! Where a fleet's server is and how its clients talk to it, and what a
+//! client did.
 
-mod client;
-mod durability;
-mod failure;
-mod frontier;
-mod keys;
-mod link;
-mod scripts;
-mod seen;
-
-use std::sync::PoisonError;
 use std::time::Duration;
 
-use crate::sync::{Mutex, MutexGuard};
+use crate::core::Durability;
 use crate::Error;
-
-pub use frontier::{FleetFrontier, Leased};
-pub use seen::FleetSeen;
-
-/// Locks `mutex`; a thread that panicked holding it left nothing half-done
-/// that the fleet's state relies on (each change is one assignment or push).
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// `duration` in whole milliseconds, as the server's commands take it.
-pub(crate) fn millis(duration: Duration) -> u64 {
-    duration.as_millis().try_into().unwrap_or(u64::MAX)
-}
 
 /// Items a batch may hold: the server-side script passes them to
 /// `BF.INSERT` as the arguments of one call.
@@ -165,7 +19,7 @@ const MAX_BATCH: usize = 4096;
 ///
 /// ```
 /// use std::time::Duration;
-/// use atomic_bloom::fleet::FleetConfig;
+/// use atomic_bloom_fleet::FleetConfig;
 ///
 /// let config = FleetConfig::new("redis://127.0.0.1:7000/")
 ///     .shards(16)
@@ -192,7 +46,7 @@ pub struct FleetConfig {
     pub(crate) result_ttl: Duration,
     pub(crate) lease: Duration,
     pub(crate) expansion: u32,
-    pub(crate) durability: durability::Durability,
+    pub(crate) durability: Durability,
 }
 
 impl FleetConfig {
@@ -221,7 +75,7 @@ impl FleetConfig {
             result_ttl: Duration::from_secs(3600),
             lease: Duration::from_secs(60),
             expansion: 2,
-            durability: durability::Durability::default(),
+            durability: Durability::default(),
         }
     }
 
@@ -278,8 +132,8 @@ impl FleetConfig {
 
     /// How long an item may wait for its batch to fill: a push that finds
     /// its shard's oldest item this old sends the batch. No thread runs in
-    /// the background: [`FleetFrontier::pop`] and
-    /// [`flush`](FleetFrontier::flush) send what waits, too.
+    /// the background: [`FleetFrontier::pop`](crate::FleetFrontier::pop) and
+    /// [`flush`](crate::FleetFrontier::flush) send what waits, too.
     pub fn linger(mut self, linger: Duration) -> Self {
         self.linger = linger;
         self
@@ -329,7 +183,7 @@ impl FleetConfig {
 
     /// How long a popped URL stays leased to this client without a word
     /// from it: a live client renews its leases (a thread of
-    /// [`FleetFrontier`] does, every third of this), and the URLs of a
+    /// [`FleetFrontier`](crate::FleetFrontier) does, every third of this), and the URLs of a
     /// client that died or was cut off for longer go back on the queue for
     /// others. A client stalled past its lease may see its URLs crawled a
     /// second time. At least 6 × [`timeout`](Self::timeout): the heartbeat

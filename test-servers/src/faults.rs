@@ -1,13 +1,11 @@
-//! A TCP proxy that deals faults from a seed: what the seeded fault
-//! schedules (`fleet_schedules.rs`, `fleet_cluster_schedules.rs`) put
+//! A TCP proxy that deals faults from a seed: what the fleet's seeded fault
+//! schedules (`atomic-bloom-fleet/tests/schedules.rs`, `cluster_schedules.rs`) put
 //! between the fleet's clients and its servers. It drops replies after the
 //! server ran the command, cuts connections in the middle of a reply,
 //! delays replies past the clients' timeout, blackholes the server
 //! (accepts, never answers) for a while, and stalls the replication links
 //! that pass through it (a replica that follows a cluster primary connects
 //! to the address the primary announces: its proxy) while clients go on.
-
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

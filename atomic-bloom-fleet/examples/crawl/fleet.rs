@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use atomic_bloom::fleet::{FleetFrontier, FleetStats};
+use atomic_bloom_fleet::{FleetFrontier, FleetStats};
 use url::Url;
 
 use super::links::{extract_links, resolve};
@@ -104,7 +104,7 @@ impl Worker<'_> {
     /// Runs `call` until it succeeds, counting and pausing after errors.
     fn retry<T>(
         &self,
-        mut call: impl FnMut() -> Result<T, atomic_bloom::Error>,
+        mut call: impl FnMut() -> Result<T, atomic_bloom_fleet::Error>,
     ) -> Result<T, String> {
         let mut failing_since = None;
         loop {

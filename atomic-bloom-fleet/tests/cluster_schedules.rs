@@ -21,15 +21,15 @@
 //! `FLEET_REPLICATED_SEEDS` and `FLEET_REPLICATED_SEED` likewise for the
 //! cluster with replicas (4 by default).
 
-mod common;
+use test_servers as common;
 mod crawling;
-mod faults;
+use test_servers::faults;
 
 use std::thread;
 use std::time::{Duration, Instant};
 
-use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
-use atomic_bloom::Error;
+use atomic_bloom_fleet::Error;
+use atomic_bloom_fleet::{FleetConfig, FleetFrontier};
 use common::{Cluster, Kind};
 use crawling::{reachable, small_web};
 use faults::{Proxy, Rng};

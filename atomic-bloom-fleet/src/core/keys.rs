@@ -5,7 +5,7 @@
 
 use std::hash::BuildHasher;
 
-use crate::DefaultHasher;
+use atomic_bloom::DefaultHasher;
 
 /// Cluster slots (Redis and Valkey).
 const SLOTS: u16 = 16384;

@@ -4,10 +4,10 @@
 //! that cannot grow, and a process started with other settings. Every
 //! page is crawled, and twice only if a killed process held it.
 
-mod common;
+use test_servers as common;
 
 mod crawling;
-mod faults;
+use test_servers::faults;
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, OpenOptions};
@@ -17,8 +17,8 @@ use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use atomic_bloom::fleet::{FleetConfig, FleetFrontier, FleetSeen};
-use atomic_bloom::Error;
+use atomic_bloom_fleet::Error;
+use atomic_bloom_fleet::{FleetConfig, FleetFrontier, FleetSeen};
 use common::{Kind, Server};
 use crawling::{fleet, reachable, small_web};
 use faults::Rng;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use redis::{Pipeline, Value};
+use redis::{Cmd, Value};
 
 use super::failure::Failure;
 use super::millis;
@@ -24,12 +24,12 @@ impl Durability {
     }
 
     /// Adds the waits to `pipeline`, after its commands.
-    pub(crate) fn append(&self, pipeline: &mut Pipeline) {
+    pub(crate) fn append(&self, pipeline: &mut Vec<Cmd>) {
         if let Some((replicas, timeout)) = self.replicas {
-            pipeline.cmd("WAIT").arg(replicas).arg(millis(timeout));
+            pipeline.push(redis::cmd("WAIT").arg(replicas).arg(millis(timeout)).clone());
         }
         if let Some(timeout) = self.aof {
-            pipeline.cmd("WAITAOF").arg(1).arg(0).arg(millis(timeout));
+            pipeline.push(redis::cmd("WAITAOF").arg(1).arg(0).arg(millis(timeout)).clone());
         }
     }
 

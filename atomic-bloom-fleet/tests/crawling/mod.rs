@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../../../examples/crawl/fleet.rs"]
+#[path = "../../examples/crawl/fleet.rs"]
 pub mod fleet;
 #[path = "../../../examples/crawl/links.rs"]
 pub mod links;
@@ -14,7 +14,7 @@ pub mod web;
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
-use atomic_bloom::fleet::FleetFrontier;
+use atomic_bloom_fleet::FleetFrontier;
 use url::Url;
 use web::SyntheticWeb;
 

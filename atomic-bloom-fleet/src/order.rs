@@ -10,7 +10,9 @@
 //! through that lock orders its number before the mark. The completion is
 //! ready once every lane's oldest unanswered push is at or past its mark.
 //!
-//! Public only for the loom model (`loom-tests/tests/fleet_order.rs`).
+//! Public (hidden) only for the loom models (`loom-tests/tests/fleet_order.rs`),
+//! which build this module alone: under `--cfg atomic_bloom_loom` the
+//! crate compiles nothing else (and no Redis client).
 
 use std::sync::PoisonError;
 
@@ -23,7 +25,7 @@ use crate::sync::{AtomicU64, Mutex, Ordering};
 /// ```
 /// # #[cfg(not(atomic_bloom_loom))] {
 /// use std::sync::Mutex;
-/// use atomic_bloom::push_order::PushOrder;
+/// use atomic_bloom_fleet::order::PushOrder;
 ///
 /// let order = PushOrder::new();
 /// let lanes = vec![Mutex::new(Vec::new())];
@@ -85,7 +87,7 @@ impl PushOrder {
 /// ```
 /// # #[cfg(not(atomic_bloom_loom))] {
 /// use std::sync::Mutex;
-/// use atomic_bloom::push_order::{Completions, PushOrder};
+/// use atomic_bloom_fleet::order::{Completions, PushOrder};
 ///
 /// let order = PushOrder::new();
 /// let lanes = vec![Mutex::new(Vec::new())];
