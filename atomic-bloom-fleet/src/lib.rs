@@ -139,7 +139,6 @@
 //! }
 //! ```
 
-
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs, missing_debug_implementations)]

@@ -19,7 +19,10 @@
 //! `FLEET_CLUSTER_SEEDS=N` runs seeds 0..N (6 by default),
 //! `FLEET_CLUSTER_SEEDS=a..b` seeds a..b, `FLEET_CLUSTER_SEED=n` one;
 //! `FLEET_REPLICATED_SEEDS` and `FLEET_REPLICATED_SEED` likewise for the
-//! cluster with replicas (4 by default).
+//! cluster with replicas (4 by default). Seeds take turns between the
+//! blocking and the tokio driver (in the cluster with replicas, a primary
+//! killed on the tokio driver at seed 0, on the blocking one at seed 4);
+//! `FLEET_DRIVER=blocking` or `tokio` runs every seed on one.
 
 use test_servers as common;
 mod crawling;
@@ -28,10 +31,9 @@ use test_servers::faults;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use atomic_bloom_fleet::Error;
-use atomic_bloom_fleet::{FleetConfig, FleetFrontier};
+use atomic_bloom_fleet::FleetConfig;
 use common::{Cluster, Kind};
-use crawling::{reachable, small_web};
+use crawling::{reachable, small_web, Driver, Frontier};
 use faults::{Proxy, Rng};
 
 /// The clients' timeout: a delayed reply waits longer than this.
@@ -119,32 +121,23 @@ fn slot_ports(slots: &[redis::Value]) -> Vec<i64> {
 }
 
 /// A seed's start: every proxy dealing `per_mille` faults of each kind,
-/// drawn from `seed`, and three clients connected through proxies 0, 1 and
-/// 2 under `prefix` with the settings `make` gives (retried while a proxy
-/// still refuses); the clients, and the client faults dealt before.
+/// drawn from `seed`, and three clients on `driver` connected through
+/// proxies 0, 1 and 2 under `prefix` with the settings `make` gives
+/// (retried while a proxy still refuses); the clients, and the client
+/// faults dealt before.
 fn start_seed(
     proxies: &[Proxy],
-    seed: u64,
+    (seed, driver): (u64, Driver),
     per_mille: u64,
     prefix: &str,
     make: impl Fn(&str, &str) -> FleetConfig,
-) -> (Vec<FleetFrontier>, u64) {
+) -> (Vec<Frontier>, u64) {
     for (node, proxy) in proxies.iter().enumerate() {
         proxy.reseed(seed * proxies.len() as u64 + node as u64, per_mille);
     }
     let faults_before = faults_dealt(proxies);
     let frontiers = (0..3)
-        .map(|client| {
-            let config = make(&proxies[client].url(), prefix);
-            let mut tries = 0;
-            loop {
-                match FleetFrontier::connect(&config) {
-                    Ok(frontier) => break frontier,
-                    Err(Error::ServerUnavailable { .. }) if tries < 40 => tries += 1,
-                    Err(other) => panic!("seed {seed}: connect: {other}"),
-                }
-            }
-        })
+        .map(|client| Frontier::connect_retrying(&make(&proxies[client].url(), prefix), driver))
         .collect();
     (frontiers, faults_before)
 }
@@ -165,7 +158,7 @@ fn faults_dealt(proxies: &[Proxy]) -> u64 {
 /// holding work; prints the seed's faults and retries.
 fn check_the_end(
     tallies: &[crawling::fleet::FleetTally],
-    frontiers: &[FleetFrontier],
+    frontiers: &[Frontier],
     expected: &std::collections::HashSet<String>,
     faults: u64,
     what: &str,
@@ -189,8 +182,14 @@ fn run_seed(cluster: &mut Cluster, proxies: &[Proxy], seed: u64) -> (u64, bool) 
     let mut plan = Rng(seed ^ 0x0c10_57e4);
     // 0 to 15 faults per thousand reply chunks, each kind.
     let per_mille = plan.next() % 16;
-    let (frontiers, faults_before) =
-        start_seed(proxies, seed, per_mille, &format!("cseed{seed}"), config);
+    let driver = Driver::for_turn(seed);
+    let (frontiers, faults_before) = start_seed(
+        proxies,
+        (seed, driver),
+        per_mille,
+        &format!("cseed{seed}"),
+        config,
+    );
     let blackholed = (plan.next() % 3) as usize;
     let blackhole_at = Duration::from_millis(plan.next() % 1000);
     let blackhole_for = Duration::from_millis(plan.next() % 1500);
@@ -215,9 +214,10 @@ fn run_seed(cluster: &mut Cluster, proxies: &[Proxy], seed: u64) -> (u64, bool) 
         }
     });
     let what = format!(
-        "cluster seed {seed} ({per_mille}/1000 faults of each kind, node {blackholed} \
-         blackholed {blackhole_for:?} at {blackhole_at:?}, node {restarted} restarted: \
-         {restart} at {restart_at:?})"
+        "cluster seed {seed} ({} driver, {per_mille}/1000 faults of each kind, node \
+         {blackholed} blackholed {blackhole_for:?} at {blackhole_at:?}, node {restarted} \
+         restarted: {restart} at {restart_at:?})",
+        driver.name()
     );
     let faults = faults_dealt(proxies) - faults_before;
     check_the_end(&tallies, &frontiers, &expected, faults, &what);
@@ -295,8 +295,15 @@ fn run_replicated_seed(
     // 0 to 10 faults per thousand reply chunks, each kind.
     let per_mille = plan.next() % 11;
     let prefix = format!("rseed{seed}");
-    let (frontiers, faults_before) =
-        start_seed(proxies, seed, per_mille, &prefix, replicated_config);
+    // Seed 0 (a primary killed) on the tokio driver, seed 4 on the blocking.
+    let driver = Driver::for_turn(seed + 1);
+    let (frontiers, faults_before) = start_seed(
+        proxies,
+        (seed, driver),
+        per_mille,
+        &prefix,
+        replicated_config,
+    );
     let blackholed = (plan.next() % proxies.len() as u64) as usize;
     let blackhole_at = Duration::from_millis(plan.next() % 1000);
     let blackhole_for = Duration::from_millis(plan.next() % 1500);
@@ -362,9 +369,10 @@ fn run_replicated_seed(
         }
     });
     let what = format!(
-        "replicated cluster seed {seed} ({per_mille}/1000 faults of each kind, node \
-         {blackholed} blackholed {blackhole_for:?} at {blackhole_at:?}, shard {shard}: \
-         {event:?} at {event_at:?}, {lost_bytes} bytes of replication stream lost)"
+        "replicated cluster seed {seed} ({} driver, {per_mille}/1000 faults of each kind, \
+         node {blackholed} blackholed {blackhole_for:?} at {blackhole_at:?}, shard {shard}: \
+         {event:?} at {event_at:?}, {lost_bytes} bytes of replication stream lost)",
+        driver.name()
     );
     let faults = faults_dealt(proxies) - faults_before;
     check_the_end(&tallies, &frontiers, &expected, faults, &what);

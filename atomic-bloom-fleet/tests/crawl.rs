@@ -1,7 +1,8 @@
-//! The library's fleet client (feature `redis`) against the module in real
-//! servers: three clients crawl the crawl example's synthetic web through
-//! one server and through a three-node cluster, each page once; a server
-//! killed mid-crawl loses nothing; each failure is its own error.
+//! The fleet client against the module in real servers: three clients
+//! crawl the crawl example's synthetic web through one server and through
+//! a three-node cluster, each page once, on either driver and on both at
+//! once; a server killed mid-crawl loses nothing; each failure is its own
+//! error.
 
 use test_servers as common;
 
@@ -9,12 +10,13 @@ mod crawling;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use atomic_bloom_fleet::Error;
-use atomic_bloom_fleet::{FleetConfig, FleetFrontier, FleetSeen};
+use atomic_bloom_fleet::{FleetConfig, FleetSeen};
 use common::{Cluster, Kind, Server};
-use crawling::{fleet, reachable, small_web, web::SyntheticWeb};
+use crawling::{fleet, fleet::Fetch, reachable, small_web, web::SyntheticWeb, Driver, Frontier};
 use url::Url;
 
 /// A fleet config for `url`: small rates, so that the crawl is exact in
@@ -30,22 +32,26 @@ fn config(url: &str, prefix: &str, shards: usize) -> FleetConfig {
         .retry_for(Duration::from_millis(300))
 }
 
-/// Three clients, one worker each, crawl the pages `fetch` returns, from
-/// `web`'s start URLs, through the server at `url`, while `meanwhile` runs
-/// on this thread; returns each client's tally.
+/// Three clients, one worker each, on `drivers`, crawl the pages `fetch`
+/// returns, from `web`'s start URLs, through the server at `url`, while
+/// `meanwhile` runs on this thread; returns each client's tally.
+#[allow(clippy::too_many_arguments)]
 fn crawl_with_three(
     url: &str,
     web: &SyntheticWeb,
-    fetch: &(dyn Fn(&Url) -> Option<String> + Sync),
+    fetch: &Fetch,
     prefix: &str,
     shards: usize,
+    drivers: [Driver; 3],
     meanwhile: impl FnOnce(),
 ) -> Vec<fleet::FleetTally> {
-    let frontiers: Vec<FleetFrontier> = (0..3)
-        .map(|_| FleetFrontier::connect(&config(url, prefix, shards)).expect("connects"))
+    let frontiers: Vec<Frontier> = (drivers.iter())
+        .map(|&driver| Frontier::connect(&config(url, prefix, shards), driver).expect("connects"))
         .collect();
     crawling::crawl_with(&frontiers, web, fetch, meanwhile)
 }
+
+use Driver::{Blocking, Tokio};
 
 /// No page twice across the fleet, together what one process crawls
 /// alone, and a fair share each.
@@ -86,10 +92,11 @@ fn check_fleet(tallies: &[fleet::FleetTally], expected: &HashSet<String>) {
 fn three_clients_on_one_server_crawl_each_page_once() {
     let web = small_web();
     let expected = reachable(&web);
-    for kind in common::KINDS {
+    // Valkey on the blocking driver, Redis 7.0 on the tokio one.
+    for (kind, driver) in common::KINDS.into_iter().zip([Blocking, Tokio]) {
         let server = Server::start(kind, &[], &[]);
-        let fetch = |page: &Url| web.fetch(page);
-        let tallies = crawl_with_three(&server.url(), &web, &fetch, "crawl", 8, || {});
+        let fetch = crawling::fetch(&web);
+        let tallies = crawl_with_three(&server.url(), &web, &fetch, "crawl", 8, [driver; 3], || {});
         check_fleet(&tallies, &expected);
         // The shards' filters and queues are there, and the queues empty.
         let mut connection = server.connect();
@@ -105,11 +112,13 @@ fn three_clients_on_one_server_crawl_each_page_once() {
 fn three_clients_on_a_three_node_cluster_spread_shards_over_every_node() {
     let web = small_web();
     let expected = reachable(&web);
-    for kind in common::KINDS {
+    // Valkey on the tokio driver, Redis 7.0 on the blocking one.
+    for (kind, driver) in common::KINDS.into_iter().zip([Tokio, Blocking]) {
         let cluster = Cluster::start(kind, 3);
         // Any node will do as the address.
-        let fetch = |page: &Url| web.fetch(page);
-        let tallies = crawl_with_three(&cluster.nodes[1].url(), &web, &fetch, "crawl", 6, || {});
+        let fetch = crawling::fetch(&web);
+        let url = cluster.nodes[1].url();
+        let tallies = crawl_with_three(&url, &web, &fetch, "crawl", 6, [driver; 3], || {});
         check_fleet(&tallies, &expected);
         for node in &cluster.nodes {
             let mut connection = node.connect();
@@ -132,13 +141,17 @@ fn a_server_killed_mid_crawl_loses_nothing_and_repeats_nothing() {
         &["--appendonly", "yes", "--appendfsync", "always"],
     );
     let url = server.url();
-    let fetched = AtomicUsize::new(0);
-    let fetch = |page: &Url| {
-        // Relaxed: a progress count the test reads to pick its moment.
-        fetched.fetch_add(1, Ordering::Relaxed);
-        web.fetch(page)
+    let fetched = Arc::new(AtomicUsize::new(0));
+    let fetch: Fetch = {
+        let (fetched, web) = (Arc::clone(&fetched), web.clone());
+        Arc::new(move |page: &Url| {
+            // Relaxed: a progress count the test reads to pick its moment.
+            fetched.fetch_add(1, Ordering::Relaxed);
+            web.fetch(page)
+        })
     };
-    let tallies = crawl_with_three(&url, &web, &fetch, "crash", 8, || {
+    let drivers = [Blocking, Tokio, Blocking];
+    let tallies = crawl_with_three(&url, &web, &fetch, "crash", 8, drivers, || {
         let deadline = Instant::now() + Duration::from_secs(30);
         // Relaxed: as above.
         while fetched.load(Ordering::Relaxed) < expected.len() / 3 {
@@ -176,6 +189,19 @@ fn a_server_killed_mid_crawl_loses_nothing_and_repeats_nothing() {
         union.len(),
         expected.len()
     );
+}
+
+/// A blocking client and two async ones (tokio) crawl one web through one
+/// server together: one fleet, each page once, every client its share.
+#[test]
+fn a_blocking_and_an_async_client_share_one_fleet() {
+    let web = small_web();
+    let expected = reachable(&web);
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let fetch = crawling::fetch(&web);
+    let drivers = [Blocking, Tokio, Tokio];
+    let tallies = crawl_with_three(&server.url(), &web, &fetch, "mixed", 4, drivers, || {});
+    check_fleet(&tallies, &expected);
 }
 
 #[test]

@@ -14,15 +14,14 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use atomic_bloom_fleet::Error;
 use atomic_bloom_fleet::{FleetConfig, FleetFrontier, FleetSeen};
 use common::{Kind, Server};
-use crawling::{fleet, reachable, small_web};
+use crawling::{fleet, reachable, small_web, Driver, Frontier};
 use faults::Rng;
-use url::Url;
 
 /// URLs each take leases (and so the most a killed process can hold
 /// beyond the page in hand).
@@ -44,28 +43,25 @@ fn config(url: &str, prefix: &str) -> FleetConfig {
 
 /// Not a test of its own: the crawl process the kill tests start (this
 /// test binary again, with `FLEET_CHILD_URL` set). Crawls the small web,
-/// a millisecond a page, appending each completed page to
-/// `FLEET_CHILD_OUT`.
+/// a millisecond a page, on the driver `FLEET_CHILD_DRIVER` names,
+/// appending each completed page to `FLEET_CHILD_OUT`.
 #[test]
 fn fleet_child() {
-    let (Ok(url), Ok(out), Ok(prefix)) = (
+    let (Ok(url), Ok(out), Ok(prefix), Ok(driver)) = (
         std::env::var("FLEET_CHILD_URL"),
         std::env::var("FLEET_CHILD_OUT"),
         std::env::var("FLEET_CHILD_PREFIX"),
+        std::env::var("FLEET_CHILD_DRIVER"),
     ) else {
         return;
     };
-    let web = small_web();
-    // Through a fault proxy a connect can meet more faults than its short
-    // retry_for outlasts: a process tries again, as the schedules' clients do.
-    let mut tries = 0;
-    let frontier = loop {
-        match FleetFrontier::connect(&config(&url, &prefix)) {
-            Ok(frontier) => break frontier,
-            Err(Error::ServerUnavailable { .. }) if tries < 40 => tries += 1,
-            Err(other) => panic!("connect: {other}"),
-        }
+    let driver = if driver == "tokio" {
+        Driver::Tokio
+    } else {
+        Driver::Blocking
     };
+    let web = small_web();
+    let frontier = Frontier::connect_retrying(&config(&url, &prefix), driver);
     let file = Mutex::new(
         OpenOptions::new()
             .append(true)
@@ -73,29 +69,18 @@ fn fleet_child() {
             .open(&out)
             .unwrap(),
     );
-    let fetch = |page: &Url| {
-        std::thread::sleep(Duration::from_millis(1));
-        web.fetch(page)
-    };
-    let on_complete = |page: &str| {
+    let fetch = crawling::fetch_slowly(&web, Duration::from_millis(1));
+    let on_complete: fleet::OnComplete = Arc::new(move |page: &str| {
         (file.lock().unwrap())
             .write_all(format!("{page}\n").as_bytes())
             .map_err(|error| error.to_string())
-    };
-    let tally = fleet::crawl(
-        &frontier,
-        1,
-        web.start_urls(),
-        &fetch,
-        &on_complete,
-        Duration::from_secs(60),
-    )
-    .expect("the crawl ends on its own");
+    });
+    let tally = (frontier.crawl(&web, &fetch, &on_complete)).expect("the crawl ends on its own");
     eprintln!("child crawled {} pages: {:?}", tally.pages, tally.stats);
 }
 
-/// A crawl process writing its pages to `out`.
-fn start_child(url: &str, prefix: &str, out: &Path) -> Child {
+/// A crawl process on `driver` writing its pages to `out`.
+fn start_child(url: &str, prefix: &str, out: &Path, driver: Driver) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -107,6 +92,7 @@ fn start_child(url: &str, prefix: &str, out: &Path) -> Child {
         .env("FLEET_CHILD_URL", url)
         .env("FLEET_CHILD_OUT", out)
         .env("FLEET_CHILD_PREFIX", prefix)
+        .env("FLEET_CHILD_DRIVER", driver.name())
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("the test binary starts again")
@@ -142,13 +128,13 @@ struct Kill {
     replace: bool,
 }
 
-/// Three crawl processes, connected to `url` (the server, or a fault proxy
-/// in front of it); process `i` is SIGKILLed as `kills[i]` says (at most
-/// two, so one always survives). Checks that the survivors finish on their
+/// Three crawl processes on `driver`, connected to `url` (the server, or a
+/// fault proxy in front of it); process `i` is SIGKILLed as `kills[i]` says
+/// (at most two, so one always survives). Checks that the survivors finish on their
 /// own, that every page was crawled, that the surviving processes crawled
 /// no page twice between them, and that a page crawled more than once was
 /// finished by a killed process for every extra time.
-fn kill_some(url: &str, trial: &str, kills: &[Kill]) {
+fn kill_some(url: &str, trial: &str, kills: &[Kill], driver: Driver) {
     assert!(!kills.is_empty() && kills.len() < 3);
     let web = small_web();
     let expected = reachable(&web);
@@ -156,7 +142,7 @@ fn kill_some(url: &str, trial: &str, kills: &[Kill]) {
     let prefix = format!("kill-{trial}");
     let out = |index: usize| -> PathBuf { directory.path().join(format!("pages{index}.txt")) };
     let mut children: Vec<Option<Child>> = (0..3)
-        .map(|i| Some(start_child(url, &prefix, &out(i))))
+        .map(|i| Some(start_child(url, &prefix, &out(i), driver)))
         .collect();
     let mut replacements = Vec::new();
     let mut killed_at = vec![None; kills.len()];
@@ -184,7 +170,7 @@ fn kill_some(url: &str, trial: &str, kills: &[Kill]) {
             killed_at[index] = Some(lines(&out(index)).len());
             if kill.replace {
                 let slot = 3 + replacements.len();
-                replacements.push(start_child(url, &prefix, &out(slot)));
+                replacements.push(start_child(url, &prefix, &out(slot), driver));
             }
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -250,6 +236,7 @@ fn a_crawl_process_killed_mid_crawl_loses_no_page() {
             &server.url(),
             &trial.to_string(),
             &[Kill { after, replace }],
+            Driver::Blocking,
         );
     }
 }
@@ -262,7 +249,8 @@ fn a_crawl_process_killed_mid_crawl_loses_no_page() {
 /// seed): kills and reply faults in one run. `FLEET_KILL_SEEDS=N` runs
 /// seeds 0..N (5 by default), `FLEET_KILL_SEED=n` replays one (the
 /// processes' timing is not seeded: a replay kills at the same page
-/// counts, not the same instants).
+/// counts, not the same instants). Even seeds' processes run the blocking
+/// driver, odd ones' the tokio driver (`FLEET_DRIVER` for one).
 #[test]
 fn seeded_kill_schedules_lose_no_page() {
     let server = Server::start(Kind::Valkey, &[], &[]);
@@ -278,8 +266,12 @@ fn seeded_kill_schedules_lose_no_page() {
             .collect();
         let per_mille = rng.next() % 11;
         let proxy = faults::Proxy::start(server.port, seed, per_mille, Duration::from_millis(300));
-        eprintln!("seed {seed}: {per_mille}/1000 reply faults of each kind");
-        kill_some(&proxy.url(), &format!("seed{seed}"), &kills);
+        let driver = Driver::for_turn(seed);
+        eprintln!(
+            "seed {seed}: {} driver, {per_mille}/1000 reply faults of each kind",
+            driver.name()
+        );
+        kill_some(&proxy.url(), &format!("seed{seed}"), &kills, driver);
         dealt += proxy
             .schedule
             .faults
@@ -304,8 +296,8 @@ fn replies_delayed_past_the_timeout_lose_and_repeat_nothing() {
             .timeout(Duration::from_millis(100))
             .retry_for(Duration::from_secs(2))
             .lease(Duration::from_secs(4));
-        let frontiers: Vec<FleetFrontier> = (0..3)
-            .map(|_| FleetFrontier::connect(&config).expect("connects"))
+        let frontiers: Vec<Frontier> = (0..3)
+            .map(|_| Frontier::connect(&config, Driver::Blocking).expect("connects"))
             .collect();
         let fetch = crawling::fetch_slowly(&web, Duration::from_micros(300));
         let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {

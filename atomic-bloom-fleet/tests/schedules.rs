@@ -12,8 +12,11 @@
 //! schedules against a cluster, `fleet_cluster_schedules.rs`'s.)
 //!
 //! `FLEET_SEEDS=N` runs seeds 0..N (30 by default), `FLEET_SEEDS=a..b`
-//! seeds a..b, `FLEET_SEED=n` replays one. A failing seed names itself;
-//! the threads' timing is not seeded, so a replay draws the same faults in a similar, not identical, order.
+//! seeds a..b, `FLEET_SEED=n` replays one. Even seeds run the blocking
+//! driver, odd ones the tokio driver (`FLEET_DRIVER=blocking` or `tokio`
+//! runs every seed on one). A failing seed names itself; the threads'
+//! timing is not seeded, so a replay draws the same faults in a similar,
+//! not identical, order.
 
 use test_servers as common;
 mod crawling;
@@ -25,9 +28,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use atomic_bloom_fleet::Error;
-use atomic_bloom_fleet::{FleetConfig, FleetFrontier};
+use atomic_bloom_fleet::FleetConfig;
 use common::{Kind, Server};
-use crawling::{reachable, small_web};
+use crawling::{reachable, small_web, Driver, Frontier};
 use faults::{Proxy, Rng};
 
 /// The clients' timeout: a delayed reply waits longer than this.
@@ -94,17 +97,9 @@ fn run_seed(server: &mut Server, seed: u64) -> (u64, bool) {
         .map(|client| Proxy::start(server.port, seed * 3 + client, per_mille, DELAY))
         .collect();
     let prefix = format!("seed{seed}");
-    let frontiers: Vec<FleetFrontier> = (proxies.iter())
-        .map(|proxy| {
-            let mut tries = 0;
-            loop {
-                match FleetFrontier::connect(&config(&proxy.url(), &prefix)) {
-                    Ok(frontier) => break frontier,
-                    Err(Error::ServerUnavailable { .. }) if tries < 40 => tries += 1,
-                    Err(other) => panic!("seed {seed}: connect: {other}"),
-                }
-            }
-        })
+    let driver = Driver::for_turn(seed);
+    let frontiers: Vec<Frontier> = (proxies.iter())
+        .map(|proxy| Frontier::connect_retrying(&config(&proxy.url(), &prefix), driver))
         .collect();
     let blackhole_at = Duration::from_millis(plan.next() % 1000);
     let blackhole_for = Duration::from_millis(plan.next() % 1200);
@@ -150,7 +145,7 @@ fn run_seed(server: &mut Server, seed: u64) -> (u64, bool) {
         // A process with another shard count never joins.
         let other = config(&proxies[0].url(), &prefix).shards(8);
         for _ in 0..20 {
-            match FleetFrontier::connect(&other) {
+            match Frontier::connect(&other, driver) {
                 Err(Error::FleetSettingsDiffer { .. }) => break,
                 Err(Error::ServerUnavailable { .. }) => continue,
                 Ok(_) => panic!("seed {seed}: a client with 8 shards joined a fleet of 4"),
@@ -159,9 +154,10 @@ fn run_seed(server: &mut Server, seed: u64) -> (u64, bool) {
         }
     });
     let what = format!(
-        "seed {seed} ({per_mille}/1000 faults of each kind, blackhole {blackhole_for:?} at \
+        "seed {seed} ({} driver, {per_mille}/1000 faults of each kind, blackhole {blackhole_for:?} at \
          {blackhole_at:?}, restart {restart} at {restart_at:?}, client {stalled:?} cut off \
-         past its lease at {stall_at:?})"
+         past its lease at {stall_at:?})",
+        driver.name()
     );
     match stalled {
         None => crawling::each_page_once(&tallies, &expected, &what),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use atomic_bloom_fleet::Error;
 use atomic_bloom_fleet::{FleetConfig, FleetFrontier};
 use common::{node_id, Cluster, Kind, Server};
-use crawling::{reachable, small_web};
+use crawling::{reachable, small_web, Driver, Frontier};
 use faults::Rng;
 
 /// Rates small enough for an exact crawl, short retries.
@@ -29,9 +29,9 @@ fn config(url: &str, prefix: &str, shards: usize) -> FleetConfig {
         .lease(Duration::from_secs(30))
 }
 
-fn three(config: &FleetConfig) -> Vec<FleetFrontier> {
+fn three(config: &FleetConfig, driver: Driver) -> Vec<Frontier> {
     (0..3)
-        .map(|_| FleetFrontier::connect(config).expect("connects"))
+        .map(|_| Frontier::connect(config, driver).expect("connects"))
         .collect()
 }
 
@@ -168,7 +168,7 @@ fn a_slot_migrated_mid_crawl_loses_and_repeats_nothing() {
     for kind in common::KINDS {
         let cluster = Cluster::start(kind, 3);
         let config = config(&cluster.nodes[1].url(), "moving", 3);
-        let frontiers = three(&config);
+        let frontiers = three(&config, Driver::Blocking);
         let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400));
         let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
             std::thread::sleep(Duration::from_millis(300));
@@ -217,18 +217,18 @@ fn a_slot_migrated_mid_crawl_loses_and_repeats_nothing() {
     }
 }
 
-/// Three clients crawl a one-primary cluster with a replica, `WAIT` on,
-/// while the primary fails over after each of `waits` (the first to the
-/// replica, the next back, and so on); every page is crawled exactly once
-/// and the failovers were noticed.
-fn crawl_through_failovers(kind: Kind, prefix: &str, waits: &[Duration]) {
+/// Three clients on `driver` crawl a one-primary cluster with a replica,
+/// `WAIT` on, while the primary fails over after each of `waits` (the
+/// first to the replica, the next back, and so on); every page is crawled
+/// exactly once and the failovers were noticed.
+fn crawl_through_failovers(kind: Kind, prefix: &str, waits: &[Duration], driver: Driver) {
     let web = small_web();
     let expected = reachable(&web);
     let mut cluster = Cluster::start(kind, 1);
     let replica = cluster.add_replica(kind, 0);
     let config =
         config(&cluster.nodes[0].url(), prefix, 4).wait_for_replicas(1, Duration::from_millis(300));
-    let frontiers = three(&config);
+    let frontiers = three(&config, driver);
     let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400));
     let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
         let mut to = replica;
@@ -250,7 +250,12 @@ fn crawl_through_failovers(kind: Kind, prefix: &str, waits: &[Duration]) {
 #[test]
 fn a_failover_mid_crawl_with_wait_loses_and_repeats_nothing() {
     for kind in common::KINDS {
-        crawl_through_failovers(kind, "failover", &[Duration::from_millis(400)]);
+        crawl_through_failovers(
+            kind,
+            "failover",
+            &[Duration::from_millis(400)],
+            Driver::Blocking,
+        );
     }
 }
 
@@ -258,6 +263,8 @@ fn a_failover_mid_crawl_with_wait_loses_and_repeats_nothing() {
 /// undoing the last) at intervals the seed draws, from early in the crawl.
 /// `FLEET_FAILOVER_SEEDS=N` runs seeds 0..N (3 by default),
 /// `FLEET_FAILOVER_SEED=n` replays one (the crawl's timing is not seeded).
+/// Even seeds run the blocking driver, odd ones the tokio driver
+/// (`FLEET_DRIVER` for one).
 #[test]
 fn seeded_failover_schedules_lose_and_repeat_nothing() {
     for seed in faults::seeds("FLEET_FAILOVER_SEED", "FLEET_FAILOVER_SEEDS", 3) {
@@ -266,7 +273,8 @@ fn seeded_failover_schedules_lose_and_repeat_nothing() {
         let waits: Vec<Duration> = (0..failovers)
             .map(|_| Duration::from_millis(50 + rng.next() % 400))
             .collect();
-        crawl_through_failovers(Kind::Valkey, &format!("failover-seed{seed}"), &waits);
+        let prefix = format!("failover-seed{seed}");
+        crawl_through_failovers(Kind::Valkey, &prefix, &waits, Driver::for_turn(seed));
     }
 }
 

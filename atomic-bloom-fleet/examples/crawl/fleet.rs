@@ -1,18 +1,63 @@
-//! The crawl's fleet mode (`--redis URL`, feature `redis`): worker threads
-//! share a `FleetFrontier`, and so do the other crawl processes pointed at
-//! the same server or cluster, so each page is crawled once by the fleet.
+//! The fleet crawl (`--redis URL`): worker threads share a
+//! `FleetFrontier`, and so do the other crawl processes pointed at the same
+//! server or cluster, so each page is crawled once by the fleet. What the
+//! async crawl (`fleet_async.rs`) shares with it is here too.
 //!
-//! Only std, `url`, atomic-bloom and `links.rs`: the module's fleet tests
-//! (`atomic-bloom-redis/tests/fleet.rs`) include this file too.
+//! Only std, `url`, the fleet crate and `links.rs`: the fleet's tests
+//! (`tests/crawling`) include this file too.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use atomic_bloom_fleet::{FleetFrontier, FleetStats};
+use atomic_bloom_fleet::{Error, FleetFrontier, FleetStats};
 use url::Url;
 
 use super::links::{extract_links, resolve};
+
+/// How a crawl fetches a page: `None` for a page that is not there.
+pub type Fetch = Arc<dyn Fn(&Url) -> Option<String> + Send + Sync>;
+
+/// The links of the page at `url`, resolved, or `None` when it could not
+/// be fetched.
+pub fn links_of(fetch: &Fetch, url: &str) -> Option<Vec<String>> {
+    let base = Url::parse(url).ok()?;
+    let html = fetch(&base)?;
+    let links = extract_links(&html)
+        .filter_map(|href| resolve(&base, href))
+        .map(String::from)
+        .collect();
+    Some(links)
+}
+
+/// Counts `error` in `total` (printing the first), and says whether to
+/// give up: errors have lasted `give_up_after` since `since`.
+pub fn note_error(
+    total: &Mutex<FleetTally>,
+    error: &Error,
+    since: &mut Option<Instant>,
+    give_up_after: Duration,
+) -> Result<(), String> {
+    let since = *since.get_or_insert_with(Instant::now);
+    let mut total = total.lock().unwrap_or_else(|e| e.into_inner());
+    total.errors += 1;
+    if total.first_error.is_none() {
+        eprintln!("crawl: {error} (trying again)");
+        total.first_error = Some(error.to_string());
+    }
+    if since.elapsed() > give_up_after {
+        return Err(format!("giving up after {give_up_after:?}: {error}"));
+    }
+    Ok(())
+}
+
+/// Adds a worker's counts to `total`.
+pub fn add_up(total: &Mutex<FleetTally>, pages: usize, links: usize, mut crawled: Vec<String>) {
+    let mut total = total.lock().unwrap_or_else(|e| e.into_inner());
+    total.pages += pages;
+    total.links += links;
+    total.crawled.append(&mut crawled);
+}
 
 /// What a process's workers did, summed.
 #[derive(Debug, Default)]
@@ -34,14 +79,14 @@ pub struct FleetTally {
 }
 
 /// How long a worker waits between two looks at an empty fleet.
-const IDLE_PAUSE: Duration = Duration::from_millis(5);
+pub const IDLE_PAUSE: Duration = Duration::from_millis(5);
 
 /// How long a worker waits after an error before trying again.
-const ERROR_PAUSE: Duration = Duration::from_millis(100);
+pub const ERROR_PAUSE: Duration = Duration::from_millis(100);
 
 /// What the crawl calls with each page it completes, before the page's
 /// lease ends (`--crawled-out` writes it to a file).
-pub type OnComplete<'a> = &'a (dyn Fn(&str) -> Result<(), String> + Sync);
+pub type OnComplete = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
 /// Pushes `start`, then crawls with `threads` workers until the whole
 /// fleet is out of work, fetching pages with `fetch` and passing each
@@ -57,8 +102,8 @@ pub fn crawl(
     frontier: &FleetFrontier,
     threads: usize,
     start: Vec<String>,
-    fetch: &(dyn Fn(&Url) -> Option<String> + Sync),
-    on_complete: OnComplete<'_>,
+    fetch: &Fetch,
+    on_complete: &OnComplete,
     give_up_after: Duration,
 ) -> Result<FleetTally, String> {
     let total = Mutex::new(FleetTally::default());
@@ -94,46 +139,29 @@ pub fn crawl(
 
 struct Worker<'a> {
     frontier: &'a FleetFrontier,
-    fetch: &'a (dyn Fn(&Url) -> Option<String> + Sync),
-    on_complete: OnComplete<'a>,
+    fetch: &'a Fetch,
+    on_complete: &'a OnComplete,
     give_up_after: Duration,
     total: &'a Mutex<FleetTally>,
 }
 
 impl Worker<'_> {
     /// Runs `call` until it succeeds, counting and pausing after errors.
-    fn retry<T>(
-        &self,
-        mut call: impl FnMut() -> Result<T, atomic_bloom_fleet::Error>,
-    ) -> Result<T, String> {
+    fn retry<T>(&self, mut call: impl FnMut() -> Result<T, Error>) -> Result<T, String> {
         let mut failing_since = None;
         loop {
             match call() {
                 Ok(value) => return Ok(value),
                 Err(error) => {
-                    let since = *failing_since.get_or_insert_with(Instant::now);
-                    {
-                        let mut total = self.total.lock().unwrap_or_else(|e| e.into_inner());
-                        total.errors += 1;
-                        if total.first_error.is_none() {
-                            eprintln!("crawl: {error} (trying again)");
-                            total.first_error = Some(error.to_string());
-                        }
-                    }
-                    if since.elapsed() > self.give_up_after {
-                        return Err(format!("giving up after {:?}: {error}", self.give_up_after));
-                    }
-                    thread::sleep(ERROR_PAUSE);
+                    note_error(self.total, &error, &mut failing_since, self.give_up_after)?
                 }
             }
+            thread::sleep(ERROR_PAUSE);
         }
     }
 
     fn run(&self) -> Result<(), String> {
-        let mut pages = 0;
-        let mut links = 0;
-        let mut crawled = Vec::new();
-        let mut found = Vec::new();
+        let (mut pages, mut links, mut crawled) = (0, 0, Vec::new());
         loop {
             let Some(page) = self.retry(|| self.frontier.pop())? else {
                 if self.retry(|| self.frontier.is_finished())? {
@@ -143,18 +171,10 @@ impl Worker<'_> {
                 continue;
             };
             let url = page.url().to_string();
-            if let Some((base, html)) = Url::parse(&url)
-                .ok()
-                .and_then(|base| (self.fetch)(&base).map(|html| (base, html)))
-            {
+            if let Some(found) = links_of(self.fetch, &url) {
                 pages += 1;
-                found.extend(
-                    extract_links(&html)
-                        .filter_map(|href| resolve(&base, href))
-                        .map(String::from),
-                );
                 links += found.len();
-                for link in found.drain(..) {
+                for link in found {
                     self.retry(|| self.frontier.push(link.clone()))?;
                 }
                 (self.on_complete)(&url)?;
@@ -162,10 +182,7 @@ impl Worker<'_> {
             }
             self.frontier.complete(page);
         }
-        let mut total = self.total.lock().unwrap_or_else(|e| e.into_inner());
-        total.pages += pages;
-        total.links += links;
-        total.crawled.append(&mut crawled);
+        add_up(self.total, pages, links, crawled);
         Ok(())
     }
 }

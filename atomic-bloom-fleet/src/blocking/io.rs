@@ -86,14 +86,16 @@ impl Connections {
     }
 
     /// The node's connection for `pipeline`, opened anew if the core says
-    /// so (or if there is none).
+    /// so.
     fn node_stream(&mut self, pipeline: &Pipeline) -> io::Result<&mut TcpStream> {
-        if pipeline.connect || !self.streams.contains_key(&pipeline.address) {
+        if pipeline.connect {
             self.streams.remove(&pipeline.address);
             let stream = open(pipeline)?;
             self.streams.insert(pipeline.address.clone(), stream);
         }
-        Ok((self.streams.get_mut(&pipeline.address)).expect("opened above"))
+        // None: failed, so that the core opens one, set up.
+        (self.streams.get_mut(&pipeline.address))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "no connection"))
     }
 }
 
@@ -101,15 +103,10 @@ impl Connections {
 fn read(stream: &mut TcpStream, pipeline: &Pipeline, buffer: &mut Vec<u8>) -> Received {
     buffer.resize(64 * 1024, 0);
     let mut replies = Replies::new(pipeline.replies);
-    while !replies.is_complete() {
-        let fed = match stream.read(buffer) {
-            Ok(0) => Err("the server closed the connection".to_string()),
-            Ok(read) => replies.feed(&buffer[..read]),
-            Err(error) => Err(error.to_string()),
-        };
-        if let Err(reason) = fed {
-            return replies.received(Some(reason));
+    loop {
+        let read = stream.read(buffer);
+        if let Some(received) = replies.take(read, buffer) {
+            return received;
         }
     }
-    replies.received(None)
 }

@@ -251,7 +251,8 @@ impl FleetFrontier {
             .name("atomic-bloom-fleet-heartbeat".into())
             .spawn(move || {
                 let mut io = Connections::default();
-                let wait = |clock: &Heartbeat| clock.next().saturating_duration_since(Instant::now());
+                let wait =
+                    |clock: &Heartbeat| clock.next().saturating_duration_since(Instant::now());
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(wait(&clock)) {
                     clock.started(Instant::now());
                     if !drive(&mut io, beat.beat(&mut link)) {

@@ -4,8 +4,8 @@
 //! `retry_for` runs out. The calls do no I/O: they ask their wire's port
 //! for it (see `call`).
 
-use std::collections::HashMap;
 use crate::sync::Mutex;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use atomic_bloom::ScalableBloomFilter;
@@ -478,7 +478,11 @@ impl Client {
     /// each item, `true` if the server's filter did not hold it. Retried
     /// batches get the first run's answer; a batch for a failing shard
     /// fails alone. The batches stay in `wire.sending` for the caller.
-    pub(crate) async fn offer(&self, wire: &mut Wire, queue: bool) -> Vec<Result<Vec<bool>, Error>> {
+    pub(crate) async fn offer(
+        &self,
+        wire: &mut Wire,
+        queue: bool,
+    ) -> Vec<Result<Vec<bool>, Error>> {
         let config = &self.config;
         let settings = scripts::OfferSettings {
             capacity: (config.capacity / config.shards).max(1),
@@ -541,11 +545,7 @@ impl Client {
     /// finished first. Shards that fail keep their part of the take for
     /// the next call; the URLs of the others come back, and the call fails
     /// only when every shard did.
-    pub(crate) async fn take(
-        &self,
-        wire: &mut Wire,
-        count: usize,
-    ) -> Result<Vec<TakenUrl>, Error> {
+    pub(crate) async fn take(&self, wire: &mut Wire, count: usize) -> Result<Vec<TakenUrl>, Error> {
         // Shards whose last take failed send it again, with its token; the
         // others take afresh.
         let mut commands = wire.unfinished_take.take().unwrap_or_default();

@@ -26,10 +26,21 @@ impl Durability {
     /// Adds the waits to `pipeline`, after its commands.
     pub(crate) fn append(&self, pipeline: &mut Vec<Cmd>) {
         if let Some((replicas, timeout)) = self.replicas {
-            pipeline.push(redis::cmd("WAIT").arg(replicas).arg(millis(timeout)).clone());
+            pipeline.push(
+                redis::cmd("WAIT")
+                    .arg(replicas)
+                    .arg(millis(timeout))
+                    .clone(),
+            );
         }
         if let Some(timeout) = self.aof {
-            pipeline.push(redis::cmd("WAITAOF").arg(1).arg(0).arg(millis(timeout)).clone());
+            pipeline.push(
+                redis::cmd("WAITAOF")
+                    .arg(1)
+                    .arg(0)
+                    .arg(millis(timeout))
+                    .clone(),
+            );
         }
     }
 

@@ -301,7 +301,9 @@ impl FrontierCore {
             Buffered::Seen => Push::Answered(false),
             Buffered::Queued { due: None } => Push::Answered(true),
             Buffered::Queued { due: Some(shard) } => Push::Slow(PushLeft::Due(shard)),
-            Buffered::NotReady(url) | Buffered::Full(url, _) => Push::Slow(PushLeft::Url(url, hash)),
+            Buffered::NotReady(url) | Buffered::Full(url, _) => {
+                Push::Slow(PushLeft::Url(url, hash))
+            }
         }
     }
 
@@ -435,7 +437,9 @@ impl FrontierCore {
     fn take_back(&self, wire: &mut Wire) {
         for batch in wire.sending.drain(..) {
             let mut outbox = lock(&self.outboxes[batch.shard]);
-            let at = outbox.unsent.partition_point(|held| held.first_seq <= batch.first_seq);
+            let at = outbox
+                .unsent
+                .partition_point(|held| held.first_seq <= batch.first_seq);
             outbox.unsent.insert(at, batch);
         }
     }

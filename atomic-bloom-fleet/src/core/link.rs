@@ -13,8 +13,8 @@
 //! keeps one pipeline per node and lets every error name the node that
 //! failed.
 
-use std::collections::HashSet;
 use crate::sync::Arc;
+use std::collections::HashSet;
 use std::time::Duration;
 
 use redis::{Cmd, ConnectionAddr, IntoConnectionInfo, Value};
@@ -188,8 +188,8 @@ impl Link {
                 reason,
             });
             let set_up: Vec<Value> = replies.drain(..setup.min(replies.len())).collect();
-            if let Some(Value::ServerError(error)) = (set_up.iter())
-                .find(|reply| matches!(reply, Value::ServerError(_)))
+            if let Some(Value::ServerError(error)) =
+                (set_up.iter()).find(|reply| matches!(reply, Value::ServerError(_)))
             {
                 failure = Some(classify(&node.address, "", &error.clone().into()));
                 replies.clear();
@@ -223,7 +223,9 @@ impl Link {
             let mut slots = redis::cmd("CLUSTER");
             slots.arg("SLOTS");
             let commands = vec![redis::cmd("INFO").arg("cluster").clone(), slots];
-            let [(replies, failure)]: [Exchanged; 1] = (self.exchange(vec![(candidate.clone(), commands, false)]).await)
+            let [(replies, failure)]: [Exchanged; 1] = (self
+                .exchange(vec![(candidate.clone(), commands, false)])
+                .await)
                 .try_into()
                 .expect("one pipeline, one outcome");
             match (replies.first(), failure) {
@@ -258,11 +260,7 @@ impl Link {
     }
 
     /// The primaries and each route's, from a `CLUSTER SLOTS` reply.
-    fn routes(
-        &self,
-        seed: &str,
-        slots: Option<Value>,
-    ) -> Result<(Vec<Node>, Vec<usize>), Failure> {
+    fn routes(&self, seed: &str, slots: Option<Value>) -> Result<(Vec<Node>, Vec<usize>), Failure> {
         let ranges = match slots {
             Some(Value::Array(ranges)) => ranges,
             Some(Value::ServerError(error)) => return Err(classify(seed, "", &error.into())),
@@ -327,7 +325,12 @@ impl Link {
     /// its own commands later, not the map.
     async fn prepare(&mut self, nodes: &[Node]) -> Result<(), Failure> {
         let mut commands = vec![command_info("BF.INSERT"), command_info("WAITAOF")];
-        commands.push(redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").clone());
+        commands.push(
+            redis::cmd("CONFIG")
+                .arg("GET")
+                .arg("maxmemory-policy")
+                .clone(),
+        );
         commands.extend(scripts::Scripts::get().all().map(scripts::Script::load));
         let work = (nodes.iter())
             .map(|node| (node.clone(), commands.clone(), false))
@@ -394,7 +397,15 @@ impl Link {
         let mut refused_nodes = Vec::new();
         for (mine, (replies, lost)) in groups.into_iter().zip(exchanged) {
             let address = &self.nodes[self.shard_node[commands[mine[0]].0]].address;
-            let refused = self.receive(address, &mine, commands, replies, lost, &mut outcomes, &mut asked);
+            let refused = self.receive(
+                address,
+                &mine,
+                commands,
+                replies,
+                lost,
+                &mut outcomes,
+                &mut asked,
+            );
             if refused {
                 refused_nodes.push((self.shard_node[commands[mine[0]].0], mine));
             }
@@ -477,7 +488,13 @@ impl Link {
         outcomes: &mut [Option<Result<Value, Failure>>],
     ) {
         let work = (refused.iter())
-            .map(|(node, _)| (self.nodes[*node].clone(), vec![command_info("BF.INSERT")], false))
+            .map(|(node, _)| {
+                (
+                    self.nodes[*node].clone(),
+                    vec![command_info("BF.INSERT")],
+                    false,
+                )
+            })
             .collect();
         for ((node, mine), (replies, failure)) in refused.iter().zip(self.exchange(work).await) {
             if failure.is_some() || has_command(replies.first()) {

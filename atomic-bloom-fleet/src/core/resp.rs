@@ -57,6 +57,28 @@ impl Replies {
             lost,
         }
     }
+
+    /// Takes the outcome of one read of the connection into `buffer`: the
+    /// pipeline's answer once its replies are all in, or once the read
+    /// failed, ended or brought garbage (the driver then drops the
+    /// connection); `None` while more is to come.
+    pub(crate) fn take(
+        &mut self,
+        read: std::io::Result<usize>,
+        buffer: &[u8],
+    ) -> Option<super::call::Received> {
+        let fed = match read {
+            Ok(0) => Err("the server closed the connection".to_string()),
+            Ok(read) => self.feed(&buffer[..read]),
+            Err(error) => Err(error.to_string()),
+        };
+        let lost = match fed {
+            Ok(()) if !self.is_complete() => return None,
+            Ok(()) => None,
+            Err(reason) => Some(reason),
+        };
+        Some(std::mem::replace(self, Replies::new(0)).received(lost))
+    }
 }
 
 /// Nesting no fleet reply comes near; deeper is taken as garbage.
@@ -115,7 +137,8 @@ mod tests {
 
     #[test]
     fn replies_split_anywhere_come_out_whole() {
-        let bytes = b"+OK\r\n:12\r\n$5\r\nab\r\nc\r\n*2\r\n$1\r\nx\r\n*1\r\n:1\r\n-ERR no\r\n$-1\r\n";
+        let bytes =
+            b"+OK\r\n:12\r\n$5\r\nab\r\nc\r\n*2\r\n$1\r\nx\r\n*1\r\n:1\r\n-ERR no\r\n$-1\r\n";
         for cut in 0..bytes.len() {
             let mut replies = Replies::new(6);
             replies.feed(&bytes[..cut]).unwrap();
@@ -124,7 +147,11 @@ mod tests {
             let values = replies.received(None).replies;
             assert_eq!(values[1], Value::Int(12));
             assert_eq!(values[2], Value::BulkString(b"ab\r\nc".to_vec()));
-            assert!(matches!(values[4], Value::ServerError(_)), "{:?}", values[4]);
+            assert!(
+                matches!(values[4], Value::ServerError(_)),
+                "{:?}",
+                values[4]
+            );
             assert_eq!(values[5], Value::Nil);
         }
     }

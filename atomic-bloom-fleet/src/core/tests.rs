@@ -80,7 +80,10 @@ impl Fake {
                     call.answer(Vec::new());
                 }
                 Step::Io(Io::Round(pipelines)) => {
-                    let received = pipelines.iter().map(|pipeline| self.answer(pipeline, rule)).collect();
+                    let received = pipelines
+                        .iter()
+                        .map(|pipeline| self.answer(pipeline, rule))
+                        .collect();
                     call.answer(received);
                 }
             }
@@ -145,7 +148,11 @@ pub(super) fn frontier(config: &FleetConfig, fake: &mut Fake) -> (Arc<FrontierCo
 fn a_connect_maps_the_node_then_checks_the_settings() {
     let mut fake = Fake::new();
     frontier(&config(), &mut fake);
-    let names: Vec<&str> = fake.sent.iter().map(|command| command[0].as_str()).collect();
+    let names: Vec<&str> = fake
+        .sent
+        .iter()
+        .map(|command| command[0].as_str())
+        .collect();
     assert_eq!(&names[..2], ["INFO", "CLUSTER"], "{:?}", fake.sent);
     assert_eq!(names.last(), Some(&"EVALSHA"));
 }
