@@ -99,14 +99,14 @@
 //! clock. Two drivers run it: the blocking one at the crate's root
 //! ([`FleetSeen`], [`FleetFrontier`]: a socket per node, and one thread
 //! per frontier for the heartbeat) and, with the feature `tokio`, an async
-//! one with the same methods in [`tokio`](crate::tokio) (a task per frontier
+//! one with the same methods in [`tokio`] (a task per frontier
 //! for the heartbeat). Blocking and async clients of one fleet work
 //! together.
 //!
 //! # Crate features
 //!
-//! - `tokio`: the async driver, [`tokio::FleetSeen`](crate::tokio::FleetSeen)
-//!   and [`tokio::FleetFrontier`](crate::tokio::FleetFrontier).
+//! - `tokio`: the async driver, [`tokio::FleetSeen`]
+//!   and [`tokio::FleetFrontier`].
 //!
 //! # Shared settings
 //!

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 pub struct Rng(pub u64);
 
 impl Rng {
+    /// The next number (not an iterator: a schedule draws as it goes).
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;

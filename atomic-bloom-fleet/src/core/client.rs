@@ -169,7 +169,7 @@ fn read(counter: &AtomicU64) -> u64 {
 
 /// A sleep between `pause / 2` and `pause`.
 fn jittered(pause: Duration, rng: &mut Rng) -> Duration {
-    let fraction = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+    let fraction = (rng.draw() >> 11) as f64 / (1u64 << 53) as f64;
     pause.mul_f64(0.5 + fraction / 2.0)
 }
 
@@ -209,8 +209,8 @@ impl Client {
         } else {
             None
         };
-        let mut rng = Rng(seed);
-        let id = format!("{:016x}", rng.next());
+        let mut rng = Rng::new(seed);
+        let id = format!("{:016x}", rng.draw());
         let client = Client {
             config: config.clone(),
             keys,

@@ -44,18 +44,26 @@ pub(crate) fn millis(duration: Duration) -> u64 {
     duration.as_millis().try_into().unwrap_or(u64::MAX)
 }
 
-/// splitmix64: the client's id and the pauses' jitter, from a seed the
+/// The client's id and the pauses' jitter: a count hashed with a seed the
 /// driver draws (a test, a fixed one).
 #[derive(Debug)]
-pub(crate) struct Rng(pub(crate) u64);
+pub(crate) struct Rng {
+    hasher: atomic_bloom::DefaultHasher,
+    drawn: u64,
+}
 
 impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng {
+            hasher: atomic_bloom::DefaultHasher::with_seed(seed),
+            drawn: 0,
+        }
+    }
+
+    /// A number none of the others drawn predicts.
+    pub(crate) fn draw(&mut self) -> u64 {
+        self.drawn += 1;
+        std::hash::BuildHasher::hash_one(&self.hasher, self.drawn)
     }
 }
 

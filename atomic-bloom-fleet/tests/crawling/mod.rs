@@ -39,7 +39,7 @@ impl Driver {
             Ok("blocking") => Driver::Blocking,
             Ok("tokio") => Driver::Tokio,
             Ok(other) => panic!("FLEET_DRIVER is blocking or tokio, not {other}"),
-            Err(_) if turn % 2 == 0 => Driver::Blocking,
+            Err(_) if turn.is_multiple_of(2) => Driver::Blocking,
             Err(_) => Driver::Tokio,
         }
     }
@@ -67,7 +67,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 
 /// A fleet frontier on either driver.
 pub enum Frontier {
-    Blocking(FleetFrontier),
+    Blocking(Box<FleetFrontier>),
     Tokio(Arc<atomic_bloom_fleet::tokio::FleetFrontier>),
 }
 
@@ -75,7 +75,7 @@ impl Frontier {
     /// Connects a client on `driver`.
     pub fn connect(config: &FleetConfig, driver: Driver) -> Result<Frontier, Error> {
         Ok(match driver {
-            Driver::Blocking => Frontier::Blocking(FleetFrontier::connect(config)?),
+            Driver::Blocking => Frontier::Blocking(Box::new(FleetFrontier::connect(config)?)),
             Driver::Tokio => Frontier::Tokio(Arc::new(
                 runtime().block_on(atomic_bloom_fleet::tokio::FleetFrontier::connect(config))?,
             )),

