@@ -144,6 +144,8 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 #[cfg(not(atomic_bloom_loom))]
+mod accessors;
+#[cfg(not(atomic_bloom_loom))]
 mod blocking;
 #[cfg(not(atomic_bloom_loom))]
 mod config;

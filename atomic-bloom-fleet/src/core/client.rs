@@ -88,6 +88,23 @@ pub(crate) struct Wire {
     pub(crate) book: super::seen::Book,
 }
 
+/// A client's wire and its driver's connections, used by one call at a
+/// time (the driver keeps it under its lock).
+#[derive(Debug)]
+pub(crate) struct Session<C> {
+    pub(crate) wire: Wire,
+    pub(crate) io: C,
+}
+
+impl<C: Default> Session<C> {
+    pub(crate) fn new(wire: Wire) -> Session<C> {
+        Session {
+            wire,
+            io: C::default(),
+        }
+    }
+}
+
 impl Wire {
     /// The port this wire's calls ask for I/O through.
     pub(crate) fn port(&self) -> crate::sync::Arc<super::call::Port> {

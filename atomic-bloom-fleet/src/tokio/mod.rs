@@ -17,7 +17,6 @@
 
 mod io;
 
-use std::fmt;
 use std::time::Instant;
 
 use ::tokio::sync::Mutex;
@@ -28,7 +27,7 @@ use crate::core::client::{Client, Wire};
 use crate::core::frontier::{FrontierCore, Heartbeat, Push};
 use crate::core::{fresh_seed, seen};
 use crate::sync::Arc;
-use crate::{Error, FleetConfig, FleetStats, Leased};
+use crate::{Error, FleetConfig, Leased};
 
 use io::Connections;
 
@@ -43,21 +42,10 @@ async fn drive<T>(io: &mut Connections, mut call: Call<'_, T>) -> T {
     }
 }
 
-/// A client's wire and its connections, used by one call at a time.
-#[derive(Debug)]
-struct Session {
-    wire: Wire,
-    io: Connections,
-}
+/// A client's wire and this driver's connections.
+type Session = crate::core::client::Session<Connections>;
 
 impl Session {
-    fn new(wire: Wire) -> Mutex<Session> {
-        Mutex::new(Session {
-            wire,
-            io: Connections::default(),
-        })
-    }
-
     /// Runs the call `make` makes of the wire.
     async fn run<'s, T>(&'s mut self, make: impl FnOnce(&'s mut Wire) -> Call<'s, T>) -> T {
         drive(&mut self.io, make(&mut self.wire)).await
@@ -123,7 +111,7 @@ impl FleetSeen {
         let (client, wire) = Client::new(config, fresh_seed())?;
         let seen = FleetSeen {
             client,
-            session: Session::new(wire),
+            session: Mutex::new(Session::new(wire)),
         };
         let connected = seen
             .session
@@ -163,25 +151,9 @@ impl FleetSeen {
     pub async fn insert(&self, item: &str) -> Result<bool, Error> {
         Ok(self.insert_many(&[item]).await?[0])
     }
-
-    /// What this client did so far.
-    pub fn stats(&self) -> FleetStats {
-        self.client.stats()
-    }
-
-    /// The configuration it connected with.
-    pub fn config(&self) -> &FleetConfig {
-        &self.client.config
-    }
 }
 
-impl fmt::Debug for FleetSeen {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FleetSeen")
-            .field("client", &self.client)
-            .finish_non_exhaustive()
-    }
-}
+crate::accessors::client_accessors!(seen FleetSeen);
 
 /// A crawler's to-visit queue shared by every process of a fleet, on a
 /// Valkey or Redis server (or cluster) with a Bloom module: each URL is
@@ -274,7 +246,7 @@ impl FleetFrontier {
             })?;
         let (client, wire) = Client::new(config, fresh_seed())?;
         let core = Arc::new(FrontierCore::new(client));
-        let session = Session::new(wire);
+        let session = Mutex::new(Session::new(wire));
         session.lock().await.run(|wire| core.connect(wire)).await?;
         let mut link = core.client.beat_link()?;
         let beat = Arc::clone(&core);
@@ -369,22 +341,6 @@ impl FleetFrontier {
         let mut session = self.session.lock().await;
         session.run(|wire| self.core.is_finished(wire)).await
     }
-
-    /// URLs taken from the server and not yet popped, and popped and not
-    /// yet completed, by this process.
-    pub fn held(&self) -> (usize, usize) {
-        self.core.held()
-    }
-
-    /// What this client did so far.
-    pub fn stats(&self) -> FleetStats {
-        self.core.client.stats()
-    }
-
-    /// The configuration it connected with.
-    pub fn config(&self) -> &FleetConfig {
-        &self.core.client.config
-    }
 }
 
 impl Drop for FleetFrontier {
@@ -395,11 +351,4 @@ impl Drop for FleetFrontier {
     }
 }
 
-impl fmt::Debug for FleetFrontier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FleetFrontier")
-            .field("client", &self.core.client)
-            .field("held", &self.held())
-            .finish_non_exhaustive()
-    }
-}
+crate::accessors::client_accessors!(frontier FleetFrontier);
