@@ -465,3 +465,92 @@ fn seeded_replicated_cluster_schedules_lose_and_repeat_nothing() {
         seeds.len()
     );
 }
+
+/// Issue 37: a `WAIT` covers only the last write made on its own
+/// connection. An offer whose reply is lost while its primary's
+/// replication link is stalled is sent again on a new connection, where it
+/// answers from its stored result and writes nothing: the `WAIT` after it
+/// must still wait for the offer's first run to reach the replica, or the
+/// batch is acknowledged, the primary dies, the replica takes over without
+/// it, and its URLs (held by the client's local filter, never pushed again)
+/// are lost. Every URL pushed must be crawled.
+#[test]
+fn an_offer_sent_again_after_a_lost_reply_waits_for_its_replica() {
+    let extra = [
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--cluster-node-timeout",
+        NODE_TIMEOUT,
+    ];
+    // Three primaries (a failover needs a majority of them), each with a
+    // replica; the victim is the first.
+    let mut cluster = Cluster::start_with(Kind::Valkey, 3, &extra);
+    let pairs: Vec<(usize, usize)> = (0..3)
+        .map(|primary| {
+            (
+                primary,
+                cluster.add_replica_with(Kind::Valkey, primary, &extra),
+            )
+        })
+        .collect();
+    let replica = pairs[0].1;
+    let proxies: Vec<Proxy> = (cluster.nodes.iter())
+        .map(|node| Proxy::start(node.port, 0, 0, DELAY))
+        .collect();
+    announce_proxies(&mut cluster, &proxies);
+    wait_healthy(&cluster, &pairs);
+    // A shard a node; batches leave on flush only.
+    let config = replicated_config(&proxies[0].url(), "lost")
+        .shards(3)
+        .linger(Duration::from_secs(60));
+    let frontier = atomic_bloom_fleet::FleetFrontier::connect(&config).expect("connects");
+    frontier.push("https://warm.example/".into()).unwrap();
+    frontier.flush().unwrap();
+    proxies[0].stall_replication(Duration::from_secs(20));
+    proxies[0].drop_reply_to(b":seen:");
+    let urls: Vec<String> = (0..200)
+        .map(|n| format!("https://lost{n}.example/"))
+        .collect();
+    for url in &urls {
+        assert!(frontier.push(url.clone()).unwrap());
+    }
+    let flushed = frontier.flush();
+    assert_eq!(
+        proxies[0]
+            .schedule
+            .dropped_on_request
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1,
+        "the offer's reply was not dropped"
+    );
+    eprintln!("flush while the replica is stalled: {flushed:?}");
+    // The primary dies with what its replica never had.
+    cluster.nodes[0].kill();
+    proxies[0].cut_replication();
+    cluster.wait_until_primary(replica, Instant::now() + Duration::from_secs(30));
+    cluster.nodes[0]
+        .launch()
+        .expect("the old primary starts again, as a replica");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while let Err(error) = frontier.flush() {
+        assert!(Instant::now() < deadline, "{error}");
+    }
+    let mut crawled = std::collections::HashSet::new();
+    while !frontier.is_finished().unwrap_or(false) {
+        assert!(Instant::now() < deadline, "the fleet never finished");
+        while let Ok(Some(page)) = frontier.pop() {
+            crawled.insert(page.url().to_string());
+            frontier.complete(page);
+        }
+    }
+    let lost: Vec<&String> = urls.iter().filter(|url| !crawled.contains(*url)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} URLs lost with the primary: their batch was acknowledged before its replica \
+         had it",
+        lost.len(),
+        urls.len()
+    );
+}

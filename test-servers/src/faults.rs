@@ -67,6 +67,12 @@ pub struct Schedule {
     /// Faults dealt so far to clients' connections (a replication link's
     /// are not counted: the replica connects again and resumes).
     pub faults: AtomicU64,
+    /// A client's request holding these bytes loses its reply (the
+    /// connection closes when the reply comes), once; see
+    /// [`Proxy::drop_reply_to`].
+    drop_reply_to: Mutex<Option<Vec<u8>>>,
+    /// Replies dropped by `drop_reply_to` so far.
+    pub dropped_on_request: AtomicU64,
     stop: AtomicBool,
     /// Every open connection's sockets (client side, server side), by
     /// connection number, to close at the end; a connection's pumps take
@@ -79,6 +85,8 @@ struct Link {
     number: u64,
     /// A replica's link to its primary (it said REPLCONF or PSYNC).
     replication: AtomicBool,
+    /// The next reply is dropped (`drop_reply_to` matched the request).
+    drop_next_reply: AtomicBool,
     /// `replication_cuts` when the connection was opened.
     cuts_at_open: u64,
 }
@@ -183,6 +191,8 @@ impl Proxy {
             replication_stalled_until: Mutex::new(None),
             replication_cuts: AtomicU64::new(0),
             faults: AtomicU64::new(0),
+            drop_reply_to: Mutex::new(None),
+            dropped_on_request: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             open: Mutex::new(HashMap::new()),
         });
@@ -224,6 +234,7 @@ impl Proxy {
                 let link = Arc::new(Link {
                     number,
                     replication: AtomicBool::new(false),
+                    drop_next_reply: AtomicBool::new(false),
                     // Relaxed: a cut after this load closes the link; one
                     // before it belongs to links opened earlier.
                     cuts_at_open: shared.replication_cuts.load(Ordering::Relaxed),
@@ -241,6 +252,15 @@ impl Proxy {
                         if says(b"REPLCONF") || says(b"PSYNC") {
                             // Relaxed: read by this connection's pumps alone.
                             request_link.replication.store(true, Ordering::Relaxed);
+                        }
+                        if !request_link.is_replication() {
+                            let mut armed = requests.drop_reply_to.lock().unwrap();
+                            if armed.as_deref().is_some_and(says) {
+                                *armed = None;
+                                // SeqCst: stored before the request goes on,
+                                // so the reply pump sees it with the reply.
+                                request_link.drop_next_reply.store(true, Ordering::SeqCst);
+                            }
                         }
                         if !requests.through_blackhole(&request_link) {
                             break;
@@ -265,6 +285,12 @@ impl Proxy {
                             break;
                         }
                         let chunk = &buffer[..read];
+                        // SeqCst: see the request pump's store.
+                        if link.drop_next_reply.swap(false, Ordering::SeqCst) {
+                            // Relaxed: a tally the test reads after the fact.
+                            replies.dropped_on_request.fetch_add(1, Ordering::Relaxed);
+                            break;
+                        }
                         let sent = match replies.fault(&link) {
                             Fault::None => to.write_all(chunk),
                             Fault::Drop => break,
@@ -310,6 +336,13 @@ impl Proxy {
     /// while its replica hears nothing.
     pub fn stall_replication(&self, duration: Duration) {
         *self.schedule.replication_stalled_until.lock().unwrap() = Some(Instant::now() + duration);
+    }
+
+    /// The next client request through this proxy that holds `bytes`
+    /// loses its reply: the server runs it, the connection closes when the
+    /// reply comes. Once; `dropped_on_request` counts it.
+    pub fn drop_reply_to(&self, bytes: &[u8]) {
+        *self.schedule.drop_reply_to.lock().unwrap() = Some(bytes.to_vec());
     }
 
     /// Closes every replication link open now, dropping what a stall held

@@ -214,8 +214,7 @@ impl Client {
             &config.url,
             config.timeout,
             config.durability,
-            &keys,
-            &fleet.tag,
+            (&keys, &fleet),
             Vec::new(),
         )?;
         let local = if config.local_filter {
@@ -266,8 +265,7 @@ impl Client {
             &config.url,
             config.timeout,
             config.durability,
-            &self.keys,
-            &self.fleet.tag,
+            (&self.keys, &self.fleet),
             lock(&self.known_nodes).clone(),
         )
     }

@@ -18,13 +18,27 @@ pub(crate) struct Durability {
 }
 
 impl Durability {
-    /// Replies the waits add to a pipeline.
-    pub(crate) fn replies(&self) -> usize {
-        usize::from(self.replicas.is_some()) + usize::from(self.aof.is_some())
+    /// Whether pipelines wait at all.
+    pub(crate) fn waits(&self) -> bool {
+        self.replicas.is_some() || self.aof.is_some()
     }
 
-    /// Adds the waits to `pipeline`, after its commands.
-    pub(crate) fn append(&self, pipeline: &mut Vec<Cmd>) {
+    /// Replies the waits add to a pipeline (the write before them too).
+    pub(crate) fn replies(&self) -> usize {
+        usize::from(self.waits())
+            + usize::from(self.replicas.is_some())
+            + usize::from(self.aof.is_some())
+    }
+
+    /// Adds the waits to `pipeline`, after its commands, and before them a
+    /// write of its own on `mark` (a key of the node's, in the slot of the
+    /// pipeline's first command): a wait covers only the last write made
+    /// on its connection, and a command sent again after a lost reply may
+    /// write nothing (see `scripts::MARK`).
+    pub(crate) fn append(&self, pipeline: &mut Vec<Cmd>, mark: &str) {
+        if self.waits() {
+            pipeline.push(super::scripts::mark(mark));
+        }
         if let Some((replicas, timeout)) = self.replicas {
             pipeline.push(
                 redis::cmd("WAIT")
@@ -49,6 +63,21 @@ impl Durability {
     /// again (each fleet command is idempotent) otherwise.
     pub(crate) fn check(&self, node: &str, replies: &[Value]) -> Option<Failure> {
         let mut replies = replies.iter();
+        if self.waits() {
+            match replies.next() {
+                Some(Value::Int(_)) => {}
+                Some(Value::ServerError(error)) => {
+                    let error = redis::RedisError::from(error.clone());
+                    return Some(super::failure::classify(node, "", &error));
+                }
+                reply => {
+                    return Some(Failure::Busy {
+                        node: node.to_string(),
+                        reason: format!("the write before the wait answered {reply:?}"),
+                    })
+                }
+            }
+        }
         if let Some((replicas, _)) = self.replicas {
             match replies.next() {
                 Some(Value::Int(count)) if *count >= replicas as i64 => {}

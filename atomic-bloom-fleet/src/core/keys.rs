@@ -51,6 +51,9 @@ pub(crate) struct ShardKeys {
     pub(crate) inflight: String,
     /// The shard's lease tokens: token -> deadline (server milliseconds).
     pub(crate) leases: String,
+    /// The write a pipeline to the shard's node makes before it waits for
+    /// replicas or the AOF (see `durability`).
+    pub(crate) mark: String,
 }
 
 /// The first tag `{prefix}-{shard}-{n}` whose slot is in `low..high`.
@@ -75,6 +78,7 @@ pub(crate) fn fleet_keys(prefix: &str) -> FleetKeys {
         config: format!("{prefix}:config:{{{tag}}}"),
         control: format!("{prefix}:control:{{{tag}}}"),
         clients: format!("{prefix}:clients:{{{tag}}}"),
+        mark: format!("{prefix}:mark:{{{tag}}}"),
         tag,
     }
 }
@@ -90,6 +94,8 @@ pub(crate) struct FleetKeys {
     pub(crate) control: String,
     /// The busy clients, each with its deadline (a sorted set).
     pub(crate) clients: String,
+    /// The write before a wait, as a shard's `mark`.
+    pub(crate) mark: String,
 }
 
 /// The keys of `shards` shards under `prefix`: shard `i`'s tag hashes to a
@@ -106,6 +112,7 @@ pub(crate) fn shard_keys(prefix: &str, shards: usize) -> Vec<ShardKeys> {
                 results: format!("{prefix}:result:{{{tag}}}"),
                 inflight: format!("{prefix}:inflight:{{{tag}}}"),
                 leases: format!("{prefix}:leases:{{{tag}}}"),
+                mark: format!("{prefix}:mark:{{{tag}}}"),
                 tag,
             }
         })

@@ -22,7 +22,7 @@ use redis::{Cmd, ConnectionAddr, IntoConnectionInfo, Value};
 use super::call::{Pipeline, Port};
 use super::durability::Durability;
 use super::failure::{classify, Failure};
-use super::keys::{self, ShardKeys};
+use super::keys::{self, FleetKeys, ShardKeys};
 use super::scripts;
 use crate::Error;
 
@@ -73,6 +73,8 @@ pub(crate) struct Link {
     shard_node: Vec<usize>,
     /// The cluster slot of each route.
     shard_slot: Vec<u16>,
+    /// Each route's mark: the write a pipeline makes before its waits.
+    marks: Vec<String>,
     /// Nodes whose connection the driver holds, set up.
     connected: HashSet<String>,
 }
@@ -116,8 +118,7 @@ impl Link {
         url: &str,
         timeout: Duration,
         durability: Durability,
-        keys: &[ShardKeys],
-        fleet_tag: &str,
+        (keys, fleet): (&[ShardKeys], &FleetKeys),
         known: Vec<Node>,
     ) -> Result<Link, Error> {
         let (seed, setup) = parse_url(url)?;
@@ -130,7 +131,10 @@ impl Link {
             nodes: known,
             shard_node: Vec::new(),
             shard_slot: (keys.iter().map(|shard| keys::slot(&shard.tag)))
-                .chain([keys::slot(fleet_tag)])
+                .chain([keys::slot(&fleet.tag)])
+                .collect(),
+            marks: (keys.iter().map(|shard| shard.mark.clone()))
+                .chain([fleet.mark.clone()])
                 .collect(),
             connected: HashSet::new(),
         })
@@ -381,7 +385,8 @@ impl Link {
                 continue;
             }
             let mut pipeline: Vec<Cmd> = mine.iter().map(|&at| commands[at].2.clone()).collect();
-            self.durability.append(&mut pipeline);
+            self.durability
+                .append(&mut pipeline, &self.marks[commands[mine[0]].0]);
             work.push((node.clone(), pipeline, false));
             groups.push(mine);
         }
@@ -530,8 +535,13 @@ impl Link {
                 pipeline.push(redis::cmd("ASKING"));
                 pipeline.push(commands[*at].2.clone());
                 // The same waits as any pipeline: a write answered through
-                // ASK is as easily undone by a failover as any other.
-                self.durability.append(&mut pipeline);
+                // ASK is as easily undone by a failover as any other. The
+                // write before them is in the command's slot: ASKING again.
+                if self.durability.waits() {
+                    pipeline.push(redis::cmd("ASKING"));
+                }
+                self.durability
+                    .append(&mut pipeline, &self.marks[commands[*at].0]);
                 (target.clone(), pipeline, true)
             })
             .collect();
@@ -542,7 +552,8 @@ impl Link {
                 if let Some(failure) = lost {
                     return Err(failure);
                 }
-                if let Some(failure) = self.durability.check(address, &replies[before + 1..]) {
+                let waits = before + 1 + usize::from(self.durability.waits());
+                if let Some(failure) = self.durability.check(address, &replies[waits..]) {
                     return Err(failure);
                 }
                 match &replies[before] {

@@ -261,6 +261,20 @@ end
 return {}
 ";
 
+/// The write a pipeline makes before it waits for replicas (`WAIT`) or the
+/// AOF (`WAITAOF`): both wait only for the last write made on their own
+/// connection, and a command sent again after a lost reply may write
+/// nothing (an offer answering from its stored result, a give-back or a
+/// lease end with nothing left to do), so without a write of its own the
+/// wait would not cover the first run's writes. `allow-oom`: a wait must
+/// not fail because the server is out of memory when the writes it covers
+/// did not.
+///
+/// KEYS: the shard's (or the fleet's) mark.
+const MARK: &str = r"#!lua flags=allow-oom
+return redis.call('INCR', KEYS[1])
+";
+
 /// A script and its SHA-1, by which it runs once loaded.
 #[derive(Debug)]
 pub(crate) struct Script {
@@ -305,6 +319,7 @@ pub(crate) struct Scripts {
     state: Script,
     census: Script,
     settings: Script,
+    mark: Script,
 }
 
 impl Scripts {
@@ -322,12 +337,13 @@ impl Scripts {
                 state: Script::new(STATE.to_string()),
                 census: Script::new(CENSUS.to_string()),
                 settings: Script::new(SETTINGS.to_string()),
+                mark: Script::new(MARK.to_string()),
             }
         })
     }
 
     /// All of them, to load.
-    pub(crate) fn all(&self) -> [&Script; 8] {
+    pub(crate) fn all(&self) -> [&Script; 9] {
         [
             &self.offer,
             &self.take,
@@ -337,6 +353,7 @@ impl Scripts {
             &self.state,
             &self.census,
             &self.settings,
+            &self.mark,
         ]
     }
 }
@@ -462,4 +479,9 @@ pub(crate) fn settings(config: &str, fields: &[(&str, String)]) -> Cmd {
         command.arg(*field).arg(value);
     }
     command
+}
+
+/// The write before a wait, on `mark` (a shard's or the fleet's).
+pub(crate) fn mark(mark: &str) -> Cmd {
+    scripts().mark.run(&[mark])
 }

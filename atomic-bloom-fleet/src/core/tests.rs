@@ -120,15 +120,28 @@ pub(super) fn config() -> FleetConfig {
 pub(super) fn script(command: &[String]) -> &'static str {
     let key = |part: &str| command.iter().any(|word| word.contains(part));
     match command[0].as_str() {
+        "EVALSHA" if key(":mark:") => "mark",
         "EVALSHA" if key(":config:") => "settings",
         "EVALSHA" if key(":seen:") => "offer",
-        "EVALSHA" if key(":clients:") && command.len() == 7 => "state",
+        "EVALSHA" if key(":clients:") && command.len() == 8 => "state",
         "EVALSHA" if key(":clients:") => "census",
-        "EVALSHA" if key(":inflight:") && command.len() == 7 => "take",
+        "EVALSHA" if key(":inflight:") && command.len() == 9 => "take",
         "EVALSHA" if key(":inflight:") && command.len() == 6 => "pending",
         "EVALSHA" if key(":inflight:") => "release",
         "EVALSHA" if key(":leases:") => "renew",
+        "EVALSHA" if key(":mark:") => "mark",
         _ => "other",
+    }
+}
+
+/// What a fake server answers to the writes and waits a durable
+/// pipeline ends with (`None` for other commands).
+pub(super) fn waits(command: &[String]) -> Option<Value> {
+    match (command[0].as_str(), script(command)) {
+        ("WAIT", _) => Some(Value::Int(1)),
+        ("WAITAOF", _) => Some(Value::Array(vec![Value::Int(1), Value::Int(0)])),
+        (_, "mark") => Some(Value::Int(1)),
+        _ => None,
     }
 }
 
@@ -137,6 +150,9 @@ pub(super) fn frontier(config: &FleetConfig, fake: &mut Fake) -> (Arc<FrontierCo
     let (client, mut wire) = Client::new(config, 7).expect("a valid config");
     let core = Arc::new(FrontierCore::new(client));
     let settled = fake.drive(core.connect(&mut wire), &mut |command| {
+        if let Some(reply) = waits(command) {
+            return reply;
+        }
         assert_eq!(script(command), "settings", "{command:?}");
         Value::Array(Vec::new())
     });
@@ -198,4 +214,49 @@ fn the_heartbeat_beats_every_third_of_a_lease_and_sooner_after_a_failure() {
     // A beat that starts late starts the next one from now.
     clock.started(start + Duration::from_secs(5));
     assert_eq!(clock.next(), start + Duration::from_secs(5));
+}
+
+/// Issue 37: a `WAIT` (or `WAITAOF`) covers only the last write made on
+/// its own connection, and a command sent again after a lost reply may
+/// write nothing; every pipeline that waits makes a write of its own
+/// first, in the slot of its first command.
+#[test]
+fn every_pipeline_that_waits_writes_before_it_waits() {
+    for config in [
+        config().wait_for_replicas(1, Duration::from_millis(50)),
+        config().wait_for_aof(Duration::from_millis(50)),
+    ] {
+        let mut fake = Fake::new();
+        let (core, mut wire) = frontier(&config, &mut fake);
+        let mut rule = |command: &[String]| match (waits(command), script(command)) {
+            (Some(reply), _) => reply,
+            (None, "state") => Value::Int(1),
+            (None, "offer") => Value::BulkString(b"1".to_vec()),
+            (None, other) => panic!("{other}: {command:?}"),
+        };
+        let pushed = core.push("https://example.com/".into(), fake.now);
+        let super::frontier::Push::Slow(left) = pushed else {
+            panic!("a push before the client is marked busy goes through the wire");
+        };
+        assert_eq!(
+            fake.drive(core.push_slow(&mut wire, left), &mut rule),
+            Ok(true)
+        );
+        fake.drive(core.flush(&mut wire), &mut rule)
+            .expect("flushed");
+        let sent = &fake.sent;
+        let waited: Vec<usize> = (0..sent.len())
+            .filter(|&at| sent[at][0].starts_with("WAIT"))
+            .collect();
+        assert!(waited.len() >= 3, "{sent:?}");
+        for at in waited {
+            assert_eq!(
+                script(&sent[at - 1]),
+                "mark",
+                "before {:?}: {:?}",
+                sent[at],
+                sent[at - 1]
+            );
+        }
+    }
 }
