@@ -768,3 +768,78 @@ fn acknowledgements_do_not_pile_up_when_a_call_makes_many_batches() {
         answers.len()
     );
 }
+
+/// Issue 37: a server out of memory (`noeviction`) refuses the give-back of
+/// a dropped URL (its `LPUSH`) and the lease renewals (their `ZADD`). The
+/// holder must keep its lease and give the URL back once the server has
+/// room: before, it dropped the whole lease, which then expired, and every
+/// URL of the take (finished, or still in hand) went back to the queue for
+/// another client to crawl again.
+#[test]
+fn a_give_back_refused_for_memory_keeps_the_lease() {
+    let server = Server::start(Kind::Valkey, &[], &["--maxmemory-policy", "noeviction"]);
+    // Short leases: the refusal lasts two of them.
+    let config = config(&server.url(), "oomlease").shards(1);
+    let holder = FleetFrontier::connect(&config).unwrap();
+    let urls: Vec<String> = (0..5).map(|n| format!("https://oom{n}.example/")).collect();
+    for url in &urls {
+        holder.push(url.clone()).unwrap();
+    }
+    holder.flush().unwrap();
+    let mut pages: Vec<_> = (0..5)
+        .map(|_| holder.pop().unwrap().expect("a URL"))
+        .collect();
+    let in_hand = pages.pop().unwrap();
+    let dropped = pages.pop().unwrap();
+    let dropped_url = dropped.url().to_string();
+    for page in pages {
+        holder.complete(page);
+    }
+    let mut connection = server.connect();
+    let used = |connection: &mut redis::Connection| -> u64 {
+        let info: String = redis::cmd("INFO").arg("memory").query(connection).unwrap();
+        (info.lines())
+            .find_map(|line| line.strip_prefix("used_memory:"))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap()
+    };
+    let full = used(&mut connection).saturating_sub(100_000).max(1);
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(full)
+        .query::<()>(&mut connection)
+        .unwrap();
+    drop(dropped);
+    // Two leases out of memory, the holder's calls carrying the give-back.
+    let refused = Instant::now();
+    while refused.elapsed() < Duration::from_secs(5) {
+        let _ = holder.flush();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(0)
+        .query::<()>(&mut connection)
+        .unwrap();
+    let _ = holder.flush();
+    let other = FleetFrontier::connect(&config).unwrap();
+    let mut taken = Vec::new();
+    let looking = Instant::now();
+    while looking.elapsed() < Duration::from_secs(2) {
+        let _ = holder.flush();
+        // A check puts expired leases back on the queue.
+        let _ = other.is_finished();
+        if let Ok(Some(page)) = other.pop() {
+            taken.push(page.url().to_string());
+            other.complete(page);
+        }
+    }
+    assert_eq!(
+        taken,
+        [dropped_url],
+        "another client got more than the dropped URL: the holder's lease was lost"
+    );
+    holder.complete(in_hand);
+}

@@ -402,9 +402,12 @@ impl Client {
             for (entry, count) in wire.piggyback.drain(..carried).zip(carriers) {
                 let mut retry = false;
                 let mut refused = false;
+                let mut out_of_memory = false;
                 for result in results.by_ref().take(count) {
                     if let Err(failure) = result {
-                        if matches!(failure, Failure::Refused(_)) {
+                        if failure.is_out_of_memory() {
+                            out_of_memory = true;
+                        } else if matches!(failure, Failure::Refused(_)) {
                             refused = true;
                         } else {
                             retry = true;
@@ -414,6 +417,17 @@ impl Client {
                 }
                 match entry {
                     entry if retry => kept.push(entry),
+                    // A give-back refused for want of memory is sent again
+                    // with a later pipeline, its lease kept and renewed
+                    // meanwhile (dropping the lease would send every URL of
+                    // its take, finished or in hand, back to the queue).
+                    entry @ Piggyback::Release { .. } if out_of_memory => {
+                        log::warn!(
+                            "atomic-bloom fleet: the server is out of memory: a dropped URL \
+                             is given back once it has room"
+                        );
+                        kept.push(entry);
+                    }
                     Piggyback::Complete { shard, token } => {
                         lock(&self.leases).remove(&(shard, token));
                     }
@@ -541,6 +555,14 @@ impl Client {
         }
         self.send_excess_piggyback(wire).await;
         answers
+    }
+
+    /// Sends what waits to ride on a pipeline, if anything does, in a
+    /// pipeline of its own.
+    pub(crate) async fn send_piggyback(&self, wire: &mut Wire) {
+        if !wire.piggyback.is_empty() {
+            self.execute(wire, &[]).await;
+        }
     }
 
     /// Sends what waits to ride on a pipeline beyond what the next one

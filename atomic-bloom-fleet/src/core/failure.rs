@@ -56,6 +56,14 @@ impl Failure {
         matches!(self, Failure::Unreachable { .. } | Failure::Stale { .. })
     }
 
+    /// Whether the server refused it for want of memory (`OOM` under
+    /// `noeviction`, from the command or from a script's): final for a
+    /// caller, who hears it at once, but what must reach the server in the
+    /// end (a give-back) is sent again later.
+    pub(crate) fn is_out_of_memory(&self) -> bool {
+        matches!(self, Failure::Refused(Error::ServerRefused { message, .. }) if message.contains("OOM"))
+    }
+
     /// Whether sending again at once may work (no pause needed).
     pub(crate) fn is_stale(&self) -> bool {
         matches!(self, Failure::Stale { .. })

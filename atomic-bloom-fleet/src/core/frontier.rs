@@ -444,9 +444,15 @@ impl FrontierCore {
         }
     }
 
-    /// Sends every buffered batch now, and the completions they held back.
+    /// Sends every buffered batch now, the completions they held back, and
+    /// what waits to ride on a pipeline (completions, give-backs) even
+    /// when no batch goes.
     pub(crate) fn flush<'a>(&'a self, wire: &'a mut Wire) -> Call<'a, Result<(), Error>> {
-        Call::new(wire.port(), self.flush_all(wire))
+        Call::new(wire.port(), async move {
+            let flushed = self.flush_all(wire).await;
+            self.client.send_piggyback(wire).await;
+            flushed
+        })
     }
 
     async fn flush_all(&self, wire: &mut Wire) -> Result<(), Error> {

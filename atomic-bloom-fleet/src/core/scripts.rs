@@ -182,10 +182,12 @@ return 0
 /// Answers the tokens it did not extend. One key only: a script on keys
 /// that a slot migration has split between two nodes is refused
 /// (`TRYAGAIN`) until the migration ends, and renewals must not wait that
-/// long.
+/// long. `allow-oom`: a server out of memory still renews (a score
+/// changed, nothing added), or the leases of a live client would lapse and
+/// its take go to others.
 ///
 /// KEYS: leases.
-const RENEW: &str = r"
+const RENEW: &str = r"#!lua flags=allow-oom
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local missed = {}
