@@ -122,6 +122,11 @@ impl Wire {
         self.unfinished_take.is_some()
     }
 
+    /// Whether something waits to ride on the next pipeline.
+    pub(crate) fn carries_anything(&self) -> bool {
+        !self.piggyback.is_empty()
+    }
+
     /// A fresh id for a batch or a take.
     pub(crate) fn next_id(&mut self) -> u64 {
         self.next_id += 1;

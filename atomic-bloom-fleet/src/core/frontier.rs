@@ -73,12 +73,31 @@ struct State {
     /// A heartbeat found the mark lapsed: the next call that needs it marks
     /// it again.
     lapsed: bool,
+    /// Until when the mark surely lives on the server: a lease from the
+    /// moment the last mark or renewal that succeeded was sent (the server
+    /// set its deadline a lease from when it ran it, later).
+    live_until: Option<Instant>,
+    /// How long before `live_until` the mark counts as at risk: two
+    /// timeouts, the longest a command sent now may take to reach the
+    /// server and its reply to come back.
+    margin: Duration,
 }
 
 impl State {
-    /// Whether a push may buffer without marking the client busy first.
-    fn ready(&self) -> bool {
-        self.busy && !self.unsure && !self.idling && !self.lapsed
+    /// Whether the client may change what the fleet holds (buffer a push,
+    /// send a batch, take, end a lease) without marking itself busy first:
+    /// marked, surely, and not at risk of lapsing. A check of the fleet by
+    /// another process counts on it: while this client moves work between
+    /// shards its mark is live, so the check's reads of the shards, taken
+    /// at different instants, see a busy client around them.
+    fn ready(&self, now: Instant) -> bool {
+        self.busy
+            && !self.unsure
+            && !self.idling
+            && !self.lapsed
+            && self
+                .live_until
+                .is_some_and(|until| now + self.margin < until)
     }
 }
 
@@ -264,7 +283,10 @@ impl FrontierCore {
             done: Completions::new(),
             dropped: Mutex::new(Vec::new()),
             order: PushOrder::new(),
-            state: RwLock::new(State::default()),
+            state: RwLock::new(State {
+                margin: config.timeout * 2,
+                ..State::default()
+            }),
             client,
         }
     }
@@ -314,7 +336,7 @@ impl FrontierCore {
         // Held shared while the URL is buffered: a check marking the client
         // idle holds it alone to look at the buffers (see `is_finished`).
         let state = self.state();
-        if !state.ready() {
+        if !state.ready(now) {
             return Buffered::NotReady(url);
         }
         let shard = client.shard_of(&url);
@@ -374,12 +396,15 @@ impl FrontierCore {
         })
     }
 
-    /// Marks this client busy on the server unless it is: a failed mark is
-    /// sent again by the next call.
+    /// Marks this client busy on the server unless it is, surely and not at
+    /// risk of lapsing (see `State::ready`): a failed mark is sent again by
+    /// the next call, and until one succeeds the client takes no work and
+    /// moves none (the call returns the error).
     async fn busy(&self, wire: &mut Wire) -> Result<(), Error> {
+        let sent = wire.now();
         {
             let mut state = self.state_mut();
-            if state.ready() {
+            if state.ready(sent) {
                 return Ok(());
             }
             // Unsure until the server answers (a call dropped before then
@@ -391,6 +416,17 @@ impl FrontierCore {
         let mut state = self.state_mut();
         state.unsure = false;
         state.busy = true;
+        state.live_until = Some(sent + self.client.config.lease);
+        Ok(())
+    }
+
+    /// Marks the client busy first when it is about to change what the
+    /// fleet holds (`moves`): batches to send, leases to end, URLs to give
+    /// back.
+    async fn busy_if(&self, wire: &mut Wire, moves: bool) -> Result<(), Error> {
+        if moves {
+            self.busy(wire).await?;
+        }
         Ok(())
     }
 
@@ -399,6 +435,8 @@ impl FrontierCore {
     async fn send(&self, wire: &mut Wire, shards: &[usize]) -> Result<(), Error> {
         self.take_back(wire);
         let client = &self.client;
+        let held = |shard: &usize| lock(&self.outboxes[*shard]).held() > 0;
+        self.busy_if(wire, shards.iter().any(held)).await?;
         for &shard in shards {
             let mut outbox = lock(&self.outboxes[shard]);
             let items = mem::take(&mut outbox.items);
@@ -450,6 +488,8 @@ impl FrontierCore {
     pub(crate) fn flush<'a>(&'a self, wire: &'a mut Wire) -> Call<'a, Result<(), Error>> {
         Call::new(wire.port(), async move {
             let flushed = self.flush_all(wire).await;
+            self.queue_completions(wire);
+            self.busy_if(wire, wire.carries_anything()).await?;
             self.client.send_piggyback(wire).await;
             flushed
         })
@@ -589,6 +629,8 @@ impl FrontierCore {
                 }
             };
             if let Some(mut idling) = idling {
+                // The census's pipeline ends leases: with a live mark.
+                self.busy_if(wire, wire.carries_anything()).await?;
                 if client.holds_leases() {
                     // Completions still to send: the census's pipeline
                     // carries them, and the next check goes idle.
@@ -633,11 +675,18 @@ impl FrontierCore {
             if !busy && !self.client.holds_leases() {
                 return true;
             }
+            let sent = link.port.now();
             match self.client.renew(link, busy).await {
                 Ok(renewal) => {
+                    let mut state = self.state_mut();
                     if renewal.mark_lapsed && busy {
-                        self.state_mut().lapsed = true;
+                        state.lapsed = true;
+                    } else if busy && state.busy {
+                        // Renewed a lease from when the beat was sent.
+                        let until = sent + self.client.config.lease;
+                        state.live_until = state.live_until.max(Some(until));
                     }
+                    drop(state);
                     if renewal.lost > 0 {
                         log::warn!(
                             "atomic-bloom fleet: {} of this client's leases had ended before \

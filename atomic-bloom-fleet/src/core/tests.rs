@@ -232,6 +232,7 @@ fn every_pipeline_that_waits_writes_before_it_waits() {
             (Some(reply), _) => reply,
             (None, "state") => Value::Int(1),
             (None, "offer") => Value::BulkString(b"1".to_vec()),
+            (None, _) if command[0] == "UNLINK" => Value::Int(1),
             (None, other) => panic!("{other}: {command:?}"),
         };
         let pushed = core.push("https://example.com/".into(), fake.now);
@@ -259,4 +260,46 @@ fn every_pipeline_that_waits_writes_before_it_waits() {
             );
         }
     }
+}
+
+/// Issue 37: a client whose busy mark could not be renewed (its heartbeat
+/// cut off from the node of the fleet's keys) must stop taking work: a
+/// check of the fleet by others rests on the busy marks, and one that
+/// lapsed let them read the shards' counts at different instants while
+/// this client moved work between them. Before, only an explicit "lapsed"
+/// answer stopped it; a renewal that failed did not.
+#[test]
+fn a_client_whose_busy_mark_may_have_lapsed_takes_no_work() {
+    let config = config();
+    let mut fake = Fake::new();
+    let (core, mut wire) = frontier(&config, &mut fake);
+    let mut answer = |command: &[String]| match script(command) {
+        "state" => Value::Int(1),
+        "offer" => Value::BulkString(b"1".to_vec()),
+        _ => Value::Int(1),
+    };
+    let super::frontier::Push::Slow(left) = core.push("https://example.com/".into(), fake.now)
+    else {
+        panic!("the first push marks the client busy");
+    };
+    assert_eq!(
+        fake.drive(core.push_slow(&mut wire, left), &mut answer),
+        Ok(true)
+    );
+    fake.drive(core.flush(&mut wire), &mut answer)
+        .expect("flushed");
+    // No heartbeat for longer than a lease: the mark may have lapsed.
+    fake.now += config.lease + Duration::from_secs(1);
+    let sent_before = fake.sent.len();
+    let unreachable = |command: &[String]| -> Value {
+        assert_ne!(script(command), "take", "took work with a lapsed busy mark");
+        Value::ServerError(match redis::parse_redis_value(b"-LOADING loading\r\n") {
+            Ok(Value::ServerError(error)) => error,
+            other => panic!("{other:?}"),
+        })
+    };
+    let popped = fake.drive(core.pop(&mut wire), &mut { unreachable });
+    assert!(popped.is_err(), "{popped:?}");
+    let scripts: Vec<&str> = fake.sent[sent_before..].iter().map(|c| script(c)).collect();
+    assert!(scripts.contains(&"state"), "{scripts:?}");
 }
