@@ -209,7 +209,23 @@ impl FleetConfig {
     /// so sending it again is safe). Without it, a failover to a replica
     /// that had not caught up can undo an acknowledged batch or take. Every
     /// write waits, connecting (the fleet's settings) and the busy mark
-    /// included; `timeout` must be shorter than [`timeout`](Self::timeout).
+    /// included, and each pipeline makes a write of its own before the
+    /// wait, so that a command sent again after a lost reply is covered by
+    /// the wait too; `timeout` must be shorter than
+    /// [`timeout`](Self::timeout).
+    ///
+    /// # Consistency
+    ///
+    /// What it promises is that `replicas` replicas had the writes when the
+    /// call returned, not which ones. When a primary has more replicas
+    /// than `replicas`, a failover may promote one that had not
+    /// acknowledged (a cluster prefers the replica with the most of the
+    /// primary's stream, but promotes whichever asks first when that one
+    /// is down or slow), and an acknowledged batch or take is then undone:
+    /// a URL lost, or a take handed out again. Ask for every replica each
+    /// primary has for an acknowledgement that survives the loss of its
+    /// primary; a smaller number bounds how many replicas must be lost
+    /// with it, not which one takes over.
     pub fn wait_for_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
         self.durability.replicas = Some((replicas, timeout));
         self

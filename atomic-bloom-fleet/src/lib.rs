@@ -75,8 +75,11 @@
 //!
 //! An acknowledged batch or take is in the primary's memory. With
 //! [`wait_for_replicas`](FleetConfig::wait_for_replicas), each pipeline
-//! also waits for that many replicas (`WAIT`), and a shortfall is retried
-//! like an unreachable node, so a failover to a replica does not undo it.
+//! also waits for that many replicas (`WAIT`, after a write of its own, so
+//! that a command sent again after a lost reply is covered too), and a
+//! shortfall is retried like an unreachable node, so a failover to one of
+//! those replicas does not undo it (a failover to another replica, when a
+//! primary has more than that many, can: see the option).
 //! A cluster's `MOVED` maps the slots again; `ASK` is answered with
 //! `ASKING` on the node the slot is migrating to.
 //!
@@ -89,7 +92,10 @@
 //! shard's queue and leases, and the busy clients again. A client that
 //! dies while busy stops counting when its deadline passes, and its leased
 //! URLs go back on the queue. A busy or idle mark whose reply was lost is
-//! sent again by the next call.
+//! sent again by the next call. A client moves work (buffers, sends,
+//! takes, ends a lease) only while its mark surely lives; one that cannot
+//! renew it takes and moves nothing until it can, so the shards' counts a
+//! check reads at different instants are one snapshot.
 //!
 //! # Two drivers, one protocol
 //!
