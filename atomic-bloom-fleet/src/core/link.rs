@@ -163,29 +163,33 @@ impl Link {
     /// its own if `one_off`), after the set-up of a new connection.
     async fn exchange(&mut self, work: Vec<(Node, Vec<Cmd>, bool)>) -> Vec<Exchanged> {
         let mut pipelines = Vec::with_capacity(work.len());
-        let mut setups = Vec::with_capacity(work.len());
-        for (node, commands, one_off) in &work {
-            let connect = *one_off || !self.connected.contains(&node.address);
+        let mut sent = Vec::with_capacity(work.len());
+        for (node, commands, one_off) in work {
+            let connect = one_off || !self.connected.contains(&node.address);
             let mut pipeline = redis::pipe();
             let setup = if connect { self.setup.len() } else { 0 };
-            for command in self.setup.iter().take(setup).chain(commands) {
+            for command in self.setup.iter().take(setup) {
                 pipeline.add_command(command.clone());
             }
-            setups.push(setup);
+            let replies = setup + commands.len();
+            for command in commands {
+                pipeline.add_command(command);
+            }
             pipelines.push(Pipeline {
                 address: node.address.clone(),
                 host: node.host.clone(),
                 port: node.port,
                 connect,
-                one_off: *one_off,
+                one_off,
                 bytes: pipeline.get_packed_pipeline(),
-                replies: setup + commands.len(),
+                replies,
                 timeout: self.timeout,
             });
+            sent.push((node, one_off, setup));
         }
         let received = self.port.round(pipelines).await;
-        let mut exchanged = Vec::with_capacity(work.len());
-        for (((node, _, one_off), setup), received) in work.iter().zip(setups).zip(received) {
+        let mut exchanged = Vec::with_capacity(sent.len());
+        for ((node, one_off, setup), received) in sent.into_iter().zip(received) {
             let mut replies = received.replies;
             let mut failure = received.lost.map(|reason| Failure::Unreachable {
                 node: node.address.clone(),

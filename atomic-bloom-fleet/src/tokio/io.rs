@@ -55,10 +55,12 @@ async fn exchange(pipeline: Pipeline, stream: Option<TcpStream>) -> (Received, O
     if let Err(error) = within(limit, stream.write_all(&pipeline.bytes)).await {
         return (Received::failed(error.to_string()), None);
     }
-    let mut buffer = vec![0; 64 * 1024];
+    // Read into spare capacity: nothing to zero first.
+    let mut buffer = Vec::with_capacity(64 * 1024);
     let mut replies = Replies::new(pipeline.replies);
     let received = loop {
-        let read = within(limit, stream.read(&mut buffer)).await;
+        buffer.clear();
+        let read = within(limit, stream.read_buf(&mut buffer)).await;
         if let Some(received) = replies.take(read, &buffer) {
             break received;
         }
