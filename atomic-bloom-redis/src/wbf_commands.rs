@@ -46,9 +46,9 @@ fn is_replayed(ctx: &Context) -> bool {
         .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
 }
 
-/// The server's clock, when this command may rotate time windows by it: a
-/// client's command on a primary. Replicas and replays follow their
-/// primary's `WBF.ADVANCE` instead.
+/// The server's monotonic clock (`server_ms`), when this command may
+/// rotate time windows by it: a client's command on a primary. Replicas
+/// and replays follow their primary's `WBF.ADVANCE` instead.
 fn primary_clock(ctx: &Context) -> Option<i64> {
     let following = ContextFlags::REPLICATED | ContextFlags::LOADING | ContextFlags::SLAVE;
     (!ctx.get_flags().intersects(following)).then(server_ms)
