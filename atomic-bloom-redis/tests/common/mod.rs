@@ -252,6 +252,12 @@ impl Server {
         server
     }
 
+    /// Limits the address space of the process from the next
+    /// [`launch`](Self::launch) on to `bytes` (util-linux's `prlimit`).
+    pub fn set_address_space(&mut self, bytes: u64) {
+        self.address_space = Some(bytes);
+    }
+
     /// The server's resident memory (`INFO memory`'s `used_memory_rss`).
     pub fn resident_bytes(&self) -> u64 {
         let info: String = redis::cmd("INFO")
