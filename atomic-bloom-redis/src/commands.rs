@@ -224,7 +224,7 @@ fn add_items(
         Some(FoundMut::Ours(value)) => (value, None),
         // A replayed add never creates (`replica.rs`): the primary sent
         // the creation as a `BF.RESERVE`, refused here.
-        None if create_missing && is_replayed(ctx) => return Err(not_held(ctx, command, key_name)),
+        None if is_replayed(ctx) => return Err(not_held(ctx, command, key_name)),
         None if create_missing => (create(&key, options, cap)?, Some(options)),
         None => return Err(error(NOT_FOUND)),
     };
