@@ -228,74 +228,6 @@ pub enum Error {
     },
     /// Loading: the input goes on after the end of the filter.
     TrailingBytes,
-    /// A fleet client (feature `redis`) could not reach a server: it is
-    /// down, unreachable or timed out. Batches whose fate is unknown are
-    /// kept and sent again by the next call.
-    #[cfg(feature = "redis")]
-    ServerUnavailable {
-        /// The server's address, as configured or as the cluster named it.
-        node: String,
-        /// What the connection said.
-        reason: String,
-    },
-    /// A fleet key holds another type than a Bloom filter (or a list, for
-    /// the queues).
-    #[cfg(feature = "redis")]
-    WrongKeyType {
-        /// The key.
-        key: String,
-    },
-    /// The server has no `BF.*` commands: the module is not loaded.
-    #[cfg(feature = "redis")]
-    ModuleMissing {
-        /// The server's address.
-        node: String,
-    },
-    /// The server refused a fleet command for another reason.
-    #[cfg(feature = "redis")]
-    ServerRefused {
-        /// The server's address.
-        node: String,
-        /// The server's error text.
-        message: String,
-    },
-    /// A fleet client's settings differ from those the fleet's first
-    /// client stored on the server: the processes would split the fleet.
-    #[cfg(feature = "redis")]
-    FleetSettingsDiffer {
-        /// The key holding the fleet's settings.
-        key: String,
-        /// The setting that differs.
-        setting: String,
-        /// The fleet's value.
-        fleet: String,
-        /// This client's value.
-        this: String,
-    },
-    /// Two fleet times that bound each other do not fit: `setting` must be
-    /// at most (or at least) `limit`, which the other settings named in
-    /// `reason` decide.
-    #[cfg(feature = "redis")]
-    FleetTimesConflict {
-        /// The setting that does not fit.
-        setting: &'static str,
-        /// Its value.
-        value: std::time::Duration,
-        /// `"at most"` or `"at least"`.
-        bound: &'static str,
-        /// The bound, from the other settings.
-        limit: std::time::Duration,
-        /// Why, and which other setting to change instead.
-        reason: &'static str,
-    },
-    /// A fleet configuration value is out of range.
-    #[cfg(feature = "redis")]
-    InvalidFleetConfig {
-        /// The setting.
-        setting: &'static str,
-        /// What it must be.
-        expected: &'static str,
-    },
 }
 
 impl fmt::Display for Error {
@@ -486,56 +418,6 @@ impl fmt::Display for Error {
                 "the input goes on after the end of the filter: pass exactly the bytes one \
                  `write_to` wrote"
             ),
-            #[cfg(feature = "redis")]
-            Error::ServerUnavailable { node, reason } => write!(
-                f,
-                "the server at {node} cannot be reached ({reason}): start it or check the \
-                 address; batches whose fate is unknown are kept and sent again by the next call"
-            ),
-            #[cfg(feature = "redis")]
-            Error::WrongKeyType { key } => write!(
-                f,
-                "key {key} holds another type: choose another key prefix for the fleet, or \
-                 delete the key"
-            ),
-            #[cfg(feature = "redis")]
-            Error::ModuleMissing { node } => write!(
-                f,
-                "the server at {node} has no BF.* commands: load the module with \
-                 `--loadmodule target/release/libatomic_bloom_redis.so` (or RedisBloom)"
-            ),
-            #[cfg(feature = "redis")]
-            Error::ServerRefused { node, message } => {
-                write!(f, "the server at {node} refused a fleet command: {message}")
-            }
-            #[cfg(feature = "redis")]
-            Error::FleetSettingsDiffer {
-                key,
-                setting,
-                fleet,
-                this,
-            } => write!(
-                f,
-                "this client's {setting} is {this} but the fleet's is {fleet} (stored in \
-                 {key}): start every process with the same shards, capacity, error rate and \
-                 expansion, or give this fleet another prefix"
-            ),
-            #[cfg(feature = "redis")]
-            Error::FleetTimesConflict {
-                setting,
-                value,
-                bound,
-                limit,
-                reason,
-            } => write!(
-                f,
-                "fleet setting `{setting}` is {value:?} but must be {bound} {limit:?}: {reason}; \
-                 set `{setting}` to {bound} {limit:?}"
-            ),
-            #[cfg(feature = "redis")]
-            Error::InvalidFleetConfig { setting, expected } => {
-                write!(f, "fleet setting `{setting}` must be {expected}")
-            }
         }
     }
 }

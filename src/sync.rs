@@ -20,10 +20,6 @@
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
-/// The fleet client's (feature `redis`, never built under loom: its
-/// protocol lives on the server, in scripts).
-#[cfg(all(not(atomic_bloom_loom), feature = "redis"))]
-pub(crate) use std::sync::{RwLock, RwLockReadGuard};
 
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use arc_swap::ArcSwap;
