@@ -85,6 +85,17 @@ pub enum Error {
         /// The share that was passed.
         share: f64,
     },
+    /// A scalable filter's first-stage share leaves its second stage a
+    /// rate under 1/1024 of the first stage's (see
+    /// [`first_stage_share`](crate::ScalableBloomFilterBuilder::first_stage_share)).
+    SecondStageTooDense {
+        /// The share that was passed.
+        share: f64,
+        /// The tightening ratio it was passed with.
+        tightening: f64,
+        /// The largest share that ratio allows.
+        max_share: f64,
+    },
     /// A scalable filter's memory limit is smaller than its first stage.
     MemoryLimitTooSmall {
         /// The limit that was set, in bytes.
@@ -289,6 +300,17 @@ impl fmt::Display for Error {
                 f,
                 "first-stage share {share} is not strictly between 0 and 1: pass 0.8 to give \
                  the first stage 80% of the rate, or leave it unset for 1 - tightening ratio"
+            ),
+            Error::SecondStageTooDense {
+                share,
+                tightening,
+                max_share,
+            } => write!(
+                f,
+                "first-stage share {share} at tightening ratio {tightening} leaves the second \
+                 stage a rate under 1/1024 of the first's: each of its items would cost over 14 \
+                 bits more, for under 0.021 bits saved an item in the first stage; pass a share \
+                 of at most {max_share} (0.99 passes at every ratio)"
             ),
             Error::MemoryLimitTooSmall { limit, first_stage } => write!(
                 f,
