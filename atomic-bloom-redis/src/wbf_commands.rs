@@ -32,7 +32,7 @@ use crate::args::{error, new_seed, parse_f64, parse_i64};
 use crate::commands::{reply_bools, reply_fields};
 use crate::config::{self, MAX_CAPACITY, MAX_ERROR_RATE};
 use crate::filter::{NO_MEMORY, OVER_LIMIT};
-use crate::replica::{creation_refused, is_replayed, not_held};
+use crate::replica::{self, creation_refused, is_replayed, not_held};
 use crate::windowed::data_type::WINDOWED_TYPE;
 use crate::windowed::{server_ms, Loading, WindowOptions, WindowValue, Windowed, MAX_TIME_MS};
 
@@ -164,6 +164,7 @@ fn create<'a>(
     }
     let options = windowed.options;
     key.set_value(&WINDOWED_TYPE, WindowValue::Ready(windowed))?;
+    replica::created(ctx, key_name);
     replicate_creation(ctx, key_name, &options);
     match value_mut(key)? {
         Some(WindowValue::Ready(windowed)) => Ok(windowed),
@@ -252,10 +253,12 @@ pub(crate) fn wbf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
             "WBF.RESERVE",
             &args[1],
             error("ERR item exists"),
+            false,
         ));
     }
+    // Not remembered (`replica.rs`): a replayed WBF add never creates.
     create(ctx, &args[1], &key, options)
-        .map_err(|refused| creation_refused(ctx, "WBF.RESERVE", &args[1], refused))?;
+        .map_err(|refused| creation_refused(ctx, "WBF.RESERVE", &args[1], refused, false))?;
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 /// The module's top-level files and folders, in the order `lib.rs` states.
-const ORDER: [&str; 15] = [
+const ORDER: [&str; 16] = [
     "fuzzing",
     "wbf_commands",
     "commands",
@@ -14,6 +14,7 @@ const ORDER: [&str; 15] = [
     "args",
     "config",
     "replica",
+    "refused",
     "windowed",
     "redisbloom",
     "data_type",
