@@ -163,3 +163,129 @@ fn a_redisbloom_aof_replay_short_of_memory_holds_no_filter_where_it_refused_one(
         }
     }
 }
+
+/// A command as an AOF holds it.
+fn resp(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend(format!("${}\r\n", arg.len()).into_bytes());
+        out.extend_from_slice(arg);
+        out.extend(b"\r\n");
+    }
+    out
+}
+
+/// A reserve no 3 GiB address space can build (4.5 GB, allocated lazily
+/// where it fits), without a `SEED`: RedisBloom's.
+fn too_big(key: &[u8]) -> Vec<u8> {
+    resp(&[b"BF.RESERVE", key, b"0.0000001", b"1000000000"])
+}
+
+/// A server of `kind` in a 3 GiB address space that starts by replaying
+/// `commands` as its (single-file) AOF.
+fn replaying_short(kind: Kind, commands: &[Vec<u8>]) -> Server {
+    let mut server = Server::unlaunched(kind, &[], &["--appendonly", "yes"]);
+    server.set_address_space(3 << 30);
+    std::fs::write(server.dir.join("appendonly.aof"), commands.concat()).unwrap();
+    server.launch().expect("the server starts from the AOF");
+    server
+}
+
+fn exists(c: &mut redis::Connection, db: i64, key: &[u8]) -> bool {
+    let _: () = redis::cmd("SELECT").arg(db).query(c).unwrap();
+    redis::cmd("EXISTS").arg(key).query::<i64>(c).unwrap() == 1
+}
+
+/// Where a RedisBloom stream's reserve was refused, its bare adds for that
+/// key are refused too, in that database only; the other bare adds
+/// create their keys as RedisBloom did. `SWAPDB` moves the refusal with
+/// its database, `FLUSHDB` forgets it.
+#[test]
+fn a_refused_reserve_blocks_the_bare_adds_to_its_key_in_its_database() {
+    for kind in common::KINDS {
+        let commands = [
+            resp(&[b"SELECT", b"0"]),
+            resp(&[b"BF.ADD", b"before", b"a"]),
+            too_big(b"big"),
+            resp(&[b"BF.ADD", b"big", b"a"]),
+            resp(&[b"BF.MADD", b"big", b"b", b"c"]),
+            resp(&[b"BF.INSERT", b"big", b"CAPACITY", b"10", b"ITEMS", b"d"]),
+            resp(&[b"BF.ADD", b"after", b"a"]),
+            // The refusal moves to database 1 with `big`'s database.
+            resp(&[b"SWAPDB", b"0", b"1"]),
+            resp(&[b"BF.ADD", b"big", b"a"]),
+            resp(&[b"SELECT", b"1"]),
+            resp(&[b"BF.ADD", b"big", b"a"]),
+            // A flushed database forgets its refusals.
+            resp(&[b"SELECT", b"2"]),
+            too_big(b"flushed"),
+            resp(&[b"FLUSHDB"]),
+            resp(&[b"BF.ADD", b"flushed", b"a"]),
+        ];
+        let server = replaying_short(kind, &commands);
+        let mut c = server.connect();
+        for (db, key, expected) in [
+            (1, &b"before"[..], true),
+            (1, b"after", true),
+            (1, b"big", false),
+            (0, b"big", true),
+            (2, b"flushed", true),
+        ] {
+            assert_eq!(
+                exists(&mut c, db, key),
+                expected,
+                "{kind:?}: {} in database {db}",
+                String::from_utf8_lossy(key)
+            );
+        }
+        // What was created is RedisBloom's default filter.
+        let _: () = redis::cmd("SELECT").arg(1).query(&mut c).unwrap();
+        let kind_of: String = redis::cmd("TYPE").arg("before").query(&mut c).unwrap();
+        assert_eq!(kind_of, "MBbloom--", "{kind:?}");
+        let capacity: Vec<i64> = redis::cmd("BF.INFO")
+            .arg(&["before", "CAPACITY"])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(capacity, [100], "{kind:?}");
+    }
+}
+
+/// A stream of refused reserves with 1 MiB keys fills what the module
+/// keeps (16 MiB): from then on no bare replayed add creates a key, not
+/// even one never refused, until `FLUSHALL`.
+#[test]
+fn past_its_cap_the_refused_set_refuses_every_bare_creation_until_flushall() {
+    let refusals: Vec<Vec<u8>> = (0..20)
+        .map(|i| {
+            let mut key = vec![b'k'; 1 << 20];
+            key.extend(i.to_string().into_bytes());
+            too_big(&key)
+        })
+        .collect();
+    for kind in common::KINDS {
+        let mut full = refusals.clone();
+        full.push(resp(&[b"BF.ADD", b"fresh", b"a"]));
+        let server = replaying_short(kind, &full);
+        let mut c = server.connect();
+        assert!(
+            !exists(&mut c, 0, b"fresh"),
+            "{kind:?}: created past the cap"
+        );
+        assert!(
+            server
+                .log()
+                .contains("more refused creations than this server keeps"),
+            "{kind:?}: the log does not say the set is full"
+        );
+        drop(server);
+        let mut flushed = refusals.clone();
+        flushed.push(resp(&[b"FLUSHALL"]));
+        flushed.push(resp(&[b"BF.ADD", b"fresh", b"a"]));
+        let server = replaying_short(kind, &flushed);
+        let mut c = server.connect();
+        assert!(
+            exists(&mut c, 0, b"fresh"),
+            "{kind:?}: FLUSHALL did not reset"
+        );
+    }
+}
