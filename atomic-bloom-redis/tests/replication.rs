@@ -268,6 +268,60 @@ fn a_replica_that_cannot_build_a_filter_holds_none_and_never_a_default_one() {
                 "{kind:?}: {key}"
             );
         }
+        // The replica restarts from its own RDB and resyncs in part: it
+        // remembers nothing of what it refused, and its primary's adds to
+        // `bbig` still never create it there.
+        let mut replica = replica;
+        replica.stop(true);
+        replica.push_extra(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+        replica.launch().expect("the replica restarts");
+        let mut r = replica.connect();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: no resync");
+        assert!(
+            primary.info("stats").contains("sync_partial_ok:1"),
+            "{kind:?}: not a partial resync"
+        );
+        let _: bool = redis::cmd("BF.ADD")
+            .arg(&["bbig", "after a restart"])
+            .query(&mut p)
+            .unwrap();
+        // Renamed on the primary, the filters the replica could not build
+        // go on under new names: the adds to those never create them there
+        // either (this server never sees a RENAME of a key it does not
+        // hold). The old names, free again, take new filters as any key.
+        for (from, to) in [("bbig", "bbig2"), ("wbig", "wbig2")] {
+            let _: String = redis::cmd("RENAME").arg(&[from, to]).query(&mut p).unwrap();
+        }
+        let _: bool = redis::cmd("BF.ADD")
+            .arg(&["bbig2", "renamed"])
+            .query(&mut p)
+            .unwrap();
+        let _: Vec<bool> = redis::cmd("BF.MADD")
+            .arg("bbig2")
+            .arg(&sent)
+            .query(&mut p)
+            .unwrap();
+        let _: bool = redis::cmd("WBF.ADD")
+            .arg(&["wbig2", "renamed"])
+            .query(&mut p)
+            .unwrap();
+        let _: bool = redis::cmd("BF.ADD")
+            .arg(&["bbig", "a new filter"])
+            .query(&mut p)
+            .unwrap();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
+        for key in ["wbig2", "bbig2"] {
+            let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut r).unwrap();
+            assert_eq!(
+                exists, 0,
+                "{kind:?}: the replica holds a filter under {key} that is not its primary's"
+            );
+        }
+        assert_eq!(
+            dump_payload(&mut r, "bbig"),
+            dump_payload(&mut p, "bbig"),
+            "{kind:?}: the new bbig"
+        );
         // The primary's AOF (never rewritten: its commands as sent),
         // replayed by a server whose allocations fail the same way.
         let mut short = Server::unlaunched(kind, &[], &["--appendonly", "yes"]);
@@ -281,19 +335,23 @@ fn a_replica_that_cannot_build_a_filter_holds_none_and_never_a_default_one() {
         }
         short.launch().expect("the server starts from the AOF");
         let mut s = short.connect();
-        for key in ["wbig", "bbig"] {
+        for key in ["wbig", "wbig2", "bbig2"] {
             let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut s).unwrap();
             assert_eq!(
                 exists, 0,
                 "{kind:?}: the AOF replay made a {key} of its own"
             );
+        }
+        // Each refused creation is logged (the refused adds, at most one
+        // line in ten seconds).
+        for key in ["wbig", "bbig"] {
             assert!(
-                short.log().contains(&format!("'{key}'")),
+                short.log().contains(&format!("RESERVE '{key}'")),
                 "{kind:?}: the replay's log does not say why it holds no {key}:\n{}",
                 short.log()
             );
         }
-        for key in ["wsmall", "bsmall"] {
+        for key in ["wsmall", "bsmall", "bbig"] {
             assert_eq!(
                 dump_payload(&mut s, key),
                 dump_payload(&mut p, key),
