@@ -285,6 +285,9 @@ fn a_replica_that_cannot_build_a_filter_holds_none_and_never_a_default_one() {
             .arg(&["bbig", "after a restart"])
             .query(&mut p)
             .unwrap();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
+        let exists: i64 = redis::cmd("EXISTS").arg("bbig").query(&mut r).unwrap();
+        assert_eq!(exists, 0, "{kind:?}: a bbig of its own after a restart");
         // Renamed on the primary, the filters the replica could not build
         // go on under new names: the adds to those never create them there
         // either (this server never sees a RENAME of a key it does not
