@@ -9,9 +9,14 @@
 //! creates a filter under the key (a later `RESERVE` it could build), when
 //! its database is flushed, and when a whole dataset is loaded (an RDB, a
 //! full sync, an AOF: they begin with no refusals); `SWAPDB` swaps the
-//! entries of its two databases. A `DEL` or `RENAME` of a key this server
-//! does not hold is not seen by a module: the entry stays (a later bare
-//! add for the key is refused, never applied to defaults).
+//! entries of its two databases. A module sees no command on a key the
+//! server does not hold: after a `DEL` of a refused key the entry stays (a
+//! later bare add for it is refused, never applied to defaults), and after
+//! a `RENAME` (`MOVE`, `COPY`) of one in a RedisBloom stream the new name
+//! is not known (its bare adds create). This module's own primaries never
+//! depend on the set: their adds never create (`replica.rs`). Nor does it
+//! outlive the process: a replica that restarts and resyncs in part
+//! starts with none.
 //!
 //! Memory is bounded: past [`MOST_BYTES`] (a hostile stream of millions of
 //! refused keys) no more entries are kept and every bare replayed add for
