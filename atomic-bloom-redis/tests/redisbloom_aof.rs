@@ -289,3 +289,87 @@ fn past_its_cap_the_refused_set_refuses_every_bare_creation_until_flushall() {
         );
     }
 }
+
+/// A replica with this module follows a RedisBloom primary (RedisBloom's
+/// `.so` in `REDISBLOOM_SO`; without it the test says so and passes, as
+/// `tests/differential.rs` does): the keys the primary's bare adds create
+/// are RedisBloom's filters there, byte for byte; where the replica (a 3
+/// GiB address space) cannot build what the primary reserved, it holds
+/// none, and the bare adds for that key do not make one.
+#[test]
+fn a_replica_follows_a_redisbloom_primary() {
+    let Some(redisbloom) = std::env::var_os("REDISBLOOM_SO").map(PathBuf::from) else {
+        eprintln!(
+            "redisbloom_aof: a_replica_follows_a_redisbloom_primary skipped: set REDISBLOOM_SO \
+             to RedisBloom's redisbloom.so"
+        );
+        return;
+    };
+    let primary = Server::start_with_other_module(Kind::Valkey, &redisbloom);
+    let replica = Server::start_with_address_space(Kind::Valkey, 3 << 30);
+    let (mut p, mut r) = (primary.connect(), replica.connect());
+    let _: String = redis::cmd("REPLICAOF")
+        .arg(&["127.0.0.1", &primary.port.to_string()])
+        .query(&mut r)
+        .unwrap();
+    assert!(common::replica_caught_up(&mut p, &mut r), "no sync");
+    let items = |key: &str, count: usize| -> Vec<String> {
+        (0..count).map(|i| format!("{key}:item:{i}")).collect()
+    };
+    let _: bool = redis::cmd("BF.ADD")
+        .arg(&["added", "a"])
+        .query(&mut p)
+        .unwrap();
+    for item in items("added", 300) {
+        let _: bool = redis::cmd("BF.ADD")
+            .arg("added")
+            .arg(item)
+            .query(&mut p)
+            .unwrap();
+    }
+    let _: Vec<bool> = redis::cmd("BF.MADD")
+        .arg("madded")
+        .arg(items("madded", 500))
+        .query(&mut p)
+        .unwrap();
+    let _: Vec<bool> = redis::cmd("BF.INSERT")
+        .arg(&[
+            "inserted",
+            "CAPACITY",
+            "50",
+            "ERROR",
+            "0.001",
+            "NONSCALING",
+            "ITEMS",
+        ])
+        .arg(items("inserted", 40))
+        .query(&mut p)
+        .unwrap();
+    let _: String = redis::cmd("BF.RESERVE")
+        .arg(&["huge", "0.0000001", "1000000000"])
+        .query(&mut p)
+        .unwrap();
+    let _: Vec<bool> = redis::cmd("BF.MADD")
+        .arg("huge")
+        .arg(items("huge", 10))
+        .query(&mut p)
+        .unwrap();
+    let _: bool = redis::cmd("BF.ADD")
+        .arg(&["later", "a"])
+        .query(&mut p)
+        .unwrap();
+    assert!(common::replica_caught_up(&mut p, &mut r), "fell behind");
+    for key in ["added", "madded", "inserted", "later"] {
+        assert_eq!(
+            common::dump_payload(&mut r, key),
+            common::dump_payload(&mut p, key),
+            "{key}: the replica's differs from RedisBloom's"
+        );
+        assert!(
+            common::dump_payload(&mut r, key).is_some(),
+            "{key}: missing"
+        );
+    }
+    let exists: i64 = redis::cmd("EXISTS").arg("huge").query(&mut r).unwrap();
+    assert_eq!(exists, 0, "a huge of the replica's own");
+}
