@@ -517,6 +517,11 @@ impl Client {
         wire: &mut Wire,
         queue: bool,
     ) -> Vec<Result<Vec<bool>, Error>> {
+        // Before the batches, not after their answers: a call dropped
+        // there (a cancelled future) would leave answered batches in
+        // `wire.sending`, to be sent again behind their own
+        // acknowledgements, which delete the answers they would find.
+        self.send_excess_piggyback(wire).await;
         let config = &self.config;
         let settings = scripts::OfferSettings {
             capacity: (config.capacity / config.shards).max(1),
@@ -558,7 +563,6 @@ impl Client {
                 Ok(flags.iter().map(|&flag| flag == b'1').collect())
             }));
         }
-        self.send_excess_piggyback(wire).await;
         answers
     }
 
@@ -573,7 +577,8 @@ impl Client {
     /// Sends what waits to ride on a pipeline beyond what the next one
     /// carries (a call of more than that many batches leaves as many
     /// acknowledgements): otherwise each such call would add more than the
-    /// next one takes, and they would pile up on both sides.
+    /// next one takes, and they would pile up on both sides. Called before
+    /// a call's batches go, never after their answers came back.
     async fn send_excess_piggyback(&self, wire: &mut Wire) {
         let mut rounds = wire.piggyback.len() / PIGGYBACK_PER_PIPELINE;
         while rounds > 0 && wire.piggyback.len() > PIGGYBACK_PER_PIPELINE {
