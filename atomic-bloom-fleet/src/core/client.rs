@@ -380,6 +380,17 @@ impl Client {
         wire: &mut Wire,
         commands: &[ShardCommand],
     ) -> Vec<Result<Value, Error>> {
+        self.execute_carrying(wire, commands, true).await
+    }
+
+    /// [`execute`](Self::execute), with what rides on the next pipeline in
+    /// front only if `carry`.
+    async fn execute_carrying(
+        &self,
+        wire: &mut Wire,
+        commands: &[ShardCommand],
+        carry: bool,
+    ) -> Vec<Result<Value, Error>> {
         let deadline = wire.now() + self.config.retry_for;
         let mut pause = FIRST_PAUSE;
         let mut immediate_tries = 0;
@@ -387,7 +398,11 @@ impl Client {
             (0..commands.len()).map(|_| None).collect();
         let mut waiting: Vec<usize> = (0..commands.len()).collect();
         loop {
-            let carried = wire.piggyback.len().min(PIGGYBACK_PER_PIPELINE);
+            let carried = if carry {
+                wire.piggyback.len().min(PIGGYBACK_PER_PIPELINE)
+            } else {
+                0
+            };
             let mut pipeline: Vec<ShardCommand> = Vec::new();
             let mut carriers = Vec::with_capacity(carried);
             for entry in &wire.piggyback[..carried] {
@@ -800,11 +815,18 @@ impl Client {
             scripts::Mark::Idle
         };
         let command = scripts::state(&fleet.control, &fleet.clients, &self.id, mark, lease_ms);
-        self.run(
-            wire,
-            &[(self.fleet_route(), fleet.clients.clone(), command)],
-        )
-        .await?;
+        // A busy mark goes alone: what rides on pipelines (lease ends,
+        // give-backs) moves work, which a client does only under a mark
+        // that lives, and carried in front of the mark it would run first,
+        // or on another node without it (the fleet's node cut off).
+        let outcomes = self
+            .execute_carrying(
+                wire,
+                &[(self.fleet_route(), fleet.clients.clone(), command)],
+                !busy,
+            )
+            .await;
+        outcomes.into_iter().collect::<Result<Vec<_>, _>>()?;
         Ok(())
     }
 

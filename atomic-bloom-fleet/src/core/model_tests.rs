@@ -1,14 +1,19 @@
 //! The core against a small model of the fleet's server (what each script
 //! does to the filters, queues and leases), for what scripted replies
 //! alone cannot check: where an answer ends up when a call is dropped at
-//! one of its requests (a tokio future cancelled).
+//! one of its requests (a tokio future cancelled), and which writes reach
+//! a node of a cluster while another node is cut off.
 
 use redis::Value;
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::Duration;
 
 use super::call::{Call, Io, Pipeline, Received, Step};
 use super::client::{Client, Wire};
+use super::frontier::{FrontierCore, Push};
+use super::keys;
 use super::tests::{commands, config, script, standalone, waits, Fake};
+use crate::sync::Arc;
 
 fn bulk(text: &str) -> Value {
     Value::BulkString(text.as_bytes().to_vec())
@@ -237,4 +242,145 @@ fn a_seen_set_call_dropped_at_any_request_keeps_its_answers() {
         }
     }
     assert!(ended > 0, "some call ended before its drop");
+}
+
+/// Two nodes of a cluster: `127.0.0.1:8` owns the slot of the fleet's own
+/// keys (settings, epoch, busy marks), `127.0.0.1:7` every other slot;
+/// the fleet's node can be cut off (its pipelines lost unread).
+struct Cluster {
+    model: Model,
+    fleet_slot: i64,
+    fleet_cut: bool,
+    /// Commands that ran on the shards' node.
+    on_shards: Vec<Vec<String>>,
+}
+
+impl Cluster {
+    fn new() -> Cluster {
+        Cluster {
+            model: Model::default(),
+            fleet_slot: i64::from(keys::slot(&keys::fleet_keys("t").tag)),
+            fleet_cut: false,
+            on_shards: Vec::new(),
+        }
+    }
+
+    fn answer(&mut self, pipeline: &Pipeline) -> Received {
+        let fleet_node = pipeline.port == 8;
+        if fleet_node && self.fleet_cut {
+            return Received::failed("cut off");
+        }
+        let words = commands(&pipeline.bytes);
+        let replies = (words.iter())
+            .map(|command| match command[0].as_str() {
+                "INFO" => bulk("# Cluster\r\ncluster_enabled:1\r\n"),
+                "CLUSTER" => {
+                    let node = |port| Value::Array(vec![bulk("127.0.0.1"), Value::Int(port)]);
+                    let range = |low, high, port| {
+                        Value::Array(vec![Value::Int(low), Value::Int(high), node(port)])
+                    };
+                    let slot = self.fleet_slot;
+                    Value::Array(vec![
+                        range(0, slot - 1, 7),
+                        range(slot, slot, 8),
+                        range(slot + 1, 16383, 7),
+                    ])
+                }
+                _ => {
+                    if !fleet_node {
+                        self.on_shards.push(command.clone());
+                    }
+                    self.model.run(command)
+                }
+            })
+            .collect();
+        Received {
+            replies,
+            lost: None,
+        }
+    }
+
+    fn drive<T>(&mut self, fake: &mut Fake, mut call: Call<'_, T>) -> T {
+        loop {
+            match call.step(fake.now) {
+                Step::Done(value) => return value,
+                Step::Io(Io::Sleep(until)) => {
+                    fake.now = fake.now.max(until);
+                    call.answer(Vec::new());
+                }
+                Step::Io(Io::Round(pipelines)) => {
+                    let received = pipelines.iter().map(|p| self.answer(p)).collect();
+                    call.answer(received);
+                }
+            }
+        }
+    }
+}
+
+/// Issue 37 item 3's rule, for a lease's end: a client ends a lease only
+/// while its busy mark surely lives, so that a check of the fleet by
+/// another process, which reads the shards at different instants, sees it
+/// busy around the change (or its epoch move). Before, the pipeline that
+/// marks the client busy again carried what waits to ride on a pipeline
+/// in front of the mark, lease ends among them: with the node of the
+/// fleet's keys cut off, the lease ended on the shard's node and the mark
+/// never came, so a link that a batch retried past the mark's life had
+/// queued on a shard read before it, and the lease's end on a shard read
+/// after, summed to nothing, and the check answered "finished".
+#[test]
+fn a_lease_ends_only_under_a_busy_mark_that_lives() {
+    let config = config();
+    let mut fake = Fake::new();
+    let mut cluster = Cluster::new();
+    let (client, mut wire) = Client::new(&config, 7).expect("a valid config");
+    let core = Arc::new(FrontierCore::new(client));
+    cluster
+        .drive(&mut fake, core.connect(&mut wire))
+        .expect("connects");
+    // A URL of a shard on the node that stays reachable.
+    let fleet_slot = cluster.fleet_slot;
+    let url = (0..)
+        .map(|n| format!("https://example.com/{n}"))
+        .find(|url| {
+            let shard = core.client.shard_of(url);
+            i64::from(keys::slot(&core.client.keys[shard].tag)) != fleet_slot
+        })
+        .expect("some URL lands on the shards' node");
+    let Push::Slow(left) = core.push(url.clone(), fake.now) else {
+        panic!("the first push marks the client busy");
+    };
+    assert_eq!(
+        cluster.drive(&mut fake, core.push_slow(&mut wire, left)),
+        Ok(true)
+    );
+    cluster
+        .drive(&mut fake, core.flush(&mut wire))
+        .expect("flushed");
+    let page = (cluster.drive(&mut fake, core.pop(&mut wire)))
+        .expect("popped")
+        .expect("the URL");
+    core.complete(page);
+    // No heartbeat for longer than a lease, and the fleet's node cut off.
+    fake.now += config.lease + Duration::from_secs(1);
+    cluster.fleet_cut = true;
+    let before = cluster.on_shards.len();
+    let popped = cluster.drive(&mut fake, core.pop(&mut wire));
+    assert!(popped.is_err(), "{popped:?}");
+    let ended: Vec<&Vec<String>> = (cluster.on_shards[before..].iter())
+        .filter(|command| command[0] == "HDEL" || command[0] == "ZREM")
+        .collect();
+    assert!(
+        ended.is_empty(),
+        "a lease ended with the client's busy mark lapsed: {ended:?}"
+    );
+    // The node back: the client marks itself busy, then ends the lease.
+    cluster.fleet_cut = false;
+    cluster
+        .drive(&mut fake, core.flush(&mut wire))
+        .expect("flushed");
+    assert!(
+        cluster.model.leases.is_empty(),
+        "{:?}",
+        cluster.model.leases
+    );
 }
