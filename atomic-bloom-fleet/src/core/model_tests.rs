@@ -35,6 +35,8 @@ struct Model {
     leases: HashSet<(String, String)>,
     /// Every command run, in order.
     ran: Vec<Vec<String>>,
+    /// Offers are refused (the server out of memory).
+    refuse_offers: bool,
 }
 
 impl Model {
@@ -60,6 +62,12 @@ impl Model {
             ("ZREM", _) => Value::Int(i64::from(
                 self.leases.remove(&(keys[0].clone(), args[0].clone())),
             )),
+            (_, "offer") if self.refuse_offers => Value::ServerError(
+                match redis::parse_redis_value(b"-OOM command not allowed\r\n") {
+                    Ok(Value::ServerError(error)) => error,
+                    other => panic!("{other:?}"),
+                },
+            ),
             (_, "offer") => {
                 let done = self.results.get(&keys[1]).cloned().unwrap_or_default();
                 let items = &args[4..];
@@ -124,6 +132,13 @@ impl Model {
             ("LLEN", _) => Value::Int(self.queues.get(&keys[0]).map_or(0, VecDeque::len) as i64),
             (name, script) => panic!("the model has no {name} {script}: {command:?}"),
         }
+    }
+
+    /// Whether any queue holds `url`.
+    fn queued(&self, url: &str) -> bool {
+        self.queues
+            .values()
+            .any(|queue| queue.iter().any(|queued| queued == url))
     }
 
     /// Runs every command of `pipeline` and answers them all.
@@ -191,6 +206,18 @@ fn seen_client(config: &crate::FleetConfig, fake: &mut Fake, model: &mut Model) 
     );
     connected.expect("connects");
     (client, wire)
+}
+
+/// A frontier's core, connected to `model`.
+fn frontier(
+    config: &crate::FleetConfig,
+    fake: &mut Fake,
+    model: &mut Model,
+) -> (Arc<FrontierCore>, Wire) {
+    let (client, mut wire) = Client::new(config, 7).expect("a valid config");
+    let core = Arc::new(FrontierCore::new(client));
+    drive(fake, model, core.connect(&mut wire)).expect("connects");
+    (core, wire)
 }
 
 /// A seen-set call dropped at any of its requests (before or after its
@@ -382,5 +409,85 @@ fn a_lease_ends_only_under_a_busy_mark_that_lives() {
         cluster.model.leases.is_empty(),
         "{:?}",
         cluster.model.leases
+    );
+}
+
+/// A push dropped while it marks the client busy, or while it sends a
+/// full shard's batches to make room, leaves its URL to the frontier: a
+/// later call sends it, as every call leaves what it began. Before, the URL
+/// was in neither the buffer nor the caller's hands: a crawler that timed
+/// the push out and went on lost the link for good.
+#[test]
+fn a_push_dropped_at_any_request_loses_nothing() {
+    // One item a shard: a batch that cannot go fills its shard.
+    let config = config().batch_size(1).max_buffered(1);
+    for full in [false, true] {
+        for drop_at in 0..3 {
+            for ran in [false, true] {
+                let mut fake = Fake::new();
+                let mut model = Model::default();
+                let (core, mut wire) = frontier(&config, &mut fake, &mut model);
+                let mut urls = (0..).map(|n| format!("https://example.com/{n}"));
+                if full {
+                    // The client marked busy, and a batch the server
+                    // refuses for now holding the shard's room.
+                    let first = urls.next().expect("a URL");
+                    let shard = core.client.shard_of(&first);
+                    let Push::Slow(left) = core.push(first.clone(), fake.now) else {
+                        panic!("the first push marks the client busy");
+                    };
+                    model.refuse_offers = true;
+                    let pushed = drive(&mut fake, &mut model, core.push_slow(&mut wire, left));
+                    assert!(pushed.is_err(), "{pushed:?}");
+                    model.refuse_offers = false;
+                    let url = (urls.by_ref())
+                        .find(|url| core.client.shard_of(url) == shard)
+                        .expect("another URL of the shard");
+                    check_dropped_push(
+                        &core,
+                        &mut wire,
+                        (&mut fake, &mut model),
+                        url,
+                        drop_at,
+                        ran,
+                    );
+                    assert!(model.queued(&first), "the refused batch went later");
+                } else {
+                    let url = urls.next().expect("a URL");
+                    check_dropped_push(
+                        &core,
+                        &mut wire,
+                        (&mut fake, &mut model),
+                        url,
+                        drop_at,
+                        ran,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Pushes `url` through the wire, drops the push at request `drop_at` (if
+/// it has not ended by then), flushes, and checks the URL was queued.
+fn check_dropped_push(
+    core: &Arc<FrontierCore>,
+    wire: &mut Wire,
+    (fake, model): (&mut Fake, &mut Model),
+    url: String,
+    drop_at: usize,
+    ran: bool,
+) {
+    let Push::Slow(left) = core.push(url.clone(), fake.now) else {
+        panic!("a push that waits for its mark or for room goes through the wire");
+    };
+    let pushed = drive_dropping(fake, model, core.push_slow(wire, left), drop_at, ran);
+    if let Some(pushed) = pushed {
+        assert_eq!(pushed, Ok(true), "{url}");
+    }
+    drive(fake, model, core.flush(wire)).expect("flushed");
+    assert!(
+        model.queued(&url),
+        "dropped at request {drop_at} (ran: {ran}): {url} never reached a queue"
     );
 }
