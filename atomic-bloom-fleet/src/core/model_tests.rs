@@ -37,6 +37,8 @@ struct Model {
     ran: Vec<Vec<String>>,
     /// Offers are refused (the server out of memory).
     refuse_offers: bool,
+    /// Offers to this filter are refused (its node out of memory).
+    refuse_filter: Option<String>,
 }
 
 impl Model {
@@ -62,12 +64,16 @@ impl Model {
             ("ZREM", _) => Value::Int(i64::from(
                 self.leases.remove(&(keys[0].clone(), args[0].clone())),
             )),
-            (_, "offer") if self.refuse_offers => Value::ServerError(
-                match redis::parse_redis_value(b"-OOM command not allowed\r\n") {
-                    Ok(Value::ServerError(error)) => error,
-                    other => panic!("{other:?}"),
-                },
-            ),
+            (_, "offer")
+                if self.refuse_offers || self.refuse_filter.as_deref() == Some(&keys[0]) =>
+            {
+                Value::ServerError(
+                    match redis::parse_redis_value(b"-OOM command not allowed\r\n") {
+                        Ok(Value::ServerError(error)) => error,
+                        other => panic!("{other:?}"),
+                    },
+                )
+            }
             (_, "offer") => {
                 let done = self.results.get(&keys[1]).cloned().unwrap_or_default();
                 let items = &args[4..];
@@ -269,6 +275,61 @@ fn a_seen_set_call_dropped_at_any_request_keeps_its_answers() {
         }
     }
     assert!(ended > 0, "some call ended before its drop");
+}
+
+/// A seen-set keeps the answers a failed call recovered (batches of an
+/// earlier failed call, sent again) until a call returns them: one that
+/// fails on other items, or is dropped, leaves them for the next. Before,
+/// a call took them out of the book before sending its own batches and
+/// dropped them with its error (or with itself): the item, already in the
+/// local filter, was then answered seen to every caller, and new to none.
+#[test]
+fn a_failed_seen_set_call_keeps_the_answers_it_recovered() {
+    // The second call fails (`None`), or is dropped at its request `n`.
+    for second in [None, Some(0), Some(1), Some(2)] {
+        let config = config();
+        let mut fake = Fake::new();
+        let mut model = Model::default();
+        let (client, mut wire) = seen_client(&config, &mut fake, &mut model);
+        let on = |shard: usize, nth: usize| {
+            (0..)
+                .map(|n| format!("item-{n}"))
+                .filter(|item| client.shard_of(item) == shard)
+                .nth(nth)
+                .expect("an item")
+        };
+        let (a, b, c) = (on(0, 0), on(1, 0), on(1, 1));
+        let refused = Some(client.keys[1].seen.clone());
+        let mut new: HashMap<String, usize> = HashMap::new();
+        for (turn, items) in [vec![&a, &b], vec![&a, &c], vec![&a, &b, &c]]
+            .into_iter()
+            .enumerate()
+        {
+            let refuse = turn == 0 || (turn == 1 && second.is_none());
+            model.refuse_filter = if refuse { refused.clone() } else { None };
+            let call = super::seen::insert_many(&client, &mut wire, &items);
+            let drop_at = if turn == 1 { second } else { None };
+            let answered = drive_dropping(
+                &mut fake,
+                &mut model,
+                call,
+                drop_at.unwrap_or(usize::MAX),
+                true,
+            );
+            if let Some(Ok(answers)) = answered {
+                for (item, answer) in items.iter().zip(answers) {
+                    *new.entry(item.to_string()).or_default() += usize::from(answer);
+                }
+            }
+        }
+        for item in [&a, &b, &c] {
+            assert_eq!(
+                new.get(item),
+                Some(&1),
+                "second call {second:?}: {item}: {new:?}"
+            );
+        }
+    }
 }
 
 /// Two nodes of a cluster: `127.0.0.1:8` owns the slot of the fleet's own
