@@ -85,6 +85,17 @@ pub enum Error {
         /// The share that was passed.
         share: f64,
     },
+    /// A scalable filter's first-stage share leaves its second stage a
+    /// rate under 1/1024 of the first stage's (see
+    /// [`first_stage_share`](crate::ScalableBloomFilterBuilder::first_stage_share)).
+    SecondStageTooDense {
+        /// The share that was passed.
+        share: f64,
+        /// The tightening ratio it was passed with.
+        tightening: f64,
+        /// The largest share that ratio allows.
+        max_share: f64,
+    },
     /// A scalable filter's memory limit is smaller than its first stage.
     MemoryLimitTooSmall {
         /// The limit that was set, in bytes.
@@ -208,6 +219,15 @@ pub enum Error {
         /// Its value.
         value: u64,
     },
+    /// A saved windowed filter's epoch is past
+    /// [`WindowedBloomFilter::MAX_LOADED_EPOCH`](crate::WindowedBloomFilter::MAX_LOADED_EPOCH):
+    /// loaded, it could not rotate for a server's life.
+    EpochOutOfRange {
+        /// The epoch the input holds.
+        epoch: u64,
+        /// The last epoch a filter may be loaded at.
+        max: u64,
+    },
     /// Loading: a frontier's queued item could not be decoded.
     InvalidItem {
         /// Its position in the queue, from 0.
@@ -280,6 +300,17 @@ impl fmt::Display for Error {
                 f,
                 "first-stage share {share} is not strictly between 0 and 1: pass 0.8 to give \
                  the first stage 80% of the rate, or leave it unset for 1 - tightening ratio"
+            ),
+            Error::SecondStageTooDense {
+                share,
+                tightening,
+                max_share,
+            } => write!(
+                f,
+                "first-stage share {share} at tightening ratio {tightening} leaves the second \
+                 stage a rate under 1/1024 of the first's: each of its items would cost over 14 \
+                 bits more, for under 0.021 bits saved an item in the first stage; pass a share \
+                 of at most {max_share} (0.99 passes at every ratio)"
             ),
             Error::MemoryLimitTooSmall { limit, first_stage } => write!(
                 f,
@@ -385,6 +416,12 @@ impl fmt::Display for Error {
             Error::InvalidField { field, value } => write!(
                 f,
                 "the input's {field} is {value}, which no filter has: the input is corrupt"
+            ),
+            Error::EpochOutOfRange { epoch, max } => write!(
+                f,
+                "the input's windowed filter is at epoch {epoch}, past {max}: loaded, it could \
+                 not rotate for a server's life (no filter reaches it in centuries), so the \
+                 input is corrupt; rebuild the filter"
             ),
             Error::InvalidItem { index, reason } => write!(
                 f,

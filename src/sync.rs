@@ -17,7 +17,7 @@
 //! returning what was there.
 
 #[cfg(not(atomic_bloom_loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -27,7 +27,9 @@ pub(crate) use arc_swap::ArcSwap;
 pub(crate) use crossbeam::queue::SegQueue as Queue;
 
 #[cfg(atomic_bloom_loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
@@ -35,6 +37,24 @@ pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 pub(crate) use loom_arc_swap::ArcSwap;
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom_queue::Queue;
+
+/// One round of waiting for another thread (round `round` of a wait):
+/// spins a while, then gives the core away; under loom, yields (so that a
+/// model explores the other threads).
+#[inline]
+pub(crate) fn wait_round(round: u32) {
+    #[cfg(not(atomic_bloom_loom))]
+    if round < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+    #[cfg(atomic_bloom_loom)]
+    {
+        let _ = round;
+        loom::thread::yield_now();
+    }
+}
 
 /// Entries a [`Memo`] keeps; past them it forgets its oldest.
 #[cfg(not(atomic_bloom_loom))]
