@@ -40,6 +40,27 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Bulk insert
+//!
+//! `par_insert` (feature `rayon`, on by default) inserts the items of a
+//! rayon parallel iterator on rayon's thread pool, as the program holds
+//! them: a `Vec<String>` goes into a filter of `str` through `par_iter()`
+//! ([`AsItem`] says what an item may be). Every filter also takes
+//! `Extend`, and [`BloomFilter::insert_many`] works through a slice with
+//! the blocks of items ahead prefetched.
+//!
+//! ```
+//! use rayon::prelude::*;
+//! use atomic_bloom::BloomFilter;
+//!
+//! let seen: BloomFilter<str> = BloomFilter::new(1_000_000, 0.01)?;
+//! let urls: Vec<String> = (0..100_000).map(|i| format!("https://example.com/{i}")).collect();
+//! let new = seen.par_insert(urls.par_iter());
+//! assert!(new > 99_000);
+//! assert!(seen.contains("https://example.com/99999"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Accuracy
 //!
 //! Filters are sized with the exact expected false-positive rate of their
@@ -69,15 +90,22 @@
 //!
 //! # Consistency
 //!
-//! Bits only go from 0 to 1. An insert that happens-before a lookup (through
-//! a join, a channel, a lock or any release/acquire pair) is always seen by
-//! it; a lookup that races an insert of the same item may or may not see it.
-//! Counts such as [`BloomFilter::len_estimate`] are snapshots.
+//! Bits only go from 0 to 1, until a `clear` (which also takes `&self`; its
+//! docs say what an insert racing it may see). An insert that
+//! happens-before a lookup (through a join, a channel, a lock or any
+//! release/acquire pair) is always seen by it; a lookup that races an
+//! insert of the same item may or may not see it. Counts such as
+//! [`BloomFilter::len_estimate`] are snapshots.
+//!
+//! Every filter is `Send + Sync`, `Clone` (a snapshot), `PartialEq` and
+//! `Eq` (built alike, with the same bits), `Extend` and `Debug` (which
+//! counts no bits).
 //!
 //! # Crate features
 //!
-//! * `rayon` (default): `par_insert` on every filter inserts from a rayon
-//!   parallel iterator.
+//! * `rayon` (on by default): `par_insert` on every filter inserts from a
+//!   rayon parallel iterator. Without it (`default-features = false`) the
+//!   crate does not depend on rayon.
 //! * `serde`: `Serialize` and `Deserialize` for every filter, as the bytes of
 //!   the saved-filter format and with the same checks as `read_from`.
 //!
@@ -115,19 +143,26 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs, missing_debug_implementations)]
 
+// The filters' own modules first: rustdoc lists a type's `impl` blocks in
+// the order their modules are declared, so each type's page opens with
+// the block that holds its constructors.
+mod bloom;
+mod counting;
+mod frontier;
+mod scalable;
+mod windowed;
+
 mod batch;
 mod bits;
 mod block;
-mod bloom;
 mod builder;
 mod counters;
-mod counting;
 mod error;
 mod fill;
 #[cfg(feature = "redis")]
 pub mod fleet;
-mod frontier;
 mod hash;
+mod item;
 mod layout;
 #[cfg(feature = "rayon")]
 mod parallel;
@@ -135,19 +170,18 @@ mod persist;
 #[cfg(any(feature = "redis", atomic_bloom_loom))]
 #[doc(hidden)]
 pub mod push_order;
-mod scalable;
 mod sizing;
 mod sync;
 mod tally;
-mod windowed;
 mod wire;
 
 pub use bloom::BloomFilter;
 pub use builder::{BloomFilterBuilder, CountingBloomFilterBuilder};
 pub use counting::CountingBloomFilter;
-pub use error::Error;
+pub use error::{Error, ErrorKind, IoError};
 pub use frontier::Frontier;
 pub use hash::DefaultHasher;
+pub use item::AsItem;
 pub use layout::{Layout, Sizing};
 pub use persist::{FrontierItem, SaveCursor};
 pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder, StageStats};

@@ -11,10 +11,10 @@
 //!
 //! loom cannot see inside `arc-swap` or crossbeam's queue. Under the loom
 //! cfg `Queue` is a `Mutex<VecDeque>` with `SegQueue`'s methods, and [`ArcSwap`] is a
-//! stand-in over loom's `RwLock<Arc<T>>` with the same `load` /
-//! `compare_and_swap` semantics: `load` returns the current `Arc` and
-//! `compare_and_swap` replaces it only if it is still the expected one,
-//! returning what was there.
+//! stand-in over loom's `RwLock<Arc<T>>` with the same `load` / `store` /
+//! `compare_and_swap` semantics: `load` returns the current `Arc`, `store`
+//! replaces it, and `compare_and_swap` replaces it only if it is still the
+//! expected one, returning what was there.
 
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -24,6 +24,11 @@ pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 /// protocol lives on the server, in scripts).
 #[cfg(all(not(atomic_bloom_loom), feature = "redis"))]
 pub(crate) use std::sync::{RwLock, RwLockReadGuard};
+
+/// `std`'s `Arc` under every cfg: for shared ownership outside every
+/// protocol (an [`Error`](crate::Error)'s I/O source), which loom need not
+/// see and which may be made outside a model.
+pub(crate) use std::sync::Arc as PlainArc;
 
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use arc_swap::ArcSwap;
@@ -279,7 +284,8 @@ mod loom_arc_swap {
 
     use loom::sync::{Arc, RwLock};
 
-    /// `arc_swap::ArcSwap`'s `load` and `compare_and_swap`, over a loom lock.
+    /// `arc_swap::ArcSwap`'s `load`, `store` and `compare_and_swap`, over a
+    /// loom lock.
     pub(crate) struct ArcSwap<T> {
         current: RwLock<Arc<T>>,
     }
@@ -303,6 +309,11 @@ mod loom_arc_swap {
 
         pub(crate) fn load(&self) -> Guard<T> {
             Guard(Arc::clone(&self.current.read().unwrap()))
+        }
+
+        /// Replaces the current value with `new`, whatever it is.
+        pub(crate) fn store(&self, new: Arc<T>) {
+            *self.current.write().unwrap() = new;
         }
 
         /// Stores `new` if the current value is `expected`; returns the value

@@ -62,6 +62,16 @@ impl ThreadTally {
         }
     }
 
+    /// Sets every slot to 0 (the tally's filter was cleared). An add
+    /// racing it may or may not be kept.
+    pub(crate) fn reset(&self) {
+        for slot in self.slots.iter() {
+            // Relaxed: an independent tally, as in `add`; a fill trigger
+            // that reads it a few adds off only fires a little early or late.
+            slot.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// The sum of the slots: exact once adds quiesce, a snapshot while they
     /// run.
     pub(crate) fn sum(&self) -> usize {

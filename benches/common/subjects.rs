@@ -134,7 +134,7 @@ pub struct OurFrontier {
 
 impl OurFrontier {
     pub fn new(items: usize) -> Self {
-        let mut filter = bloom(items, Layout::Word);
+        let filter = bloom(items, Layout::Word);
         // Writes every word: the pages are faulted in here, untimed.
         filter.clear();
         OurFrontier {

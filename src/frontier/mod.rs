@@ -474,6 +474,25 @@ impl<T: Hash, S: BuildHasher> Frontier<T, S> {
     }
 }
 
+/// Pushes every item, as [`push`](Frontier::push) one at a time would:
+/// those seen before are dropped.
+///
+/// # Example
+///
+/// ```
+/// let mut frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(100, 0.01)?;
+/// frontier.extend(["a".to_string(), "b".to_string(), "a".to_string()]);
+/// assert_eq!(frontier.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<T: Hash, S: BuildHasher> Extend<T> for Frontier<T, S> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        for item in items {
+            self.push(item);
+        }
+    }
+}
+
 impl<T, S: fmt::Debug> fmt::Debug for Frontier<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut out = f.debug_struct("Frontier");
