@@ -16,8 +16,9 @@
 //! * [`WindowedBloomFilter`]: remembers the last `window` items (or the
 //!   last `T` of time) and forgets older ones on schedule: generations
 //!   rotated without locks.
-//! * [`Frontier`]: a crawler's to-visit queue that drops what it has seen:
-//!   a filter in front of a lock-free queue.
+//! * [`Frontier`]: a crawler's to-visit queue that drops what it has seen
+//!   and knows when the crawl is over: a filter in front of a lock-free
+//!   queue, and a count of the items in flight.
 //!
 //! # Example
 //!
@@ -179,7 +180,7 @@ pub use bloom::BloomFilter;
 pub use builder::{BloomFilterBuilder, CountingBloomFilterBuilder};
 pub use counting::CountingBloomFilter;
 pub use error::{Error, ErrorKind, IoError};
-pub use frontier::Frontier;
+pub use frontier::{Frontier, Taken};
 pub use hash::DefaultHasher;
 pub use item::AsItem;
 pub use layout::{Layout, Sizing};

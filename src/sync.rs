@@ -1,5 +1,5 @@
-//! The one door to atomics, `Arc`, `Mutex`, `ArcSwap` and the frontier's
-//! queue.
+//! The one door to atomics, `Arc`, `Mutex`, `Condvar`, `ArcSwap` and the
+//! frontier's queue.
 //!
 //! Every other module takes its atomic types from here. In a normal build
 //! they are `std`'s (and `arc-swap`'s); when the crate is compiled with
@@ -17,9 +17,9 @@
 //! expected one, returning what was there.
 
 #[cfg(not(atomic_bloom_loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(atomic_bloom_loom))]
-pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 /// The fleet client's (feature `redis`, never built under loom: its
 /// protocol lives on the server, in scripts).
 #[cfg(all(not(atomic_bloom_loom), feature = "redis"))]
@@ -36,9 +36,11 @@ pub(crate) use arc_swap::ArcSwap;
 pub(crate) use crossbeam::queue::SegQueue as Queue;
 
 #[cfg(atomic_bloom_loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(atomic_bloom_loom)]
-pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom_arc_swap::ArcSwap;

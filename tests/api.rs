@@ -361,3 +361,27 @@ fn errors_fall_in_groups_and_keep_their_io_source() {
     assert_eq!(written.kind(), ErrorKind::Io);
     assert_eq!(written.source().unwrap().to_string(), "quota exceeded");
 }
+
+/// A saved frontier's queued items are pending again once loaded, and a
+/// save (which pops and puts back the queue) never makes the crawl look
+/// over.
+#[test]
+fn saving_and_loading_a_frontier_keeps_its_items_pending() {
+    let frontier: Frontier<String> = Frontier::new(1_000, 0.01).unwrap();
+    frontier.push("a".to_string());
+    frontier.push("b".to_string());
+    let held = frontier.take().unwrap();
+    let mut saved = Vec::new();
+    frontier.write_to(&mut saved).unwrap();
+    assert!(!frontier.is_finished());
+    assert_eq!(frontier.len(), 1);
+    drop(held);
+    assert!(!frontier.is_finished(), "b is still queued");
+    let loaded: Frontier<String> = Frontier::read_from(saved.as_slice()).unwrap();
+    assert!(!loaded.is_finished());
+    let b = loaded.wait_take().unwrap();
+    assert_eq!(b.as_str(), "b");
+    assert!(!loaded.is_finished());
+    drop(b);
+    assert!(loaded.is_finished() && loaded.wait_take().is_none());
+}
