@@ -15,7 +15,7 @@ use crate::{AsItem, DefaultHasher, Error, Layout, Sizing};
 /// query at once, through `&self`.
 ///
 /// Built for a capacity and a target false-positive rate, it rounds its size
-/// up to a power of two of 64-byte blocks and reports what it really holds in
+/// up to a whole 64-byte block ([`Sizing`]) and reports what it really holds in
 /// [`capacity`](BloomFilter::capacity): the number of items at which the
 /// expected rate, computed for its blocked layout, reaches the target. All
 /// of an item's bits live in one cache line, and all come from one 64-bit
@@ -270,8 +270,8 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     }
 
     /// Items at which the expected false-positive rate reaches the target,
-    /// after the size was rounded up (to a power of two of blocks, or to a
-    /// whole block with [`Sizing::Exact`](crate::Sizing)): at least the
+    /// after the size was rounded up (to a whole block, or to a power of two
+    /// of blocks with [`Sizing::PowerOfTwo`](crate::Sizing)): at least the
     /// capacity asked for, often more.
     ///
     /// # Example
@@ -311,8 +311,8 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         self.bits.memory_bytes()
     }
 
-    /// Bits in the bit array: whole 512-bit lines, a power of two of blocks
-    /// unless the filter was sized [`Exact`](crate::Sizing::Exact).
+    /// Bits in the bit array: whole 512-bit lines (a power of two of blocks
+    /// if the filter was sized [`PowerOfTwo`](crate::Sizing::PowerOfTwo)).
     ///
     /// # Example
     ///
@@ -374,7 +374,7 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// ```
     /// use atomic_bloom::{BloomFilter, Sizing};
     /// let f: BloomFilter<u64> = BloomFilter::new(1000, 0.01)?;
-    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
+    /// assert_eq!(f.sizing(), Sizing::Exact);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sizing(&self) -> Sizing {

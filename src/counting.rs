@@ -192,7 +192,7 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
     /// ```
     /// use atomic_bloom::{CountingBloomFilter, Sizing};
     /// let f: CountingBloomFilter<u64> = CountingBloomFilter::new(1000, 0.01)?;
-    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
+    /// assert_eq!(f.sizing(), Sizing::Exact);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sizing(&self) -> Sizing {

@@ -66,14 +66,14 @@
 //!
 //! Filters are sized with the exact expected false-positive rate of their
 //! blocked layout (plain Bloom formulas under-size blocked filters), then
-//! rounded up to a power of two of blocks, or to a whole block with
-//! [`Sizing::Exact`]; [`BloomFilter::capacity`] reports how many items the
+//! rounded up to a whole block ([`Sizing::Exact`], the default), or to a
+//! power of two of blocks ([`Sizing::PowerOfTwo`]); [`BloomFilter::capacity`] reports how many items the
 //! rounded filter holds at the target rate, and the measured rate at that
 //! many items stays at the target.
 //!
 //! # Memory
 //!
-//! [`Layout::Compact`] with [`Sizing::Exact`] takes the least: 9.9 bits per
+//! [`Layout::Compact`] (with the default [`Sizing::Exact`]) takes the least: 9.9 bits per
 //! item at 1% and 15.0 at 0.1%, within 4% of an unblocked filter. Arrays
 //! come from the allocator's zeroed path, so a large filter costs resident
 //! memory only where bits have been set.
@@ -83,8 +83,8 @@
 //!
 //! let lean: BloomFilter<str> = BloomFilter::builder(1_000_000, 0.01)
 //!     .layout(Layout::Compact)
-//!     .sizing(Sizing::Exact)
 //!     .build()?;
+//! assert_eq!(lean.sizing(), Sizing::Exact);
 //! assert!(lean.memory_bytes() < 1_250_000);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -30,7 +30,7 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, Sizing};
 /// when no capacity can be guessed: a crawler of an unknown web, an id
 /// allocator.
 ///
-/// It is a list of stages, each a power-of-two Bloom filter. Stage `i` holds
+/// It is a list of stages, each a Bloom filter. Stage `i` holds
 /// `c0 · s^i` items at rate `p0 · r^i`, with growth `s` (2 or 4) and
 /// tightening `r` (0.8 to 0.9). The first stage's rate is `p0 = P (1 - r)`,
 /// so the rates of all the stages, however many there are, sum to at most
@@ -424,7 +424,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// ```
     /// let f: atomic_bloom::ScalableBloomFilter<u64> =
     ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
-    /// assert_eq!(f.sizing(), atomic_bloom::Sizing::PowerOfTwo);
+    /// assert_eq!(f.sizing(), atomic_bloom::Sizing::Exact);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sizing(&self) -> Sizing {
