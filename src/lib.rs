@@ -175,6 +175,7 @@ mod sizing;
 mod sync;
 mod tally;
 mod wire;
+mod wyhash_v1;
 
 pub use bloom::BloomFilter;
 pub use builder::{BloomFilterBuilder, CountingBloomFilterBuilder};
@@ -187,6 +188,7 @@ pub use layout::{Layout, Sizing};
 pub use persist::{FrontierItem, SaveCursor};
 pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder, StageStats};
 pub use windowed::{Rotation, WindowedBloomFilter, WindowedBloomFilterBuilder};
+pub use wyhash_v1::WyHash;
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]

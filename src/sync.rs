@@ -33,7 +33,7 @@ pub(crate) use std::sync::Arc as PlainArc;
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use arc_swap::ArcSwap;
 #[cfg(not(atomic_bloom_loom))]
-pub(crate) use crossbeam::queue::SegQueue as Queue;
+pub(crate) use crossbeam_queue::SegQueue as Queue;
 
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom::sync::atomic::{
@@ -247,7 +247,7 @@ pub(crate) fn thread_index() -> Option<usize> {
         .ok()
 }
 
-/// `crossbeam::queue::SegQueue`'s `push`, `pop` and `len`, over a loom
+/// `crossbeam_queue::SegQueue`'s `push`, `pop` and `len`, over a loom
 /// mutex: loom cannot see crossbeam's own synchronization.
 #[cfg(atomic_bloom_loom)]
 mod loom_queue {

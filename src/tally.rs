@@ -6,7 +6,7 @@
 //! ([`FillMark`](crate::fill::FillMark)): the bit array itself keeps no
 //! count, so an insert's only shared writes are to the filter's own words.
 
-use crossbeam::utils::CachePadded;
+use crossbeam_utils::CachePadded;
 
 use crate::sync::{thread_ticket, AtomicUsize, Ordering};
 

@@ -12,7 +12,7 @@ use std::sync::{Mutex, RwLock};
 use atomic_bloom::{
     BloomFilter, CountingBloomFilter, DefaultHasher, Frontier, Layout, ScalableBloomFilter,
 };
-use crossbeam::queue::SegQueue;
+use crossbeam_queue::SegQueue;
 use dashmap::DashSet;
 use growable_bloom_filter::GrowableBloom;
 
