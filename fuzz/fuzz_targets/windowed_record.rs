@@ -3,7 +3,7 @@
 //! a filter that loads alike both ways, takes adds, answers them, rotates,
 //! and saves and reloads alike.
 //!
-//! Run from the repository root (README.md, Fuzzing):
+//! Run from the repository root (docs/TESTING.md, Fuzzing):
 //! `RUSTC_BOOTSTRAP=1 cargo fuzz run windowed_record -- -max_total_time=60`
 
 #![no_main]
