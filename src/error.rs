@@ -96,6 +96,17 @@ pub enum Error {
         /// The share that was passed.
         share: f64,
     },
+    /// A scalable filter's first-stage share leaves its second stage a
+    /// rate under 1/1024 of the first stage's (see
+    /// [`first_stage_share`](crate::ScalableBloomFilterBuilder::first_stage_share)).
+    SecondStageTooDense {
+        /// The share that was passed.
+        share: f64,
+        /// The tightening ratio it was passed with.
+        tightening: f64,
+        /// The largest share that ratio allows.
+        max_share: f64,
+    },
     /// A scalable filter's memory limit is smaller than its first stage.
     MemoryLimitTooSmall {
         /// The limit that was set, in bytes.
@@ -221,6 +232,15 @@ pub enum Error {
         /// Its value.
         value: u64,
     },
+    /// A saved windowed filter's epoch is past
+    /// [`WindowedBloomFilter::MAX_LOADED_EPOCH`](crate::WindowedBloomFilter::MAX_LOADED_EPOCH):
+    /// loaded, it could not rotate for a server's life.
+    EpochOutOfRange {
+        /// The epoch the input holds.
+        epoch: u64,
+        /// The last epoch a filter may be loaded at.
+        max: u64,
+    },
     /// Loading: a frontier's queued item could not be decoded.
     InvalidItem {
         /// Its position in the queue, from 0.
@@ -230,74 +250,6 @@ pub enum Error {
     },
     /// Loading: the input goes on after the end of the filter.
     TrailingBytes,
-    /// A fleet client (feature `redis`) could not reach a server: it is
-    /// down, unreachable or timed out. Batches whose fate is unknown are
-    /// kept and sent again by the next call.
-    #[cfg(feature = "redis")]
-    ServerUnavailable {
-        /// The server's address, as configured or as the cluster named it.
-        node: String,
-        /// What the connection said.
-        reason: String,
-    },
-    /// A fleet key holds another type than a Bloom filter (or a list, for
-    /// the queues).
-    #[cfg(feature = "redis")]
-    WrongKeyType {
-        /// The key.
-        key: String,
-    },
-    /// The server has no `BF.*` commands: the module is not loaded.
-    #[cfg(feature = "redis")]
-    ModuleMissing {
-        /// The server's address.
-        node: String,
-    },
-    /// The server refused a fleet command for another reason.
-    #[cfg(feature = "redis")]
-    ServerRefused {
-        /// The server's address.
-        node: String,
-        /// The server's error text.
-        message: String,
-    },
-    /// A fleet client's settings differ from those the fleet's first
-    /// client stored on the server: the processes would split the fleet.
-    #[cfg(feature = "redis")]
-    FleetSettingsDiffer {
-        /// The key holding the fleet's settings.
-        key: String,
-        /// The setting that differs.
-        setting: String,
-        /// The fleet's value.
-        fleet: String,
-        /// This client's value.
-        this: String,
-    },
-    /// Two fleet times that bound each other do not fit: `setting` must be
-    /// at most (or at least) `limit`, which the other settings named in
-    /// `reason` decide.
-    #[cfg(feature = "redis")]
-    FleetTimesConflict {
-        /// The setting that does not fit.
-        setting: &'static str,
-        /// Its value.
-        value: std::time::Duration,
-        /// `"at most"` or `"at least"`.
-        bound: &'static str,
-        /// The bound, from the other settings.
-        limit: std::time::Duration,
-        /// Why, and which other setting to change instead.
-        reason: &'static str,
-    },
-    /// A fleet configuration value is out of range.
-    #[cfg(feature = "redis")]
-    InvalidFleetConfig {
-        /// The setting.
-        setting: &'static str,
-        /// What it must be.
-        expected: &'static str,
-    },
 }
 
 impl fmt::Display for Error {
@@ -361,6 +313,17 @@ impl fmt::Display for Error {
                 f,
                 "first-stage share {share} is not strictly between 0 and 1: pass 0.8 to give \
                  the first stage 80% of the rate, or leave it unset for 1 - tightening ratio"
+            ),
+            Error::SecondStageTooDense {
+                share,
+                tightening,
+                max_share,
+            } => write!(
+                f,
+                "first-stage share {share} at tightening ratio {tightening} leaves the second \
+                 stage a rate under 1/1024 of the first's: each of its items would cost over 14 \
+                 bits more, for under 0.021 bits saved an item in the first stage; pass a share \
+                 of at most {max_share} (0.99 passes at every ratio)"
             ),
             Error::MemoryLimitTooSmall { limit, first_stage } => write!(
                 f,
@@ -467,6 +430,12 @@ impl fmt::Display for Error {
                 f,
                 "the input's {field} is {value}, which no filter has: the input is corrupt"
             ),
+            Error::EpochOutOfRange { epoch, max } => write!(
+                f,
+                "the input's windowed filter is at epoch {epoch}, past {max}: loaded, it could \
+                 not rotate for a server's life (no filter reaches it in centuries), so the \
+                 input is corrupt; rebuild the filter"
+            ),
             Error::InvalidItem { index, reason } => write!(
                 f,
                 "queued item {index} cannot be decoded ({reason}): load the frontier with the \
@@ -477,56 +446,6 @@ impl fmt::Display for Error {
                 "the input goes on after the end of the filter: pass exactly the bytes one \
                  `write_to` wrote"
             ),
-            #[cfg(feature = "redis")]
-            Error::ServerUnavailable { node, reason } => write!(
-                f,
-                "the server at {node} cannot be reached ({reason}): start it or check the \
-                 address; batches whose fate is unknown are kept and sent again by the next call"
-            ),
-            #[cfg(feature = "redis")]
-            Error::WrongKeyType { key } => write!(
-                f,
-                "key {key} holds another type: choose another key prefix for the fleet, or \
-                 delete the key"
-            ),
-            #[cfg(feature = "redis")]
-            Error::ModuleMissing { node } => write!(
-                f,
-                "the server at {node} has no BF.* commands: load the module with \
-                 `--loadmodule target/release/libatomic_bloom_redis.so` (or RedisBloom)"
-            ),
-            #[cfg(feature = "redis")]
-            Error::ServerRefused { node, message } => {
-                write!(f, "the server at {node} refused a fleet command: {message}")
-            }
-            #[cfg(feature = "redis")]
-            Error::FleetSettingsDiffer {
-                key,
-                setting,
-                fleet,
-                this,
-            } => write!(
-                f,
-                "this client's {setting} is {this} but the fleet's is {fleet} (stored in \
-                 {key}): start every process with the same shards, capacity, error rate and \
-                 expansion, or give this fleet another prefix"
-            ),
-            #[cfg(feature = "redis")]
-            Error::FleetTimesConflict {
-                setting,
-                value,
-                bound,
-                limit,
-                reason,
-            } => write!(
-                f,
-                "fleet setting `{setting}` is {value:?} but must be {bound} {limit:?}: {reason}; \
-                 set `{setting}` to {bound} {limit:?}"
-            ),
-            #[cfg(feature = "redis")]
-            Error::InvalidFleetConfig { setting, expected } => {
-                write!(f, "fleet setting `{setting}` must be {expected}")
-            }
         }
     }
 }
@@ -608,6 +527,7 @@ impl Error {
             | Error::InvalidGrowthFactor { .. }
             | Error::InvalidTighteningRatio { .. }
             | Error::InvalidFirstStageShare { .. }
+            | Error::SecondStageTooDense { .. }
             | Error::MemoryLimitTooSmall { .. }
             | Error::ZeroWindow
             | Error::InvalidWindowDuration { .. }
@@ -633,19 +553,9 @@ impl Error {
             | Error::InvalidStoredRate { .. }
             | Error::CountMismatch { .. }
             | Error::InvalidField { .. }
+            | Error::EpochOutOfRange { .. }
             | Error::InvalidItem { .. }
             | Error::TrailingBytes => ErrorKind::Load,
-            // The fleet's (feature `redis`): a server it cannot reach is
-            // I/O; the rest are settings and servers set up wrongly.
-            #[cfg(feature = "redis")]
-            Error::ServerUnavailable { .. } => ErrorKind::Io,
-            #[cfg(feature = "redis")]
-            Error::WrongKeyType { .. }
-            | Error::ModuleMissing { .. }
-            | Error::ServerRefused { .. }
-            | Error::FleetSettingsDiffer { .. }
-            | Error::FleetTimesConflict { .. }
-            | Error::InvalidFleetConfig { .. } => ErrorKind::Parameter,
         }
     }
 }

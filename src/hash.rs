@@ -65,8 +65,8 @@ impl DefaultHasher {
 
 /// A number two calls, in this process or another, are unlikely to share:
 /// the operating system's entropy, or where that fails the clock's
-/// nanoseconds mixed with the process id. Names temporary files and fleet
-/// clients; never a filter's seed.
+/// nanoseconds mixed with the process id. Names temporary files; never a
+/// filter's seed.
 pub(crate) fn unlikely_to_repeat() -> u64 {
     getrandom::u64().unwrap_or_else(|_| {
         let since_epoch = std::time::SystemTime::now()

@@ -131,10 +131,11 @@
 //!
 //! # Beyond one process
 //!
-//! With the `redis` feature, [`fleet`] shares a seen-set and a crawler's
-//! queue between the processes of a fleet, through a Valkey or Redis server
-//! (or cluster) running this repository's module (`atomic-bloom-redis`) or
-//! RedisBloom, with a local filter in front and pipelined batches.
+//! The crate `atomic-bloom-fleet` shares a seen-set and a crawler's queue
+//! between the processes of a fleet, through a Valkey or Redis server (or
+//! cluster) running this repository's module (`atomic-bloom-redis`) or
+//! RedisBloom, with one of this crate's filters in front and pipelined
+//! batches; this crate compiles no network client.
 //!
 //! Model checks of every atomic protocol live in `loom-tests/`; they compile
 //! this crate with `RUSTFLAGS="--cfg atomic_bloom_loom"`, which swaps the
@@ -160,17 +161,12 @@ mod builder;
 mod counters;
 mod error;
 mod fill;
-#[cfg(feature = "redis")]
-pub mod fleet;
 mod hash;
 mod item;
 mod layout;
 #[cfg(feature = "rayon")]
 mod parallel;
 mod persist;
-#[cfg(any(feature = "redis", atomic_bloom_loom))]
-#[doc(hidden)]
-pub mod push_order;
 mod sizing;
 mod sync;
 mod tally;

@@ -20,10 +20,6 @@
 pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-/// The fleet client's (feature `redis`, never built under loom: its
-/// protocol lives on the server, in scripts).
-#[cfg(all(not(atomic_bloom_loom), feature = "redis"))]
-pub(crate) use std::sync::{RwLock, RwLockReadGuard};
 
 /// `std`'s `Arc` under every cfg: for shared ownership outside every
 /// protocol (an [`Error`](crate::Error)'s I/O source), which loom need not
@@ -46,6 +42,24 @@ pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub(crate) use loom_arc_swap::ArcSwap;
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom_queue::Queue;
+
+/// One round of waiting for another thread (round `round` of a wait):
+/// spins a while, then gives the core away; under loom, yields (so that a
+/// model explores the other threads).
+#[inline]
+pub(crate) fn wait_round(round: u32) {
+    #[cfg(not(atomic_bloom_loom))]
+    if round < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+    #[cfg(atomic_bloom_loom)]
+    {
+        let _ = round;
+        loom::thread::yield_now();
+    }
+}
 
 /// Entries a [`Memo`] keeps; past them it forgets its oldest.
 #[cfg(not(atomic_bloom_loom))]

@@ -1024,8 +1024,9 @@ fn a_stage_cannot_claim_more_than_its_bits_hold_to_back_a_plan() {
         load_claiming(&plain, 10u64.pow(16), Some(0.999_999_999_999_999_9)),
         "stage rate (not its growth plan's; as f64 bits)",
     );
+    // (0.99: a share nearer 1 is refused for its second stage's sake.)
     let near_one: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(1, 0.999_999)
-        .first_stage_share(0.999_999)
+        .first_stage_share(0.99)
         .layout(Layout::Compact)
         .sizing(Sizing::Exact)
         .seed(2)
@@ -1042,5 +1043,42 @@ fn a_stage_cannot_claim_more_than_its_bits_hold_to_back_a_plan() {
     for filter in [&plain, &near_one, &word] {
         let saved = bytes_of(|out| filter.write_to(out));
         ScalableBloomFilter::<u64>::read_from(saved.as_slice()).unwrap();
+    }
+}
+
+/// A file saved with a first stage's share of `1 - 2^-53` at a rate of
+/// 0.99 (FORMAT.md, growth options): its second stage would run at a rate
+/// near 2e-17, about 10^16 times denser than its first, and its first
+/// growth asked for 1.1 TB (`Layout::Word`) from a file of a few KB. The
+/// loader refuses such options, as the builder does, with their own error.
+/// (Written as the build before this check wrote it: a filter saved at a
+/// total rate of `1 - 2^-53` with a share of 0.99 holds the same stage,
+/// and its share and rate are rewritten.)
+#[test]
+fn growth_options_whose_next_stage_is_far_denser_than_the_first_are_refused() {
+    let share = 1.0 - 2f64.powi(-53);
+    for layout in [Layout::Word, Layout::CacheLine, Layout::Compact] {
+        let saved: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(100_000, share)
+            .first_stage_share(0.99)
+            .layout(layout)
+            .unlimited_memory()
+            .seed(5)
+            .build()
+            .unwrap();
+        let mut bytes = bytes_of(|out| saved.write_to(out));
+        let body = body_start();
+        // First-stage share at 14..22, rate at 22..30 (see above).
+        bytes[body + 14..body + 22].copy_from_slice(&share.to_le_bytes());
+        bytes[body + 22..body + 30].copy_from_slice(&0.99f64.to_le_bytes());
+        reseal(&mut bytes);
+        match ScalableBloomFilter::<u64>::read_from(bytes.as_slice()) {
+            Err(Error::SecondStageTooDense { share: got, .. }) => assert_eq!(got, share),
+            Err(other) => panic!("{layout:?}: refused for another reason: {other}"),
+            Ok(_) => panic!(
+                "{layout:?}: loaded a {}-byte file whose options plan a second stage far \
+                 denser than its first",
+                bytes.len()
+            ),
+        }
     }
 }

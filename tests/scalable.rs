@@ -321,3 +321,43 @@ fn debug_hides_the_seed() {
     assert!(text.contains("ScalableBloomFilter") && text.contains("stages"));
     assert!(!text.contains(&0xdead_beefu64.to_string()), "{text}");
 }
+
+/// The builder refuses a first stage's share that leaves the second stage
+/// a rate under 1/1024 of the first's (`1 - 2^-53` at 0.99 planned a
+/// second stage of 1.1 TB to 18 PB beside a first of 4 KB), with an error
+/// that says what share to pass; every share up to 0.99 builds, at every
+/// tightening ratio.
+#[test]
+fn a_first_stage_share_that_makes_the_second_stage_far_denser_is_refused() {
+    let steep = 1.0 - 2f64.powi(-53);
+    for growth in [2, 32768] {
+        let built = ScalableBloomFilter::<u64>::builder(100_000, 0.99)
+            .first_stage_share(steep)
+            .growth_factor(growth)
+            .layout(Layout::Word)
+            .unlimited_memory()
+            .build();
+        match built {
+            Err(error @ Error::SecondStageTooDense { .. }) => {
+                assert!(error.to_string().contains("at most"), "{error}")
+            }
+            other => panic!("growth {growth}: {other:?}"),
+        }
+    }
+    for tightening in [0.8, 0.85, 0.9] {
+        for share in [0.5, 0.8, 0.9, 0.99] {
+            ScalableBloomFilter::<u64>::builder(1000, 0.01)
+                .first_stage_share(share)
+                .tightening_ratio(tightening)
+                .build()
+                .unwrap_or_else(|error| panic!("{share} at {tightening}: {error}"));
+        }
+        assert!(matches!(
+            ScalableBloomFilter::<u64>::builder(1000, 0.01)
+                .first_stage_share(0.999)
+                .tightening_ratio(tightening)
+                .build(),
+            Err(Error::SecondStageTooDense { .. })
+        ));
+    }
+}

@@ -767,3 +767,103 @@ fn one_thread_rotates_on_exactly_the_item_that_fills_a_generation() {
     assert!(check(&f, 250_123..520_000) >= 2);
     assert_eq!(loaded.epoch(), f.epoch());
 }
+
+/// Issue 34, item 8: a file whose epoch is 2^59 - 2 loaded and never
+/// rotated again (after 100k inserts into a 100-item window, every absent
+/// probe answered yes); `RESTORE` reaches it. An epoch past the last one a
+/// loaded filter may start at is refused; the last one loads and rotates.
+#[test]
+fn a_saved_epoch_the_filter_cannot_rotate_past_is_refused() {
+    let g = 4;
+    let epoch_at = saved::body_start() + 56 + 8 * g;
+    let f = filter(100, 0.01, (Layout::CacheLine, g as u32));
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    let with_epoch = |epoch: u64| {
+        let mut bytes = bytes.clone();
+        bytes[epoch_at..epoch_at + 8].copy_from_slice(&epoch.to_le_bytes());
+        saved::reseal(&mut bytes);
+        WindowedBloomFilter::<u64>::read_from(bytes.as_slice())
+    };
+    let max = WindowedBloomFilter::<u64>::MAX_LOADED_EPOCH;
+    for epoch in [(1 << 59) - 2, max + 1] {
+        let err = with_epoch(epoch).unwrap_err();
+        assert_eq!(err, Error::EpochOutOfRange { epoch, max });
+        assert!(err.to_string().contains("rotate"), "{err}");
+    }
+    let last = with_epoch(max).unwrap();
+    for i in 0..100_000u64 {
+        last.insert(&i);
+    }
+    assert!(last.epoch() > max + 1_000);
+    let found = (0..10_000).filter(|&i| last.contains(&absent(i))).count();
+    assert!(found < 500, "{found} of 10,000 absent items found");
+}
+
+/// Issue 35 for the windowed filter: `clear(&self)` (safe against
+/// rotations racing it), `Clone` (a snapshot), `Eq` (same shape, state and
+/// bits: a filter saved and loaded equals its original), `Extend`, and a
+/// `Debug` that reads no bits.
+#[test]
+fn clear_clone_eq_extend_and_debug() {
+    for shape in SHAPES {
+        let f = Arc::new(filter(300, 0.01, shape));
+        // Racing clears: two threads insert (generations of 100 or so
+        // rotate often) while this one clears; nothing deadlocks or panics,
+        // and afterwards the filter keeps its window.
+        let workers: Vec<_> = (0..2u64)
+            .map(|worker| {
+                let f = Arc::clone(&f);
+                std::thread::spawn(move || {
+                    for i in 0..20_000u64 {
+                        f.insert(&(i * 2 + worker));
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..50 {
+            f.clear();
+        }
+        for worker in workers {
+            worker.join().unwrap();
+        }
+        f.clear();
+        let kept = (0..40_000u64).filter(|i| f.contains(i)).count();
+        assert_eq!(kept, 0, "{shape:?}: items kept by a clear");
+        let new = (0..300u64).filter(|&i| f.insert(&absent(i))).count();
+        assert!(new >= 290, "{shape:?}: {new} of 300 new after a clear");
+        assert!((0..300u64).all(|i| f.contains(&absent(i))), "{shape:?}");
+
+        let copy = (*f).clone();
+        assert!(copy == *f, "{shape:?}: a clone differs");
+        copy.insert(&absent(1_000));
+        assert!(copy != *f && !f.contains(&absent(1_000)), "{shape:?}");
+        let tried = f.try_clone().unwrap();
+        assert!(tried == *f);
+
+        let mut bytes = Vec::new();
+        f.write_to(&mut bytes).unwrap();
+        let loaded = WindowedBloomFilter::<u64>::read_from(bytes.as_slice()).unwrap();
+        assert!(loaded == *f, "{shape:?}: a loaded filter differs");
+        loaded.advance();
+        assert!(loaded != *f);
+
+        let mut extended = filter(300, 0.01, shape);
+        let items = [5u64, 6, 7];
+        extended.extend(&items);
+        assert!(items.iter().all(|i| extended.contains(i)));
+        let debug = format!("{extended:?}");
+        assert!(
+            debug.contains("epoch") && debug.contains("generation_len: 3"),
+            "{debug}"
+        );
+    }
+    // Debug reads no bits: instant on a filter of 400 MiB.
+    let big: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(200_000_000, 0.01)
+        .seed(1)
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let _ = format!("{big:?}");
+    assert!(started.elapsed() < Duration::from_millis(50));
+}

@@ -12,7 +12,10 @@
 //! of the items it added, and one that added nothing not at all. Replicas
 //! and the AOF apply no memory limit, and a filter grows before the new
 //! item that needs room (`filter.rs`), so the same items in the same order
-//! build the same filter there.
+//! build the same filter there. They never create a key but by that
+//! `BF.RESERVE`: where it fails (the allocator refuses), the key stays
+//! missing and the adds that follow are refused and logged, never applied
+//! to a filter of this server's defaults (`replica.rs`).
 
 use redis_module::{
     key::{RedisKey, RedisKeyWritable},
@@ -26,6 +29,7 @@ use crate::dump::{self, ChunkError, SentChunk};
 use crate::filter::{Added, Bloom, Options, NO_MEMORY, OVER_LIMIT};
 use crate::redisbloom::data_type::REDISBLOOM_TYPE;
 use crate::redisbloom::{Chain, ChainAdd, ChainError};
+use crate::replica::{creation_refused, is_replayed, not_held};
 use crate::value::Value;
 
 const NOT_FOUND: &str = "ERR not found";
@@ -99,13 +103,6 @@ fn items(args: &[RedisString], from: usize) -> Vec<&[u8]> {
 /// what its primary accepted.
 fn memory_cap(ctx: &Context) -> Option<usize> {
     config::memory_limit().filter(|_| !is_replayed(ctx))
-}
-
-/// Whether the command comes from the primary (a replica's stream) or the
-/// AOF, not from a client.
-fn is_replayed(ctx: &Context) -> bool {
-    ctx.get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
 }
 
 /// Creates a filter under an empty `key`, within `cap` bytes.
@@ -210,6 +207,7 @@ pub(crate) fn reply_bools(ctx: &Context, values: &[bool]) -> RedisValue {
 /// if missing (and `create`).
 fn add_items(
     ctx: &Context,
+    command: &str,
     key_name: &RedisString,
     items: &[&[u8]],
     options: Options,
@@ -224,6 +222,9 @@ fn add_items(
             return Ok(outcomes);
         }
         Some(FoundMut::Ours(value)) => (value, None),
+        // A replayed add never creates (`replica.rs`): the primary sent
+        // the creation as a `BF.RESERVE`, refused here.
+        None if is_replayed(ctx) => return Err(not_held(ctx, command, key_name)),
         None if create_missing => (create(&key, options, cap)?, Some(options)),
         None => return Err(error(NOT_FOUND)),
     };
@@ -241,7 +242,14 @@ pub(crate) fn bf_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let item = [args[2].as_slice()];
-    let outcomes = add_items(ctx, &args[1], &item, args::default_options(), true)?;
+    let outcomes = add_items(
+        ctx,
+        "BF.ADD",
+        &args[1],
+        &item,
+        args::default_options(),
+        true,
+    )?;
     match outcomes.first() {
         Some(Added::Item(new)) => Ok(RedisValue::Bool(*new)),
         Some(Added::OverLimit) => Err(error(OVER_LIMIT)),
@@ -257,6 +265,7 @@ pub(crate) fn bf_madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let outcomes = add_items(
         ctx,
+        "BF.MADD",
         &args[1],
         &items(&args, 2),
         args::default_options(),
@@ -271,6 +280,7 @@ pub(crate) fn bf_insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let parsed = args::insert_args(&args)?;
     let outcomes = add_items(
         ctx,
+        "BF.INSERT",
         &args[1],
         &items(&args, parsed.items_at),
         parsed.options,
@@ -280,13 +290,20 @@ pub(crate) fn bf_insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`.
+/// A replayed one that fails is logged (`replica.rs`).
 pub(crate) fn bf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let options = args::reserve_options(&args, is_replayed(ctx))?;
     let key = ctx.open_key_writable(&args[1]);
     if found_mut(&key)?.is_some() {
-        return Err(error("ERR item exists"));
+        return Err(creation_refused(
+            ctx,
+            "BF.RESERVE",
+            &args[1],
+            error("ERR item exists"),
+        ));
     }
-    create(&key, options, memory_cap(ctx))?;
+    create(&key, options, memory_cap(ctx))
+        .map_err(|refused| creation_refused(ctx, "BF.RESERVE", &args[1], refused))?;
     replicate_creation(ctx, &args[1], &options);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -27,6 +27,8 @@
 //! and replies), `command_info.rs` (ACL categories,
 //! key specs, docs), `args.rs` (numbers, options, module arguments),
 //! `config.rs` (the server configs and the defaults they set),
+//! `replica.rs` (a primary's or an AOF's command that cannot be applied:
+//! no filter rather than a different one),
 //! `windowed/` (a windowed key's value, its record and its type),
 //! `redisbloom/` (RedisBloom's own filters, its type, hashing and
 //! encodings, served as RedisBloom serves them), `data_type.rs` (the
@@ -51,6 +53,7 @@ mod filter;
 pub mod fuzzing;
 mod record;
 mod redisbloom;
+mod replica;
 mod value;
 mod wbf_commands;
 mod windowed;

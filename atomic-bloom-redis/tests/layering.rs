@@ -6,13 +6,14 @@
 use std::path::Path;
 
 /// The module's top-level files and folders, in the order `lib.rs` states.
-const ORDER: [&str; 14] = [
+const ORDER: [&str; 15] = [
     "fuzzing",
     "wbf_commands",
     "commands",
     "command_info",
     "args",
     "config",
+    "replica",
     "windowed",
     "redisbloom",
     "data_type",

@@ -772,3 +772,68 @@ fn a_restored_windowed_key_still_loading_must_be_a_records_start() {
         }
     }
 }
+
+/// Issue 34, item 5: `WBF.RESERVE t 0.0000001 268435456 TIME 1
+/// GENERATIONS 16` makes a 2.39 GB key with almost no page touched. After
+/// 17 s idle one `WBF.EXISTS` took 2.55 s and the server's resident memory
+/// went from 7.5 MB to 2.34 GB, and each later command cleared the whole
+/// array again. Now the due rotations clear the array at most once and
+/// only what was written: an idle key's next command is a lookup's cost.
+#[test]
+fn an_idle_huge_time_window_costs_a_lookup_no_more_than_a_busy_one() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        ok(
+            &mut c,
+            &[
+                "WBF.RESERVE",
+                "t",
+                "0.0000001",
+                "268435456",
+                "TIME",
+                "1",
+                "GENERATIONS",
+                "16",
+            ],
+        );
+        let _: bool = redis::cmd("WBF.ADD")
+            .arg("t")
+            .arg("a")
+            .query(&mut c)
+            .unwrap();
+        let before = server.resident_bytes();
+        // More than 16 generations' spans (1 s / 15 each): every one is due.
+        std::thread::sleep(Duration::from_millis(1_300));
+        let mut slowest = Duration::ZERO;
+        for round in 0..6 {
+            let started = Instant::now();
+            let found: bool = redis::cmd("WBF.EXISTS")
+                .arg("t")
+                .arg("a")
+                .query(&mut c)
+                .unwrap();
+            slowest = slowest.max(started.elapsed());
+            assert!(
+                !found || round > 0,
+                "{kind:?}: an item older than the window found"
+            );
+            let _: bool = redis::cmd("WBF.ADD")
+                .arg("t")
+                .arg(format!("b{round}"))
+                .query(&mut c)
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        let grown = server.resident_bytes().saturating_sub(before);
+        assert!(
+            grown < 256 << 20,
+            "{kind:?}: resident memory grew {} MiB on an idle 2.39 GB key",
+            grown >> 20
+        );
+        assert!(
+            slowest < Duration::from_millis(500),
+            "{kind:?}: a command on an idle key took {slowest:?}"
+        );
+    }
+}

@@ -6,7 +6,6 @@
 //! cargo run --release --example crawl -- --verify      # also count new URLs wrongly dropped
 //! cargo run --release --example crawl -- --dir "$(rustc --print sysroot)/share/doc/rust/html" --verify
 //! cargo run --release --example crawl -- --help        # every option
-//! cargo run --release --example crawl --features redis -- --redis redis://127.0.0.1:6379/ --crawled-out pages.txt
 //! ```
 //!
 //! Each worker takes a URL from the frontier (`wait_take`), fetches the
@@ -34,13 +33,10 @@
 //! cargo run --release --example crawl -- --revisit-after 200000
 //! ```
 //!
-//! With `--redis URL` (feature `redis`) the workers share a
-//! `FleetFrontier` instead, and so do all the crawl processes started
-//! against the same server or cluster (`fleet.rs`): together they crawl
-//! each page once.
+//! A fleet of crawl processes sharing one frontier through Valkey or Redis
+//! is the `atomic-bloom-fleet` crate's crawl example, over this same web
+//! (`cargo run -p atomic-bloom-fleet --example crawl -- --redis URL`).
 
-#[cfg(feature = "redis")]
-mod fleet;
 mod links;
 mod report;
 mod revisit;
@@ -100,7 +96,7 @@ struct Args {
     /// its last visit, and never sooner: the frontier forgets on schedule
     /// (a windowed filter, word layout: a link found by two workers at once
     /// is admitted once; --layout does not apply).
-    #[arg(long, value_name = "N", conflicts_with_all = ["scalable", "verify", "redis"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["scalable", "verify"])]
     revisit_after: Option<usize>,
     /// With --revisit-after: pages to crawl before stopping [default: 3 x
     /// the pages of the web].
@@ -113,36 +109,6 @@ struct Args {
     /// dropped by false positives (slower, more memory).
     #[arg(long)]
     verify: bool,
-    /// Share one seen-set and queue with every crawl process started with
-    /// the same URL: a Valkey or Redis server (or any node of a cluster)
-    /// with the atomic-bloom-redis module. Needs `--features redis`.
-    #[arg(long, value_name = "URL")]
-    redis: Option<String>,
-    /// Fleet mode: keys the fleet's filter and queue are spread over.
-    #[arg(long, default_value_t = 8)]
-    shards: usize,
-    /// Fleet mode: the prefix of the fleet's keys.
-    #[arg(long, default_value = "crawl")]
-    prefix: String,
-    /// Fleet mode: no local filter and batches of one, every link a round
-    /// trip (the way scrapy-redis dedupes), to compare with.
-    #[arg(long, requires = "redis")]
-    naive: bool,
-    /// Fleet mode: write every URL this process crawled here, one a line,
-    /// each as it completes (before its lease ends), so that a process
-    /// killed mid-crawl leaves what it finished.
-    #[arg(long, value_name = "FILE", requires = "redis")]
-    crawled_out: Option<PathBuf>,
-    /// Fleet mode: seconds a popped URL stays leased to this process
-    /// without a word from it; the URLs of a process that dies go back to
-    /// the fleet after this.
-    #[arg(
-        long,
-        value_name = "SECONDS",
-        requires = "redis",
-        default_value_t = 60.0
-    )]
-    lease: f64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -265,9 +231,6 @@ fn run(args: &Args) -> Result<(), String> {
     let capacity = args
         .capacity
         .unwrap_or(site.size().saturating_mul(5) / 4 + 100);
-    if let Some(url) = &args.redis {
-        return run_fleet(args, url, &site, &what, capacity);
-    }
     let frontier =
         build_frontier(args, capacity).map_err(|e| format!("cannot build the frontier: {e}"))?;
     let setup = match args.revisit_after {
@@ -331,101 +294,6 @@ fn run(args: &Args) -> Result<(), String> {
         crawl.revisits.as_ref(),
     );
     Ok(())
-}
-
-/// Fleet mode: crawls with the processes that share `url`'s server.
-#[cfg(feature = "redis")]
-fn run_fleet(
-    args: &Args,
-    url: &str,
-    site: &Site,
-    what: &str,
-    capacity: usize,
-) -> Result<(), String> {
-    use atomic_bloom::fleet::{FleetConfig, FleetFrontier};
-    use std::io::Write;
-    use std::sync::Mutex;
-
-    let lease = Duration::try_from_secs_f64(args.lease).map_err(|e| format!("--lease: {e}"))?;
-    let mut config = FleetConfig::new(url)
-        .prefix(args.prefix.as_str())
-        .shards(args.shards)
-        .capacity(capacity, args.rate)
-        .local_filter(capacity, args.rate / 10.0)
-        .lease(lease)
-        // The longest retries a lease leaves room for (two thirds of it
-        // less three timeouts of 2 s), 30 s at most.
-        .retry_for(
-            (lease * 2 / 3)
-                .saturating_sub(Duration::from_secs(6))
-                .min(Duration::from_secs(30)),
-        );
-    if args.naive {
-        config = config.without_local_filter().batch_size(1);
-    }
-    let frontier = FleetFrontier::connect(&config).map_err(|e| format!("fleet: {e}"))?;
-    println!(
-        "{what}\nfleet: {url}, {} shards, {} threads{}",
-        args.shards,
-        args.threads,
-        if args.naive {
-            ", naive (every link a round trip)"
-        } else {
-            ""
-        }
-    );
-    let fetch = |page: &Url| site.fetch(page);
-    // Each page is written (unbuffered, one write a line) before its lease
-    // ends, so a killed process's file holds every page it finished.
-    let out = match &args.crawled_out {
-        Some(path) => Some((
-            path,
-            Mutex::new(
-                std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?,
-            ),
-        )),
-        None => None,
-    };
-    let on_complete = |page: &str| match &out {
-        Some((path, file)) => (file.lock().unwrap_or_else(|e| e.into_inner()))
-            .write_all(format!("{page}\n").as_bytes())
-            .map_err(|e| format!("{}: {e}", path.display())),
-        None => Ok(()),
-    };
-    let tally = fleet::crawl(
-        &frontier,
-        args.threads,
-        site.start_urls(),
-        &fetch,
-        &on_complete,
-        Duration::from_secs(120),
-    )?;
-    let seconds = tally.elapsed.as_secs_f64();
-    let stats = &tally.stats;
-    println!(
-        "crawled {} pages, {} links in {:.2} s: {:.0} pages/s, {:.0} links/s",
-        HumanCount(tally.pages as u64),
-        HumanCount(tally.links as u64),
-        seconds,
-        tally.pages as f64 / seconds,
-        tally.links as f64 / seconds,
-    );
-    println!(
-        "links answered locally: {:.1}%; sent {} to the server in {} round trips \
-         ({} new there, {} taken back); {} errors",
-        stats.local_share() * 100.0,
-        HumanCount(stats.sent),
-        HumanCount(stats.round_trips),
-        HumanCount(stats.new_on_server),
-        HumanCount(stats.taken),
-        tally.errors,
-    );
-    Ok(())
-}
-
-#[cfg(not(feature = "redis"))]
-fn run_fleet(_: &Args, _: &str, _: &Site, _: &str, _: usize) -> Result<(), String> {
-    Err("--redis needs the fleet client: run with `--features redis`".into())
 }
 
 /// The frontier the arguments ask for, seeded with `--seed`.

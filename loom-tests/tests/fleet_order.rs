@@ -1,4 +1,4 @@
-//! loom model of the fleet frontier's push order (`src/push_order.rs`): a
+//! loom model of the fleet frontier's push order (`atomic-bloom-fleet/src/order.rs`): a
 //! thread that saw another thread's push through a relaxed bit (the local
 //! filter's, set inside the push's lane lock) marks a completion above
 //! that push's number, so the completion waits for its answer; and the
@@ -9,7 +9,7 @@
 //! Run as in `bloom.rs`.
 #![cfg(atomic_bloom_loom)]
 
-use atomic_bloom::push_order::{Completions, PushOrder};
+use atomic_bloom_fleet::order::{Completions, PushOrder};
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;

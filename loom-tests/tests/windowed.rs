@@ -179,6 +179,130 @@ fn word_layout_racing_inserts_of_one_item_exactly_one_is_new() {
     });
 }
 
+/// A time window of two generations whose current one ended almost a
+/// lifetime ago (nothing was inserted since): one thread rotates
+/// (`advance`) while another inserts X. An insert that lands in the ending
+/// generation would be forgotten when that generation expires, moments
+/// later; one whose clock, read after its re-check, is past the ending
+/// generation's end and slack helps the rotation and waits for it, then
+/// inserts again into the new generation. X must be found for the whole
+/// window after its insert. Checked to fail with that clock check removed
+/// (the insert lands in generation 0, expired at the lookup).
+#[test]
+fn an_insert_meeting_a_late_rotation_is_found_for_the_window() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+    const T: u64 = 1_000_000;
+    loom::model(|| {
+        // A plain atomic: loom does not track it; only this thread moves
+        // it, before the threads start and after they end.
+        let clock = Arc::new(AtomicU64::new(0));
+        let filter = {
+            let clock = Arc::clone(&clock);
+            Arc::new(
+                WindowedBloomFilter::builder(2, 0.01)
+                    .seed(7)
+                    .generations(2)
+                    .time_window(Duration::from_nanos(T))
+                    // Relaxed: see above.
+                    .clock(move || Duration::from_nanos(clock.load(Ordering::Relaxed)))
+                    .build()
+                    .unwrap(),
+            )
+        };
+        // Generation 0 ends at `span` and expires at `2 span`; the clock
+        // stands just short of that.
+        let span = T + T / 256;
+        let late = 2 * span - 10;
+        // Relaxed: see above.
+        clock.store(late, Ordering::Relaxed);
+        let rotator = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || filter.advance())
+        };
+        filter.insert(&X);
+        rotator.join().unwrap();
+        // Relaxed: see above.
+        clock.store(late + T - 1, Ordering::Relaxed);
+        assert!(filter.contains(&X), "an insert forgotten within the window");
+    });
+}
+
+/// A rotation clears only slots marked written (issue 34, item 5), and
+/// only the words that hold bits. Y is inserted first (its count, the
+/// first of its generation, marks slot 0); then X's insert, which takes
+/// the long way without a mark of its own (its count is already at 1),
+/// races two rotations, the second of which clears slot 0. X's re-check
+/// may read an epoch that does not see those rotations, so its bits may
+/// land after the clear's reads, in no count and under no mark. A rotation
+/// that found bits to clear marks its slot again, so the slot's next turn
+/// reads it once more: two more rotations after both threads are done
+/// leave neither item. Checked to fail without that mark (X is still
+/// found at epoch 4). The fences that order a mark against a rotation's
+/// read of the marks (`src/PROTOCOLS.md`, "Clearing what was written")
+/// are a store-buffer pattern of `SeqCst` fences, which loom models.
+#[test]
+fn a_slot_holding_bits_is_cleared_when_its_turn_comes() {
+    const Y: u64 = 2;
+    loom::model(|| {
+        let filter = Arc::new(manual(2, 1));
+        filter.insert(&Y);
+        let rotator = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || {
+                filter.advance();
+                filter.advance();
+            })
+        };
+        filter.insert(&X);
+        rotator.join().unwrap();
+        filter.advance();
+        filter.advance();
+        assert!(
+            !filter.contains(&X) && !filter.contains(&Y),
+            "bits left after every slot's turn came (X {}, Y {})",
+            filter.contains(&X),
+            filter.contains(&Y)
+        );
+    });
+}
+
+/// Two threads insert the same absent item into one generation: it is
+/// counted once, under every layout (a racing duplicate counted twice
+/// fills a generation early and shortens the window). Each insert loads
+/// the item's words in reverse order and sets the lacking ones in forward
+/// order; it counts when its compare-and-swap on the last word its loads
+/// found lacking turned a bit on. Checked to fail (both layouts) with the
+/// count taken from the loads, as before issue 34: both loads can find
+/// bits missing. The `Acquire` loads and `Release` writes guard against
+/// load buffering, which loom does not explore (`src/PROTOCOLS.md`,
+/// "Counting once").
+#[test]
+fn racing_inserts_of_one_item_count_it_once() {
+    for layout in [Layout::Compact, Layout::CacheLine] {
+        loom::model(move || {
+            let filter = Arc::new(
+                WindowedBloomFilter::builder(2, 0.01)
+                    .seed(7)
+                    .layout(layout)
+                    .generations(2)
+                    .manual_rotation()
+                    .build()
+                    .unwrap(),
+            );
+            let other = {
+                let filter = Arc::clone(&filter);
+                thread::spawn(move || {
+                    filter.insert(&X);
+                })
+            };
+            filter.insert(&X);
+            other.join().unwrap();
+            assert_eq!(filter.generation_len(), 1, "{layout:?}: X counted twice");
+        });
+    }
+}
+
 /// The count of new items is written by the one thread that holds its slot
 /// (a load and a store, no read-modify-write), and a rotation resets one
 /// count in turn. The model's first thread (loom's thread 0, which holds

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::bits::BitArray;
 use crate::sizing::WindowGeometry;
-use crate::windowed::{monotonic_clock, timing, Rotation, Timing, MAX_EPOCH};
+use crate::windowed::{monotonic_clock, timing, Rotation, Timing};
 use crate::{DefaultHasher, Error, WindowedBloomFilter};
 
 /// The rotation byte.
@@ -270,11 +270,9 @@ fn read_body<T: ?Sized, R: Read>(
     }
     let timing = timing(rotation, &geometry, Some(clock))?;
     let epoch = input.u64()?;
-    if epoch > MAX_EPOCH {
-        return Err(Error::InvalidField {
-            field: "epoch",
-            value: epoch,
-        });
+    let max = WindowedBloomFilter::<T>::MAX_LOADED_EPOCH;
+    if epoch > max {
+        return Err(Error::EpochOutOfRange { epoch, max });
     }
     let rotating = match input.u8()? {
         0 => false,
@@ -306,6 +304,7 @@ fn read_body<T: ?Sized, R: Read>(
         len,
         ends,
     );
+    filter.mark_all_written();
     if rotating {
         filter.finish_saved_rotation();
     }
@@ -368,8 +367,9 @@ saving_methods! {
         /// # Errors
         ///
         /// Those of [`BloomFilter::read_from`](crate::BloomFilter::read_from),
-        /// and [`Error::InvalidField`] for a window, a rotation or an epoch
-        /// no filter has.
+        /// [`Error::InvalidField`] for a window or a rotation no filter has,
+        /// and [`Error::EpochOutOfRange`] for an epoch past
+        /// [`MAX_LOADED_EPOCH`](Self::MAX_LOADED_EPOCH).
         ///
         /// # Example
         ///

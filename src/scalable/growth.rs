@@ -66,6 +66,12 @@ pub(super) const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
 /// The largest growth factor (RedisBloom's largest `EXPANSION`).
 pub(crate) const MAX_GROWTH_FACTOR: u32 = 32768;
 
+/// The least a second stage's rate may be, as a share of the first
+/// stage's: ten halvings, so that an item costs it at most about
+/// `log2(1024) / ln 2 = 14.4` bits more than one of the first (see
+/// [`first_stage_share`](super::ScalableBloomFilterBuilder::first_stage_share)).
+const MIN_SECOND_STAGE_RATIO: f64 = 1.0 / 1024.0;
+
 /// How the filter grows: stage `i` holds `initial_capacity · growth^i` items
 /// at rate `rate · (1 - tightening) · tightening^i` (Almeida et al.), or,
 /// with a first-stage share `f`, stage 0 at `rate · f` and stage `i ≥ 1` at
@@ -109,6 +115,20 @@ impl GrowthPlan {
             .filter(|share| !(*share > 0.0 && *share < 1.0))
         {
             return Err(Error::InvalidFirstStageShare { share });
+        }
+        if let Some(share) = self.first_share {
+            // The second stage's rate over the first's is
+            // (1 - share)(1 - tightening) / share; at least the ratio above
+            // while the share is at most this.
+            let rest = 1.0 - self.tightening;
+            let max_share = rest / (rest + MIN_SECOND_STAGE_RATIO);
+            if share > max_share {
+                return Err(Error::SecondStageTooDense {
+                    share,
+                    tightening: self.tightening,
+                    max_share,
+                });
+            }
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::{Clock, Timing, WindowedBloomFilter};
 use crate::builder::Request;
 use crate::sizing::{self, WindowGeometry};
+use crate::sync::Arc;
 use crate::windowed::ring::Ring;
 use crate::{DefaultHasher, Error, Layout, Sizing};
 
@@ -248,7 +249,7 @@ impl<T: ?Sized, S> WindowedBloomFilterBuilder<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn clock(mut self, clock: impl Fn() -> Duration + Send + Sync + 'static) -> Self {
-        self.clock = Some(Box::new(clock));
+        self.clock = Some(Arc::new(Box::new(clock)));
         self
     }
 
@@ -326,12 +327,17 @@ pub(crate) fn timing(
             if nanos == 0 || slacked > (i64::MAX / 64) as u128 {
                 return Err(Error::InvalidWindowDuration { duration: window });
             }
-            let span = (slacked / u128::from(geometry.generations - 1)).max(1) as i64;
+            // Rounded up, so that `g - 1` spans hold the slacked window.
+            let span = slacked
+                .div_ceil(u128::from(geometry.generations - 1))
+                .max(1) as i64;
+            let lifetime = span * i64::from(geometry.generations - 1);
             let clock = clock.unwrap_or_else(monotonic_clock);
             Ok(Timing::Time {
                 window,
                 span,
-                lifetime: span * i64::from(geometry.generations - 1),
+                lifetime,
+                slack: lifetime - nanos as i64,
                 clock,
             })
         }
@@ -341,7 +347,7 @@ pub(crate) fn timing(
 /// Time since the clock was made, from `std::time::Instant`.
 pub(crate) fn monotonic_clock() -> Clock {
     let origin = std::time::Instant::now();
-    Box::new(move || origin.elapsed())
+    Arc::new(Box::new(move || origin.elapsed()))
 }
 
 impl<T: ?Sized, S: fmt::Debug> fmt::Debug for WindowedBloomFilterBuilder<T, S> {

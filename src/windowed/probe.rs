@@ -9,7 +9,7 @@ use crate::block::WORDS_PER_BLOCK;
 use crate::hash::{bit_mask, bit_mask_pair, position_words};
 use crate::layout::{BlockIndex, CompactProbe};
 use crate::sizing::WindowGeometry;
-use crate::sync::Ordering;
+use crate::sync::{AtomicU64, Ordering};
 
 /// The probe of each shape; the cache-line and word shapes by their
 /// generations (2, 4 or 8), so that each one's loop over slots is
@@ -85,12 +85,40 @@ pub(crate) trait SlotProbe: Copy {
         self.hits(bits, all_slots) != 0
     }
 
-    /// Sets the item's bits in `slot`, test before set; returns whether a
-    /// bit was missing (the item was new to the slot).
+    /// Sets the item's bits in `slot`, test before set; returns whether
+    /// this call counts the item as new to the slot: of the words its
+    /// loads found lacking bits, the last one's read-modify-write turned a
+    /// bit on. Its words are loaded in reverse order (`Acquire`) and set in
+    /// forward order (`Release`), so of racing calls for one item at most
+    /// one counts it, and one does unless other items' bits complete it
+    /// (`src/PROTOCOLS.md`, "Counting once").
     fn set(&self, bits: &BitArray, slot: u32) -> bool;
 
     /// Starts loading the lines the item's bits lie in, in `slots`.
     fn prefetch(&self, bits: &BitArray, slots: u32);
+}
+
+/// Sets `mask` in `word`, whose load read `loaded` (lacking some of
+/// `mask`); true if this call turned a bit of `mask` on. A compare-and-swap
+/// from the loaded value: one locked instruction when no one raced it.
+#[inline(always)]
+fn turn_on(word: &AtomicU64, loaded: u64, mask: u64) -> bool {
+    let mut current = loaded;
+    loop {
+        // Release: publishes the item's earlier words and the loads before
+        // them to an insert whose Acquire load reads this word (PROTOCOLS.md,
+        // "Counting once"); Relaxed on failure: the value is only retried.
+        match word.compare_exchange_weak(
+            current,
+            current | mask,
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return true,
+            Err(actual) if actual & mask == mask => return false,
+            Err(actual) => current = actual,
+        }
+    }
 }
 
 /// The layout-independent part of a probe: the block of an item.
@@ -202,29 +230,45 @@ impl Placement {
     }
 
     /// Clears slot `slot`'s words in blocks `blocks` (a chunk of a
-    /// rotation): the caller's rotation has made the slot unused.
-    pub(crate) fn clear(&self, bits: &BitArray, slot: u32, blocks: std::ops::Range<usize>) {
+    /// rotation): the caller's rotation has made the slot unused. Only
+    /// words that hold bits are written: a page no bit reached is read,
+    /// never written (an untouched one stays the kernel's zero page).
+    /// True if some word held bits.
+    pub(crate) fn clear(&self, bits: &BitArray, slot: u32, blocks: std::ops::Range<usize>) -> bool {
+        let mut swept = false;
         if self.kind != Kind::Compact {
             let g = self.generations as usize;
             for block in blocks {
                 for line in [2 * block, 2 * block + 1] {
                     for word in (slot as usize..WORDS_PER_BLOCK).step_by(g) {
-                        // Relaxed: the rotation publishes its clears through
-                        // `done` and the epoch (src/windowed/ring.rs).
-                        bits.word(line, word).store(0, Ordering::Relaxed);
+                        swept |= clear_word(bits.word(line, word));
                     }
                 }
             }
         } else {
             let first = slot as usize * self.stride;
             for line in blocks {
-                for word in 0..WORDS_PER_BLOCK {
-                    // Relaxed: as above.
-                    bits.word(first + line, word).store(0, Ordering::Relaxed);
+                for word in bits.line(first + line) {
+                    swept |= clear_word(word);
                 }
             }
         }
+        swept
     }
+}
+
+/// Stores 0 in `word` if it holds bits; true if it did.
+#[inline(always)]
+fn clear_word(word: &AtomicU64) -> bool {
+    // Relaxed (both): the rotation publishes its clears through `done` and
+    // the epoch (src/windowed/ring.rs); a word that reads 0 holds no bit
+    // that happens-before the rotation's read of the marks (others are
+    // cleared on the slot's next turn: PROTOCOLS.md).
+    if word.load(Ordering::Relaxed) != 0 {
+        word.store(0, Ordering::Relaxed);
+        return true;
+    }
+    false
 }
 
 /// Two-line blocks cleared per chunk (16 KiB).
@@ -309,20 +353,27 @@ impl<const G: usize> SlotProbe for SharedProbe<G> {
             &first[(self.low_word + s) % WORDS_PER_BLOCK],
             &second[(self.high_word + s) % WORDS_PER_BLOCK],
         );
-        // Relaxed: a stale 0 only costs a redundant OR; see `hits`.
-        let missing_low = self.low_mask & !low.load(Ordering::Relaxed);
-        // Relaxed: as above.
-        let missing_high = self.high_mask & !high.load(Ordering::Relaxed);
-        if missing_low != 0 {
-            // Relaxed: bits only go 0 -> 1 while the slot is in use; the
-            // epoch orders them against the slot's clearing.
-            low.fetch_or(self.low_mask, Ordering::Relaxed);
+        // Acquire: the high word first; pairs with the Release below, so a
+        // racing insert of the item that completed this word has its low
+        // word's load and fetch_or ordered before our load of the low one.
+        let high_now = high.load(Ordering::Acquire);
+        // Relaxed: the first word's load pairs with nothing (no word comes
+        // before it); a stale 0 only costs a redundant OR.
+        let low_now = low.load(Ordering::Relaxed);
+        if self.high_mask & !high_now != 0 {
+            if self.low_mask & !low_now != 0 {
+                // Relaxed: sequenced before the Release on the high word,
+                // which publishes it; bits only go 0 -> 1 while the slot is
+                // in use, and the epoch orders them against its clearing.
+                low.fetch_or(self.low_mask, Ordering::Relaxed);
+            }
+            // The last word the loads found lacking bits decides the count.
+            return turn_on(high, high_now, self.high_mask);
         }
-        if missing_high != 0 {
-            // Relaxed: as above.
-            high.fetch_or(self.high_mask, Ordering::Relaxed);
+        if self.low_mask & !low_now != 0 {
+            return turn_on(low, low_now, self.low_mask);
         }
-        missing_low | missing_high != 0
+        false
     }
 
     #[inline(always)]
@@ -365,20 +416,34 @@ impl SlotProbe for SeparateProbe {
     #[inline(always)]
     fn set(&self, bits: &BitArray, slot: u32) -> bool {
         let line = slot as usize * self.stride + self.block;
-        let mut new = false;
-        for (word, &mask) in self.masks.iter().enumerate() {
+        // Bit `w`: word `w` lacked some of the item's bits at its load.
+        let mut lacking = 0u32;
+        let mut loaded = [0u64; WORDS_PER_BLOCK];
+        for word in (0..WORDS_PER_BLOCK).rev() {
+            let mask = self.masks[word];
             if mask == 0 {
                 continue;
             }
-            let word = bits.word(line, word);
-            // Relaxed: as in `SharedProbe::set`.
-            if word.load(Ordering::Relaxed) & mask != mask {
-                // Relaxed: as in `SharedProbe::set`.
-                word.fetch_or(mask, Ordering::Relaxed);
-                new = true;
-            }
+            // Acquire: last word first; pairs with the Release of a racing
+            // insert's fetch_or, as in `SharedProbe::set`.
+            let now = bits.word(line, word).load(Ordering::Acquire);
+            loaded[word] = now;
+            lacking |= u32::from(now & mask != mask) << word;
         }
-        new
+        if lacking == 0 {
+            return false;
+        }
+        let last = 31 - lacking.leading_zeros() as usize;
+        let mut earlier = lacking & !(1 << last);
+        while earlier != 0 {
+            let word = earlier.trailing_zeros() as usize;
+            earlier &= earlier - 1;
+            // Release: publishes this word's bits (and the loads before it)
+            // to an insert whose Acquire load reads a later word of ours.
+            bits.word(line, word)
+                .fetch_or(self.masks[word], Ordering::Release);
+        }
+        turn_on(bits.word(line, last), loaded[last], self.masks[last])
     }
 
     #[inline(always)]

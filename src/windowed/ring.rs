@@ -11,7 +11,7 @@
 
 use crossbeam::utils::CachePadded;
 
-use crate::sync::{thread_index, AtomicU64, Ordering};
+use crate::sync::{fence, thread_index, AtomicU64, Ordering};
 use crate::tally::SLOTS;
 
 /// Bits of an epoch kept beside a count or a cursor: equal tags mean the
@@ -158,6 +158,16 @@ pub(crate) struct Ring {
     shared: CachePadded<AtomicU64>,
     /// A count carried over from a saved filter, tagged the same way.
     base: CachePadded<AtomicU64>,
+    /// Bit `s`: slot `s` may hold bits since it was last cleared (a
+    /// rotation skips a slot whose bit is clear). Set by the first count of
+    /// each count in a generation, by an insert that leaves bits in a slot
+    /// it was not counted in, and for every slot of a loaded filter.
+    written: CachePadded<AtomicU64>,
+    /// 1 once a chunk of the rotation under way found bits to clear: the
+    /// completer then marks the slot again, so that its next turn clears
+    /// what landed after this one's reads (`src/PROTOCOLS.md`, "Clearing
+    /// what was written").
+    swept: CachePadded<AtomicU64>,
     /// Time windows: the instant (clock nanoseconds, as `i64` bits) at
     /// which each slot's generation stopped, or will stop, being current.
     ends: Box<[AtomicU64]>,
@@ -171,6 +181,17 @@ pub(crate) struct Ring {
     /// count a saved filter carried over (a plain field, so that an insert
     /// compares with it before loading `base`).
     lowest_full: u64,
+    /// `lowest_full - 1`: the usual case's bound on a count before it is
+    /// added to.
+    lowest_full_before: u64,
+}
+
+/// A count begun by [`Ring::prepare`].
+pub(crate) enum Pending<'a> {
+    /// The thread's own count, and the value to store.
+    Own { count: &'a AtomicU64, next: u64 },
+    /// Anything else: [`Ring::count`], after the re-check.
+    Long,
 }
 
 impl Ring {
@@ -201,6 +222,8 @@ impl Ring {
             })),
             shared: CachePadded::new(AtomicU64::new(pack_count(epoch, 0))),
             base: CachePadded::new(AtomicU64::new(pack_count(epoch, count))),
+            written: CachePadded::new(AtomicU64::new(0)),
+            swept: CachePadded::new(AtomicU64::new(0)),
             ends: ends
                 .into_iter()
                 .map(|end| AtomicU64::new(end as u64))
@@ -209,6 +232,10 @@ impl Ring {
             capacity,
             step: Self::step_for(capacity),
             lowest_full: capacity.saturating_sub(count),
+            lowest_full_before: capacity
+                .saturating_sub(count)
+                .min(COUNT_MASK)
+                .saturating_sub(1),
         }
     }
 
@@ -267,27 +294,100 @@ impl Ring {
         }
     }
 
+    /// Begins counting a new item into generation `epoch`, before the
+    /// insert's re-check of the epoch: the usual case (the thread's own
+    /// count, of this epoch, its last value not a multiple of the step and
+    /// its next below the lowest full count) is decided here by one
+    /// comparison, to be stored by [`commit`](Self::commit) only if the
+    /// re-check finds the epoch unchanged.
+    ///
+    /// Off the usual path, the first count of each count in a generation
+    /// marks `slot` written, before the re-check (see
+    /// [`mark_written`](Self::mark_written)): a count of this epoch above 0
+    /// was stored after a successful re-check that followed such a mark.
+    #[inline(always)]
+    pub(crate) fn prepare(&self, epoch: u64, slot: u32) -> Pending<'_> {
+        if let Some(own) = thread_index().and_then(|index| self.counts.get(index)) {
+            // Relaxed: as in `count_owned`.
+            let current = own.load(Ordering::Relaxed);
+            let count = current ^ (epoch & TAG_MASK) << COUNT_BITS;
+            if count & (self.step - 1) != 0 && count < self.lowest_full_before {
+                return Pending::Own {
+                    count: own,
+                    next: current + 1,
+                };
+            }
+        }
+        self.prepare_long(epoch, slot)
+    }
+
+    /// The rest of [`prepare`](Self::prepare): the first count of a count
+    /// in generation `epoch` marks `slot`.
+    #[cold]
+    #[inline(never)]
+    fn prepare_long(&self, epoch: u64, slot: u32) -> Pending<'_> {
+        let count = thread_index()
+            .and_then(|index| self.counts.get(index))
+            .map_or(&*self.shared, |own| &**own);
+        // Relaxed: as in `count_owned` and `count_shared`.
+        let count = count.load(Ordering::Relaxed) ^ (epoch & TAG_MASK) << COUNT_BITS;
+        // Another tag, or none counted yet: the first count here.
+        if count == 0 || count > COUNT_MASK {
+            self.mark_written(slot);
+        }
+        Pending::Long
+    }
+
+    /// Marks `slot` as holding bits, then fences: of this mark and a
+    /// rotation that begins clearing the slot, either the rotation's
+    /// `written` swap reads the mark, or the caller's next load of the
+    /// state reads that rotation's begun state or a later one (both sides
+    /// `SeqCst` fences between their write and their read:
+    /// `src/PROTOCOLS.md`, "Clearing what was written"). Off the insert's
+    /// usual path.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn mark_written(&self, slot: u32) {
+        // SeqCst: a read-modify-write in the mask's one order, fenced
+        // below against the caller's next load of the state.
+        self.written.fetch_or(1 << slot, Ordering::SeqCst);
+        // SeqCst: the store-load fence of the pattern above, paired with
+        // the one in `begin`.
+        fence(Ordering::SeqCst);
+    }
+
+    /// Marks every slot written (a loaded filter's bits are anywhere).
+    pub(crate) fn mark_all_written(&self) {
+        // Relaxed: the filter is not yet shared.
+        self.written
+            .fetch_or(u64::from(self.all_slots), Ordering::Relaxed);
+    }
+
+    /// Counts the item [`prepare`](Self::prepare) began counting, once
+    /// the insert is known to be in generation `epoch`.
+    #[inline(always)]
+    pub(crate) fn commit(&self, pending: Pending<'_>, epoch: u64) -> Counted {
+        match pending {
+            Pending::Own { count, next } => {
+                // Relaxed: as in `count_owned` (a reset since the load is
+                // overwritten by an earlier tag, which the next count
+                // starts over from).
+                count.store(next, Ordering::Relaxed);
+                Counted::Room
+            }
+            Pending::Long => self.count(epoch),
+        }
+    }
+
     /// Counts a new item into generation `epoch`: on the calling thread's
     /// own slot, or the shared one.
-    #[inline(always)]
+    #[cold]
+    #[inline(never)]
     pub(crate) fn count(&self, epoch: u64) -> Counted {
-        let Some(own) = thread_index().and_then(|index| self.counts.get(index)) else {
-            return self.count_then(count_shared(&self.shared, epoch), epoch);
-        };
-        // The usual case in one test: the count is this epoch's, not
-        // saturated, and its next value is neither a multiple of the step
-        // nor as high as the lowest full count (an earlier tag, or any of
-        // those, goes the long way).
-        // Relaxed: as in `count_owned`.
-        let next = own.load(Ordering::Relaxed).wrapping_add(1);
-        let tagged = (epoch & TAG_MASK) << COUNT_BITS;
-        let count = next ^ tagged;
-        if count < COUNT_MASK && count & (self.step - 1) != 0 && count < self.lowest_full {
-            // Relaxed: as in `count_owned`.
-            own.store(next, Ordering::Relaxed);
-            return Counted::Room;
+        match thread_index().and_then(|index| self.counts.get(index)) {
+            Some(own) => self.count_then(count_owned(own, epoch), epoch),
+            None => self.count_then(count_shared(&self.shared, epoch), epoch),
         }
-        self.count_then(count_owned(own, epoch), epoch)
     }
 
     /// The rest of [`count`](Self::count) once the item is counted (or
@@ -297,11 +397,11 @@ impl Ring {
         let Some(count) = counted else {
             return Counted::Stale;
         };
-        // A thread sums the counts when its own passes a multiple of the
+        // A thread sums the counts when its own leaves a multiple of the
         // step (`overfill`'s bound) or reaches the capacity less a saved
         // filter's carried count: a single thread sees the generation full
         // exactly at its capacity, so rotations replay exactly.
-        let due = count & (self.step - 1) == 0
+        let due = (count - 1) & (self.step - 1) == 0
             || (count >= self.lowest_full && count + self.base_count(epoch) >= self.capacity);
         if due && self.full(epoch) {
             Counted::Full
@@ -366,8 +466,22 @@ impl Ring {
         let (next, slot) = (state.epoch() + 1, self.next_slot(state.slot()));
         if let Some(end) = end {
             // Relaxed: published with the epoch (the cursor's Release, then
-            // the done chain, then the epoch's Release).
+            // the done chain, then the epoch's Release; or that Release
+            // alone when nothing is cleared).
             self.ends[slot as usize].store(end as u64, Ordering::Relaxed);
+        }
+        // SeqCst: the fence between this rotation's write of the state and
+        // its read of the marks (`mark_written`).
+        fence(Ordering::SeqCst);
+        // SeqCst: a read-modify-write in the mask's one order; clearing the
+        // bit here, before the slot's words, keeps a mark made after it
+        // for the next rotation to clear.
+        let marks = self.written.fetch_and(!(1 << slot), Ordering::SeqCst);
+        if marks & 1 << slot == 0 {
+            // Nothing was written in the slot since it was last cleared:
+            // nothing to clear; complete at once.
+            self.complete(State::of(next, slot, false), false);
+            return true;
         }
         // Relaxed: ordered before the cursor's Release swap, which every
         // clearer acquires before it adds to `done`. (Resets here are
@@ -376,6 +490,8 @@ impl Ring {
         // another thread's RMW only partially, sees the one order the
         // hardware gives.)
         self.done.swap(0, Ordering::Relaxed);
+        // Relaxed: as `done`.
+        self.swept.swap(0, Ordering::Relaxed);
         let cursor = (next & TAG_MASK) << CURSOR_TAG_SHIFT | u64::from(slot) << CURSOR_SLOT_SHIFT;
         // Release: a thread that claims a chunk of this rotation sees `done`
         // reset and the new end.
@@ -386,6 +502,12 @@ impl Ring {
     /// Claims the next chunk of the rotation under way: its slot and index;
     /// `None` when every chunk is claimed (or no rotation is under way).
     pub(crate) fn claim(&self) -> Option<(u32, u64)> {
+        // Relaxed: a look before the read-modify-write, so that threads
+        // meeting a rotation whose chunks are all claimed do not keep
+        // adding to the index (the fetch_add below decides).
+        if self.cursor.load(Ordering::Relaxed) & CURSOR_INDEX_MASK >= self.chunks {
+            return None;
+        }
         // Acquire: pairs with `begin`'s Release (an RMW reads the latest
         // value, so a claim after the swap belongs to its rotation; a
         // claim before it finds the last rotation's chunks all taken).
@@ -398,9 +520,13 @@ impl Ring {
         Some((slot, index))
     }
 
-    /// Records a claimed chunk as cleared; the last one completes the
-    /// rotation. True if this call completed it.
-    pub(crate) fn finish(&self) -> bool {
+    /// Records a claimed chunk as cleared (`swept`: it held bits); the last
+    /// one completes the rotation. True if this call completed it.
+    pub(crate) fn finish(&self, swept: bool) -> bool {
+        if swept {
+            // Relaxed: handed to the completer by the Release below.
+            self.swept.fetch_or(1, Ordering::Relaxed);
+        }
         // AcqRel: Release hands this chunk's clears to the completer;
         // Acquire (for the last) gathers every chunk's clears.
         let finished = self.done.fetch_add(1, Ordering::AcqRel) + 1;
@@ -412,6 +538,62 @@ impl Ring {
         let state = State(self.state.load(Ordering::Relaxed));
         debug_assert!(state.rotating());
         let (next, slot) = (state.epoch() + 1, self.next_slot(state.slot()));
+        // Relaxed: gathered by the Acquire above.
+        if self.swept.load(Ordering::Relaxed) != 0 {
+            // The slot held bits: bits of an insert whose re-check read an
+            // epoch too old to see this rotation may have landed after its
+            // reads, unmarked; its next turn reads it again.
+            // SeqCst: as in `mark_written`.
+            self.written.fetch_or(1 << slot, Ordering::SeqCst);
+        }
+        self.complete(State::of(next, slot, false), false);
+        true
+    }
+
+    /// Ends a jump of the epoch to `target` (slot `target % g`), begun
+    /// from `state` if it is still current and no rotation is under way:
+    /// every slot must already be empty (the caller has rotated `g` times),
+    /// so nothing is cleared. `end`: the new generation's end (time
+    /// windows). True if this call made the jump.
+    pub(crate) fn jump(&self, state: State, target: u64, end: Option<i64>) -> bool {
+        let target = target.min(MAX_EPOCH);
+        if target <= state.epoch() {
+            return false;
+        }
+        let began = self.state.compare_exchange(
+            State::of(state.epoch(), state.slot(), false).0,
+            State::of(state.epoch(), state.slot(), true).0,
+            // AcqRel: as in `begin`.
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        if began.is_err() {
+            return false;
+        }
+        let slot = (target % u64::from(self.generations)) as u32;
+        if let Some(end) = end {
+            // Relaxed: published by the epoch's Release in `complete`.
+            self.ends[slot as usize].store(end as u64, Ordering::Relaxed);
+        }
+        self.complete(State::of(target, slot, false), true);
+        true
+    }
+
+    /// Publishes `next` once the rotation's clearing is done: resets one
+    /// count in turn (`all`: every count, after a jump), then the state.
+    fn complete(&self, next_state: State, all: bool) {
+        let next = next_state.epoch();
+        if all {
+            for count in self
+                .counts
+                .iter()
+                .map(|count| &**count)
+                .chain([&*self.shared, &*self.base])
+            {
+                // Relaxed: published by the epoch's Release below.
+                count.swap(pack_count(next, 0), Ordering::Relaxed);
+            }
+        }
         // One count in turn is reset, tagged for the new epoch: counts are
         // read only under their own epoch's tag, and a thread's count of an
         // earlier one starts over (`count_after`), so none needs a reset to
@@ -429,9 +611,7 @@ impl Ring {
         // Release: the clears (gathered through `done`), the new end and
         // the reset count happen-before every insert that reads the new
         // epoch with Acquire and writes into its slot.
-        self.state
-            .store(State::of(next, slot, false).0, Ordering::Release);
-        true
+        self.state.store(next_state.0, Ordering::Release);
     }
 
     /// The end of slot `slot`'s generation (time windows).
