@@ -399,9 +399,9 @@ impl<T, S> Frontier<T, S> {
     ///
     /// ```
     /// let frontier: atomic_bloom::Frontier<u64> = atomic_bloom::Frontier::new(1_000, 0.01)?;
-    /// for i in 0..1_000u64 { frontier.push(i); }
+    /// for i in 0..500u64 { frontier.push(i); }
     /// assert!(!frontier.is_over_capacity());
-    /// for i in 1_000..10_000u64 { frontier.push(i); }
+    /// for i in 500..10_000u64 { frontier.push(i); }
     /// assert!(frontier.is_over_capacity());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
