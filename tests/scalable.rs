@@ -98,8 +98,10 @@ fn golden_false_positive_count() {
     let false_positives = grow_and_probe(&f, 100_000, 1_000_000);
     assert_eq!((f.stages(), false_positives), (GOLDEN_STAGES, GOLDEN_COUNT));
 }
-const GOLDEN_STAGES: usize = 6;
-const GOLDEN_COUNT: u64 = 5_834;
+// With the default `Sizing::Exact` (power-of-two stages, which hold more
+// than their share, gave 6 stages and 5,834).
+const GOLDEN_STAGES: usize = 7;
+const GOLDEN_COUNT: u64 = 6_134;
 
 #[test]
 fn insert_reports_new_once_across_stages() {

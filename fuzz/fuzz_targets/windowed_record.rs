@@ -6,7 +6,7 @@
 //! `WBF.ADVANCE` arguments, forgets everything once every generation has
 //! ended, and saves and reloads alike.
 //!
-//! Run from the repository root (README.md, Fuzzing):
+//! Run from the repository root (docs/TESTING.md, Fuzzing):
 //! `RUSTC_BOOTSTRAP=1 cargo fuzz run windowed_record -- -max_total_time=60`
 
 #![no_main]

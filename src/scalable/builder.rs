@@ -170,17 +170,18 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
         self
     }
 
-    /// How every stage's size is rounded (default [`Sizing::PowerOfTwo`]);
-    /// with [`Sizing::Exact`] a stage takes no more than a block over what
-    /// its capacity and rate need.
+    /// How every stage's size is rounded: with [`Sizing::Exact`] (the
+    /// default) a stage takes no more than a block over what its capacity
+    /// and rate need; [`Sizing::PowerOfTwo`] rounds each up to a power of
+    /// two of blocks.
     ///
     /// # Example
     ///
     /// ```
     /// use atomic_bloom::{ScalableBloomFilter, Sizing};
     /// let f: ScalableBloomFilter<u64> =
-    ///     ScalableBloomFilter::builder(100, 0.01).sizing(Sizing::Exact).build()?;
-    /// assert_eq!(f.sizing(), Sizing::Exact);
+    ///     ScalableBloomFilter::builder(100, 0.01).sizing(Sizing::PowerOfTwo).build()?;
+    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sizing(mut self, sizing: Sizing) -> Self {

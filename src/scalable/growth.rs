@@ -77,7 +77,7 @@ const MIN_SECOND_STAGE_RATIO: f64 = 1.0 / 1024.0;
 /// with a first-stage share `f`, stage 0 at `rate · f` and stage `i ≥ 1` at
 /// `rate · (1 - f) · (1 - tightening) · tightening^(i-1)`. Either way the
 /// rates of all stages sum to `rate`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct GrowthPlan {
     pub(crate) initial_capacity: usize,
     /// The total rate the user asked for.
@@ -307,8 +307,8 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// Allocates the stage after `current`'s newest and publishes the
     /// longer list if `current` is still the list (else another thread
     /// grew it, which serves as well). A failure is recorded for
-    /// [`growth_error`](Self::growth_error) and returned; a success clears
-    /// the record.
+    /// [`growth_error`](Self::growth_error), unless a clear replaced
+    /// `current` meanwhile, and returned; a success clears the record.
     pub(super) fn append_stage(&self, current: &Arc<StageList<T>>) -> Result<(), Error> {
         let index = current.len();
         let stage = self
@@ -333,9 +333,17 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 Ok(())
             }
             Err(error) => {
-                *lock(&self.growth_error) = Some(error.clone());
-                // Release: whoever sees the flag finds the error stored.
-                self.growth_failed.store(true, Ordering::Release);
+                let mut recorded = lock(&self.growth_error);
+                // A clear that replaced `current` meanwhile made room: its
+                // error stands for a list that is gone. Checked under the
+                // mutex, which the clear takes after its store, so a clear
+                // either finds this record and resets it, or comes first
+                // and is seen here.
+                if Arc::ptr_eq(&self.list(), current) {
+                    *recorded = Some(error.clone());
+                    // Release: whoever sees the flag finds the error stored.
+                    self.growth_failed.store(true, Ordering::Release);
+                }
                 Err(error)
             }
         }
