@@ -29,58 +29,12 @@ use std::time::{Duration, Instant};
 use atomic_bloom::{BloomFilter, DefaultHasher, Layout, Sizing};
 mod common;
 
-use common::{run_split, Floor, Subject, RATE, SEED, THREADS};
+use common::keys::{Integers, Keys, Urls};
+use common::{run_split, timed_runs, Floor, Subject, RATE, SEED, THREADS};
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 use rayon::prelude::*;
-
-/// The keys of one run: key `index` of the sequence.
-trait Keys: Sync {
-    type Key: Hash + ?Sized;
-    const NAME: &'static str;
-    fn with<R>(&self, index: u64, op: impl FnOnce(&Self::Key) -> R) -> R;
-}
-
-/// `u64` keys: the index itself.
-struct Integers;
-
-impl Keys for Integers {
-    type Key = u64;
-    const NAME: &'static str = "u64";
-    #[inline]
-    fn with<R>(&self, index: u64, op: impl FnOnce(&u64) -> R) -> R {
-        op(&index)
-    }
-}
-
-/// URL-shaped keys, one `String` each, distinct per index.
-struct Urls(Vec<String>);
-
-impl Urls {
-    fn new(count: usize) -> Self {
-        Urls(
-            (0..count)
-                .map(|i| {
-                    format!(
-                        "https://host{}.example/section{}/page{i}.html",
-                        i % 1500,
-                        (i / 1500) % 16
-                    )
-                })
-                .collect(),
-        )
-    }
-}
-
-impl Keys for Urls {
-    type Key = str;
-    const NAME: &'static str = "url";
-    #[inline]
-    fn with<R>(&self, index: u64, op: impl FnOnce(&str) -> R) -> R {
-        op(&self.0[index as usize])
-    }
-}
 
 /// Our filter as a user builds it: the default sizing (`Exact`).
 fn ours<K: ?Sized>(items: usize, layout: Layout) -> BloomFilter<K> {
@@ -198,15 +152,9 @@ where
             for threads in THREADS {
                 group.bench_function(BenchmarkId::new(name, threads), |b| {
                     b.iter_custom(|iters| {
-                        (0..iters)
-                            .map(|_| {
-                                let (time, hits) = run_split(threads, probes.clone(), |index| {
-                                    keys.with(index, |key| s.contains(key))
-                                });
-                                black_box(hits);
-                                time
-                            })
-                            .sum()
+                        timed_runs(iters, threads, probes.clone(), |index| {
+                            keys.with(index, |key| s.contains(key))
+                        })
                     })
                 });
             }

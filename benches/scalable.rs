@@ -74,14 +74,9 @@ fn bench_subject<F: Subject>(
         group.throughput(Throughput::Elements(items));
         group.bench_function(BenchmarkId::new(name, threads), |b| {
             b.iter_custom(|iters| {
-                (0..iters)
-                    .map(|_| {
-                        common::run_split(threads, items / 2..items * 3 / 2, |key| {
-                            filter.contains(&key)
-                        })
-                        .0
-                    })
-                    .sum()
+                common::timed_runs(iters, threads, items / 2..items * 3 / 2, |key| {
+                    filter.contains(&key)
+                })
             })
         });
         group.finish();

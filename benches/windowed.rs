@@ -39,7 +39,8 @@ mod common;
 #[path = "common/window_peers.rs"]
 mod window_peers;
 
-use common::{run_split, RATE, SEED, THREADS};
+use common::keys::{Integers, Keys, Urls};
+use common::{run_split, timed_runs, RATE, SEED, THREADS};
 use window_peers::{apbf_bits_per_item, apbf_least_memory, apbf_rate, Apbf, TwoGenerations};
 
 /// Items every subject must remember.
@@ -173,52 +174,17 @@ fn subjects<K: Hash + ?Sized + 'static>() -> Vec<(&'static str, Maker<K>)> {
     ]
 }
 
-/// The keys of one run: key `index` of the sequence.
-trait Keys: Sync {
-    type Key: Hash + ?Sized + 'static;
-    const NAME: &'static str;
-    fn with<R>(&self, index: u64, op: impl FnOnce(&Self::Key) -> R) -> R;
-}
-
-/// `u64` keys: the index itself.
-struct Integers;
-
-impl Keys for Integers {
-    type Key = u64;
-    const NAME: &'static str = "u64";
-    #[inline]
-    fn with<R>(&self, index: u64, op: impl FnOnce(&u64) -> R) -> R {
-        op(&index)
-    }
-}
-
 /// URL-shaped keys as `benches/bloom.rs` makes them, a pool of two
 /// windows and a batch reused in turn (a key comes back after that many
 /// keys, past every subject's horizon).
-struct Urls(Vec<String>);
+struct UrlPool(Urls);
 
-impl Urls {
-    fn new(count: usize) -> Self {
-        Urls(
-            (0..count)
-                .map(|i| {
-                    format!(
-                        "https://host{}.example/section{}/page{i}.html",
-                        i % 1500,
-                        (i / 1500) % 16
-                    )
-                })
-                .collect(),
-        )
-    }
-}
-
-impl Keys for Urls {
+impl Keys for UrlPool {
     type Key = str;
-    const NAME: &'static str = "url";
+    const NAME: &'static str = Urls::NAME;
     #[inline]
     fn with<R>(&self, index: u64, op: impl FnOnce(&str) -> R) -> R {
-        op(&self.0[index as usize % self.0.len()])
+        self.0.with(index % self.0 .0.len() as u64, op)
     }
 }
 
@@ -278,7 +244,7 @@ fn report() {
 fn windowed(c: &mut Criterion) {
     report();
     bench_keys(c, &Integers);
-    bench_keys(c, &Urls::new(2 * WINDOW + BATCH as usize));
+    bench_keys(c, &UrlPool(Urls::new(2 * WINDOW + BATCH as usize)));
 }
 
 /// Insert and contains for every subject, on one kind of key.
@@ -328,15 +294,9 @@ fn bench_keys<K: Keys>(c: &mut Criterion, keys: &K) {
             for threads in THREADS {
                 group.bench_function(BenchmarkId::new(name, threads), |b| {
                     b.iter_custom(|iters| {
-                        (0..iters)
-                            .map(|_| {
-                                let (time, hits) = run_split(threads, probes.clone(), |index| {
-                                    keys.with(index, |key| s.contains(key))
-                                });
-                                black_box(hits);
-                                time
-                            })
-                            .sum()
+                        timed_runs(iters, threads, probes.clone(), |index| {
+                            keys.with(index, |key| s.contains(key))
+                        })
                     })
                 });
             }

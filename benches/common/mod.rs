@@ -1,8 +1,10 @@
 //! Shared by the benches: the constants every subject is built with, the
-//! interface every subject is timed through, and the floor.
+//! interface every subject is timed through, the floor, and the keys.
 
 // Each bench includes this and uses a part of it.
 #![allow(dead_code)]
+
+pub mod keys;
 
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -191,4 +193,22 @@ pub fn run_split(
         })
     };
     (start.elapsed(), hits)
+}
+
+/// What criterion's `iter_custom` asks of a lookup bench: the time of
+/// `iters` runs of `op` over `keys` on `threads` threads ([`run_split`]),
+/// each run's hits kept from the optimizer.
+pub fn timed_runs(
+    iters: u64,
+    threads: usize,
+    keys: std::ops::Range<u64>,
+    op: impl Fn(u64) -> bool + Sync,
+) -> Duration {
+    (0..iters)
+        .map(|_| {
+            let (time, hits) = run_split(threads, keys.clone(), &op);
+            std::hint::black_box(hits);
+            time
+        })
+        .sum()
 }
