@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{error_text, Server, KINDS};
+use common::{error_text, reply, scan_dump, used_memory, Server, KINDS};
 use redis::Value;
 
 /// xorshift64*: a fixed-seed stream of test choices.
@@ -33,12 +33,7 @@ const CHUNK_ERRORS: [&str; 4] = [
 ];
 
 fn load_chunk(c: &mut redis::Connection, key: &str, iter: i64, data: &[u8]) -> Result<(), String> {
-    match redis::cmd("BF.LOADCHUNK")
-        .arg(key)
-        .arg(iter)
-        .arg(data)
-        .query::<String>(c)
-    {
+    match common::load_chunk(c, key, iter, data) {
         Ok(ok) => {
             assert_eq!(ok, "OK");
             Ok(())
@@ -51,23 +46,6 @@ fn load_chunk(c: &mut redis::Connection, key: &str, iter: i64, data: &[u8]) -> R
             );
             Err(text)
         }
-    }
-}
-
-fn dump(c: &mut redis::Connection, key: &str) -> Vec<(i64, Vec<u8>)> {
-    let mut chunks = Vec::new();
-    let mut iter = 0i64;
-    loop {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iter)
-            .query(c)
-            .unwrap();
-        if next == 0 {
-            return chunks;
-        }
-        chunks.push((next, data));
-        iter = next;
     }
 }
 
@@ -85,7 +63,7 @@ fn filled_source(c: &mut redis::Connection, key: &str, nonscaling: bool) -> Vec<
     let _: String = reserve.query(c).unwrap();
     let items: Vec<String> = (0..1500).map(|i| format!("item{i}")).collect();
     let _: Vec<i64> = redis::cmd("BF.MADD").arg(key).arg(&items).query(c).unwrap();
-    dump(c, key)
+    scan_dump(c, key)
 }
 
 #[test]
@@ -124,7 +102,7 @@ fn flipped_bits_never_load() {
                 );
             }
         }
-        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        let pong: String = reply(&mut c, &["PING"]);
         assert_eq!(pong, "PONG");
         assert!(server.is_alive());
     }
@@ -185,12 +163,9 @@ fn truncated_garbage_and_absurd_chunks_are_refused_cleanly() {
         }
         // The source filter was never touched by chunks aimed at it.
         assert!(is_loaded(&mut c, "source"));
-        let found: Vec<i64> = redis::cmd("BF.MEXISTS")
-            .arg(&["source", "item0", "item1499"])
-            .query(&mut c)
-            .unwrap();
+        let found: Vec<i64> = reply(&mut c, &["BF.MEXISTS", "source", "item0", "item1499"]);
         assert_eq!(found, [1, 1]);
-        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        let pong: String = reply(&mut c, &["PING"]);
         assert_eq!(pong, "PONG");
         assert!(server.is_alive(), "{kind:?}: {}", server.log());
     }
@@ -210,10 +185,7 @@ fn a_header_claiming_a_terabyte_allocates_what_it_holds() {
         first[52..56].copy_from_slice(&crc.to_le_bytes());
         let used_before = used_memory(&mut c);
         load_chunk(&mut c, "claimed", 1 + first.len() as i64, &first).unwrap();
-        let usage: i64 = redis::cmd("MEMORY")
-            .arg(&["USAGE", "claimed"])
-            .query(&mut c)
-            .unwrap();
+        let usage: i64 = reply(&mut c, &["MEMORY", "USAGE", "claimed"]);
         assert!(
             usage < 64 * 1024,
             "{kind:?}: {usage} bytes for a {}-byte chunk",
@@ -225,14 +197,6 @@ fn a_header_claiming_a_terabyte_allocates_what_it_holds() {
         let text = common::refusal(&mut c, &["BF.ADD", "claimed", "x"]);
         assert!(text.contains("being restored"), "{text}");
     }
-}
-
-fn used_memory(c: &mut redis::Connection) -> i64 {
-    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("used_memory:"))
-        .and_then(|value| value.trim().parse().ok())
-        .expect("used_memory")
 }
 
 /// CRC-32C (Castagnoli), bitwise.

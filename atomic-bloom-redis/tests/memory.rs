@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{refusal, Kind, Server, KINDS};
+use common::{load_chunk, load_chunks, ok, refusal, reply, scan_dump, Kind, Server, KINDS};
 
 const MIB: u64 = 1 << 20;
 
@@ -75,11 +75,7 @@ fn a_new_filter_takes_no_more_than_redisbloom_and_no_resident_memory() {
                 .query::<Vec<bool>>(&mut connection)
                 .unwrap();
         }
-        let exists: bool = redis::cmd("BF.EXISTS")
-            .arg("huge")
-            .arg("7:7")
-            .query(&mut connection)
-            .unwrap();
+        let exists: bool = reply(&mut connection, &["BF.EXISTS", "huge", "7:7"]);
         assert!(exists);
         // 10,000 items touch at most 20,000 pages (two-line blocks).
         let used = server.resident_bytes();
@@ -163,7 +159,7 @@ fn out_of_memory_is_an_error_reply_never_an_abort() {
                 "{kind:?}"
             );
         }
-        let pong: String = redis::cmd("PING").query(&mut connection).unwrap();
+        let pong: String = reply(&mut connection, &["PING"]);
         assert_eq!(pong, "PONG");
         redis::cmd("BF.RESERVE")
             .arg("small")
@@ -171,11 +167,7 @@ fn out_of_memory_is_an_error_reply_never_an_abort() {
             .arg(1000)
             .query::<()>(&mut connection)
             .unwrap();
-        let added: bool = redis::cmd("BF.ADD")
-            .arg("small")
-            .arg("a")
-            .query(&mut connection)
-            .unwrap();
+        let added: bool = reply(&mut connection, &["BF.ADD", "small", "a"]);
         assert!(added, "{kind:?}");
     }
 }
@@ -192,15 +184,15 @@ fn growth_that_fails_is_an_error_and_is_tried_again() {
         let mut c = server.connect();
         // 25,000 items at 1% growing 32,768-fold: the second stage holds
         // 819M items, about 1 GB.
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["k", "0.01", "25000", "EXPANSION", "32768"])
-            .query(&mut c)
-            .unwrap();
+        ok(
+            &mut c,
+            &["BF.RESERVE", "k", "0.01", "25000", "EXPANSION", "32768"],
+        );
         // About 1.6 GB of address space taken (calloc: nothing resident).
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["hog", "0.0000001", "380000000", "NONSCALING"])
-            .query(&mut c)
-            .unwrap();
+        ok(
+            &mut c,
+            &["BF.RESERVE", "hog", "0.0000001", "380000000", "NONSCALING"],
+        );
         let mut refused_at = None;
         'fill: for batch in 0..40 {
             let items: Vec<String> = (0..1000).map(|i| format!("item:{batch}:{i}")).collect();
@@ -231,18 +223,12 @@ fn growth_that_fails_is_an_error_and_is_tried_again() {
             "ERR problem inserting into filter",
             "{kind:?}"
         );
-        let exists: bool = redis::cmd("BF.EXISTS")
-            .arg(&["k", &refused])
-            .query(&mut c)
-            .unwrap();
+        let exists: bool = reply(&mut c, &["BF.EXISTS", "k", &refused]);
         assert!(!exists, "{kind:?}: a refused item was added");
-        let _: i64 = redis::cmd("DEL").arg("hog").query(&mut c).unwrap();
-        let added: bool = redis::cmd("BF.ADD")
-            .arg(&["k", &refused])
-            .query(&mut c)
-            .unwrap();
+        let _: i64 = reply(&mut c, &["DEL", "hog"]);
+        let added: bool = reply(&mut c, &["BF.ADD", "k", &refused]);
         assert!(added, "{kind:?}: no growth once memory was back");
-        let info: Vec<redis::Value> = redis::cmd("BF.INFO").arg("k").query(&mut c).unwrap();
+        let info: Vec<redis::Value> = reply(&mut c, &["BF.INFO", "k"]);
         assert_eq!(info[5], redis::Value::Int(2), "{kind:?}: filters {info:?}");
     }
 }
@@ -258,24 +244,11 @@ fn a_loadchunk_that_runs_out_of_memory_keeps_its_chunks() {
     // About 500 MB: held as received chunks, then parsed into a second
     // 500 MB, which an address space of 640 MiB (Valkey, libc malloc) or
     // 800 MiB (Redis 7.0: jemalloc reserves more) cannot hold.
-    let _: String = redis::cmd("BF.RESERVE")
-        .arg(&["src", "0.0000001", "100000000", "NONSCALING"])
-        .query(&mut s)
-        .unwrap();
-    let mut chunks = Vec::new();
-    let mut iterator = 0i64;
-    loop {
-        let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(&["src"])
-            .arg(iterator)
-            .query(&mut s)
-            .unwrap();
-        if next == 0 {
-            break;
-        }
-        chunks.push((next, chunk));
-        iterator = next;
-    }
+    ok(
+        &mut s,
+        &["BF.RESERVE", "src", "0.0000001", "100000000", "NONSCALING"],
+    );
+    let chunks = scan_dump(&mut s, "src");
     drop(source);
     for kind in KINDS {
         let address_space = match kind {
@@ -285,21 +258,9 @@ fn a_loadchunk_that_runs_out_of_memory_keeps_its_chunks() {
         let server = Server::start_with_address_space(kind, address_space);
         let mut c = server.connect();
         let (last, rest) = chunks.split_last().unwrap();
-        for (next, chunk) in rest {
-            let ok: String = redis::cmd("BF.LOADCHUNK")
-                .arg("copy")
-                .arg(*next)
-                .arg(chunk.as_slice())
-                .query(&mut c)
-                .unwrap();
-            assert_eq!(ok, "OK", "{kind:?}");
-        }
-        let refused = redis::cmd("BF.LOADCHUNK")
-            .arg("copy")
-            .arg(last.0)
-            .arg(last.1.as_slice())
-            .query::<String>(&mut c)
-            .map_err(|error| common::error_text(&error));
+        load_chunks(&mut c, "copy", rest);
+        let refused =
+            load_chunk(&mut c, "copy", last.0, &last.1).map_err(|error| common::error_text(&error));
         assert_eq!(
             refused,
             Err("ERR Insufficient memory to create filter".to_string()),
@@ -311,7 +272,7 @@ fn a_loadchunk_that_runs_out_of_memory_keeps_its_chunks() {
             "ERR the filter is being restored: send its remaining BF.LOADCHUNK chunks, or DEL it",
             "{kind:?}"
         );
-        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        let pong: String = reply(&mut c, &["PING"]);
         assert_eq!(pong, "PONG", "{kind:?}");
     }
 }
@@ -325,14 +286,8 @@ fn copying_a_windowed_filter_without_room_is_an_error_never_an_abort() {
         let server = Server::start_with_address_space(kind, 3 << 30);
         let mut c = server.connect();
         // About 1.1 GB of address space (calloc: nothing resident).
-        let _: String = redis::cmd("WBF.RESERVE")
-            .arg(&["w", "0.01", "460000000"])
-            .query(&mut c)
-            .unwrap();
-        let _: i64 = redis::cmd("WBF.ADD")
-            .arg(&["w", "a"])
-            .query(&mut c)
-            .unwrap();
+        ok(&mut c, &["WBF.RESERVE", "w", "0.01", "460000000"]);
+        let _: i64 = reply(&mut c, &["WBF.ADD", "w", "a"]);
         let copied = redis::cmd("COPY")
             .arg(&["w", "w2"])
             .query::<redis::Value>(&mut c);
@@ -340,10 +295,7 @@ fn copying_a_windowed_filter_without_room_is_an_error_never_an_abort() {
             panic!("{kind:?}: the server died on COPY ({copied:?}): {error}")
         });
         assert_eq!(pong, "PONG");
-        let found: i64 = redis::cmd("WBF.EXISTS")
-            .arg(&["w", "a"])
-            .query(&mut c)
-            .unwrap();
+        let found: i64 = reply(&mut c, &["WBF.EXISTS", "w", "a"]);
         assert_eq!(found, 1, "{kind:?}: the original lost its item");
     }
 }

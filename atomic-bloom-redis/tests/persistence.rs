@@ -5,42 +5,12 @@
 
 mod common;
 
-use common::{crc64, error_text, Kind, Server, KINDS};
+use common::{
+    aof_text, batched, config_set, crc64, error_text, load_chunk, load_chunks, ok,
+    replica_caught_up, replicate, reply, restore, scan_dump, scan_dump_from, scandump_step,
+    used_memory, wait_for_aof_rewrite, Kind, Server, KINDS,
+};
 use redis::Value;
-
-type Chunks = Vec<(i64, Vec<u8>)>;
-
-/// RedisBloom's client loop: `[next, data]` until `[0, ""]`.
-fn scan_dump(c: &mut redis::Connection, key: &str) -> Chunks {
-    let mut chunks = Vec::new();
-    let mut iter = 0i64;
-    for _ in 0..10_000 {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iter)
-            .query(c)
-            .unwrap();
-        if next == 0 {
-            assert!(data.is_empty());
-            return chunks;
-        }
-        chunks.push((next, data));
-        iter = next;
-    }
-    panic!("BF.SCANDUMP never ended");
-}
-
-fn load_chunks(c: &mut redis::Connection, key: &str, chunks: &Chunks) {
-    for (iter, data) in chunks {
-        let ok: String = redis::cmd("BF.LOADCHUNK")
-            .arg(key)
-            .arg(*iter)
-            .arg(data.as_slice())
-            .query(c)
-            .unwrap();
-        assert_eq!(ok, "OK");
-    }
-}
 
 fn items(range: std::ops::Range<u64>) -> Vec<String> {
     range
@@ -49,29 +19,11 @@ fn items(range: std::ops::Range<u64>) -> Vec<String> {
 }
 
 fn madd(c: &mut redis::Connection, key: &str, items: &[String]) -> Vec<i64> {
-    items
-        .chunks(500)
-        .flat_map(|chunk| {
-            redis::cmd("BF.MADD")
-                .arg(key)
-                .arg(chunk)
-                .query::<Vec<i64>>(c)
-                .unwrap()
-        })
-        .collect()
+    batched(c, "BF.MADD", key, items, 500)
 }
 
 fn mexists(c: &mut redis::Connection, key: &str, items: &[String]) -> Vec<i64> {
-    items
-        .chunks(500)
-        .flat_map(|chunk| {
-            redis::cmd("BF.MEXISTS")
-                .arg(key)
-                .arg(chunk)
-                .query::<Vec<i64>>(c)
-                .unwrap()
-        })
-        .collect()
+    batched(c, "BF.MEXISTS", key, items, 500)
 }
 
 fn info(c: &mut redis::Connection, key: &str) -> Vec<redis::Value> {
@@ -90,14 +42,11 @@ fn a_dump_loaded_back_answers_exactly_as_the_original() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["scaling", "0.01", "1000"])
-            .query(&mut c)
-            .unwrap();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["fixed", "0.001", "20000", "NONSCALING"])
-            .query(&mut c)
-            .unwrap();
+        ok(&mut c, &["BF.RESERVE", "scaling", "0.01", "1000"]);
+        ok(
+            &mut c,
+            &["BF.RESERVE", "fixed", "0.001", "20000", "NONSCALING"],
+        );
         for key in ["scaling", "fixed"] {
             madd(&mut c, key, &items(0..10_000));
             let before = answers(&mut c, key);
@@ -113,19 +62,12 @@ fn a_dump_loaded_back_answers_exactly_as_the_original() {
             load_chunks(&mut c, &copy, &chunks);
             assert_eq!(answers(&mut c, &copy), before, "{kind:?} {copy}");
             // And it goes on working.
-            let added: i64 = redis::cmd("BF.ADD")
-                .arg(&[key, "after the load"])
-                .query(&mut c)
-                .unwrap();
+            let added: i64 = reply(&mut c, &["BF.ADD", key, "after the load"]);
             assert_eq!(added, 1);
         }
         // Scans past the end, negative, huge: never an error.
         for iter in [-1i64, 1 << 40, i64::MAX, i64::MIN] {
-            let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-                .arg("fixed")
-                .arg(iter)
-                .query(&mut c)
-                .unwrap();
+            let (next, data) = scandump_step(&mut c, "fixed", iter);
             assert_eq!((next, data.len()), (0, 0), "{kind:?} {iter}");
         }
         assert_eq!(
@@ -148,16 +90,16 @@ fn a_dump_loaded_back_answers_exactly_as_the_original() {
 fn a_large_filter_dumps_in_several_chunks() {
     let server = Server::start(Kind::Valkey, &[], &[]);
     let mut c = server.connect();
-    let _: String = redis::cmd("BF.RESERVE")
-        .arg(&["huge", "0.01", "50000000", "NONSCALING"])
-        .query(&mut c)
-        .unwrap();
+    ok(
+        &mut c,
+        &["BF.RESERVE", "huge", "0.01", "50000000", "NONSCALING"],
+    );
     madd(&mut c, "huge", &items(0..5_000));
     let before = answers(&mut c, "huge");
     let chunks = scan_dump(&mut c, "huge");
     assert!(chunks.len() >= 4, "{} chunks", chunks.len());
     assert!(chunks.iter().all(|(_, data)| data.len() <= 16 << 20));
-    let _: i64 = redis::cmd("DEL").arg("huge").query(&mut c).unwrap();
+    let _: i64 = reply(&mut c, &["DEL", "huge"]);
     load_chunks(&mut c, "huge", &chunks);
     assert_eq!(answers(&mut c, "huge"), before);
 }
@@ -171,29 +113,24 @@ fn a_chunk_sent_again_is_taken_once_and_a_dump_can_start_anywhere() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["big", "0.001", "20000000", "NONSCALING"])
-            .query(&mut c)
-            .unwrap();
+        ok(
+            &mut c,
+            &["BF.RESERVE", "big", "0.001", "20000000", "NONSCALING"],
+        );
         madd(&mut c, "big", &items(0..5_000));
         let before = answers(&mut c, "big");
         let chunks = scan_dump(&mut c, "big");
         assert!(chunks.len() >= 3, "{kind:?}: {} chunks", chunks.len());
         // Chunk 2 asked for again, out of order: the same bytes.
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg("big")
-            .arg(chunks[0].0)
-            .query(&mut c)
-            .unwrap();
-        assert_eq!((next, data), chunks[1].clone(), "{kind:?}");
-        let _: i64 = redis::cmd("DEL").arg("big").query(&mut c).unwrap();
+        assert_eq!(
+            scandump_step(&mut c, "big", chunks[0].0),
+            chunks[1].clone(),
+            "{kind:?}"
+        );
+        let _: i64 = reply(&mut c, &["DEL", "big"]);
         for (index, (iter, data)) in chunks.iter().enumerate() {
             for _ in 0..2 {
-                let ok: String = redis::cmd("BF.LOADCHUNK")
-                    .arg("big")
-                    .arg(*iter)
-                    .arg(data.as_slice())
-                    .query(&mut c)
+                let ok = load_chunk(&mut c, "big", *iter, data)
                     .unwrap_or_else(|e| panic!("{kind:?} chunk {index}: {e}"));
                 assert_eq!(ok, "OK");
             }
@@ -201,9 +138,7 @@ fn a_chunk_sent_again_is_taken_once_and_a_dump_can_start_anywhere() {
                 // Other bytes where the chunk was: refused.
                 let mut other = data.clone();
                 other[0] ^= 1;
-                let mut command = redis::cmd("BF.LOADCHUNK");
-                command.arg("big").arg(*iter).arg(other.as_slice());
-                let refused = command.query::<String>(&mut c).unwrap_err();
+                let refused = load_chunk(&mut c, "big", *iter, &other).unwrap_err();
                 assert_eq!(
                     error_text(&refused),
                     "ERR invalid offset - no link found",
@@ -221,59 +156,36 @@ fn keys_behave_as_keys_of_any_type() {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
         madd(&mut c, "k", &items(0..1000));
-        let kind_name: String = redis::cmd("TYPE").arg("k").query(&mut c).unwrap();
+        let kind_name: String = reply(&mut c, &["TYPE", "k"]);
         assert_eq!(kind_name, "atombloom");
-        let usage: i64 = redis::cmd("MEMORY")
-            .arg(&["USAGE", "k"])
-            .query(&mut c)
-            .unwrap();
-        let size: Vec<i64> = redis::cmd("BF.INFO")
-            .arg(&["k", "SIZE"])
-            .query(&mut c)
-            .unwrap();
+        let usage: i64 = reply(&mut c, &["MEMORY", "USAGE", "k"]);
+        let size: Vec<i64> = reply(&mut c, &["BF.INFO", "k", "SIZE"]);
         assert!(
             usage >= size[0] && size[0] > 1000,
             "{kind:?}: usage {usage}, size {size:?}"
         );
         let before = answers(&mut c, "k");
-        let copied: i64 = redis::cmd("COPY").arg(&["k", "k2"]).query(&mut c).unwrap();
+        let copied: i64 = reply(&mut c, &["COPY", "k", "k2"]);
         assert_eq!(copied, 1, "{kind:?}");
         assert_eq!(answers(&mut c, "k2"), before);
-        let _: String = redis::cmd("RENAME")
-            .arg(&["k2", "k3"])
-            .query(&mut c)
-            .unwrap();
+        ok(&mut c, &["RENAME", "k2", "k3"]);
         assert_eq!(answers(&mut c, "k3"), before);
         // COPY is a copy: adding to it leaves the original alone.
-        let _: i64 = redis::cmd("BF.ADD")
-            .arg(&["k3", "only in k3"])
-            .query(&mut c)
-            .unwrap();
-        let in_k: i64 = redis::cmd("BF.EXISTS")
-            .arg(&["k", "only in k3"])
-            .query(&mut c)
-            .unwrap();
+        let _: i64 = reply(&mut c, &["BF.ADD", "k3", "only in k3"]);
+        let in_k: i64 = reply(&mut c, &["BF.EXISTS", "k", "only in k3"]);
         assert_eq!(in_k, 0);
-        let set: i64 = redis::cmd("PEXPIRE")
-            .arg(&["k3", "50"])
-            .query(&mut c)
-            .unwrap();
+        let set: i64 = reply(&mut c, &["PEXPIRE", "k3", "50"]);
         assert_eq!(set, 1);
         std::thread::sleep(std::time::Duration::from_millis(150));
-        let exists: i64 = redis::cmd("EXISTS").arg("k3").query(&mut c).unwrap();
+        let exists: i64 = reply(&mut c, &["EXISTS", "k3"]);
         assert_eq!(exists, 0, "{kind:?}: expired");
-        let deleted: i64 = redis::cmd("DEL").arg("k").query(&mut c).unwrap();
+        let deleted: i64 = reply(&mut c, &["DEL", "k"]);
         assert_eq!(deleted, 1);
         // DUMP / RESTORE through the RDB callbacks.
         madd(&mut c, "r", &items(0..1000));
         let before = answers(&mut c, "r");
-        let payload: Vec<u8> = redis::cmd("DUMP").arg("r").query(&mut c).unwrap();
-        let _: String = redis::cmd("RESTORE")
-            .arg("r2")
-            .arg(0)
-            .arg(payload.as_slice())
-            .query(&mut c)
-            .unwrap();
+        let payload: Vec<u8> = reply(&mut c, &["DUMP", "r"]);
+        restore(&mut c, "r2", &payload).unwrap();
         assert_eq!(answers(&mut c, "r2"), before, "{kind:?}");
     }
 }
@@ -287,7 +199,7 @@ fn a_corrupt_restore_payload_is_an_error_not_a_crash() {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
         madd(&mut c, "r", &items(0..300));
-        let payload: Vec<u8> = redis::cmd("DUMP").arg("r").query(&mut c).unwrap();
+        let payload: Vec<u8> = reply(&mut c, &["DUMP", "r"]);
         let body = payload.len() - 8;
         assert_eq!(
             crc64(&payload[..body]).to_le_bytes(),
@@ -311,7 +223,7 @@ fn a_corrupt_restore_payload_is_an_error_not_a_crash() {
                 // answers as the original.
                 Ok(_) => assert_eq!(answers(&mut c, "bad"), answers(&mut c, "r")),
             }
-            let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+            let pong: String = reply(&mut c, &["PING"]);
             assert_eq!(pong, "PONG");
         }
         assert!(refused > 10, "{kind:?}: only {refused} refused");
@@ -324,19 +236,28 @@ fn a_key_survives_debug_reload_a_restart_and_an_aof_rewrite() {
         let mut server = Server::start(kind, &[], &["--aof-use-rdb-preamble", "no"]);
         let mut c = server.connect();
         madd(&mut c, "scaling", &items(0..20_000));
-        let _: Vec<i64> = redis::cmd("BF.INSERT")
-            .arg(&["fixed", "CAPACITY", "5000", "NONSCALING", "ITEMS", "a", "b"])
-            .query(&mut c)
-            .unwrap();
+        let _: Vec<i64> = reply(
+            &mut c,
+            &[
+                "BF.INSERT",
+                "fixed",
+                "CAPACITY",
+                "5000",
+                "NONSCALING",
+                "ITEMS",
+                "a",
+                "b",
+            ],
+        );
         let before = (answers(&mut c, "scaling"), answers(&mut c, "fixed"));
-        let _: String = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+        ok(&mut c, &["DEBUG", "RELOAD"]);
         assert_eq!(
             (answers(&mut c, "scaling"), answers(&mut c, "fixed")),
             before,
             "{kind:?} reload"
         );
         // A restart from the RDB file.
-        let _: String = redis::cmd("SAVE").query(&mut c).unwrap();
+        ok(&mut c, &["SAVE"]);
         drop(c);
         server.stop(false);
         server.launch().unwrap();
@@ -347,23 +268,16 @@ fn a_key_survives_debug_reload_a_restart_and_an_aof_rewrite() {
             "{kind:?} restart"
         );
         // An AOF rewritten as BF.LOADCHUNK commands, replayed at start.
-        let _: String = redis::cmd("CONFIG")
-            .arg(&["SET", "appendonly", "yes"])
-            .query(&mut c)
-            .unwrap();
+        config_set(&mut c, "appendonly", "yes");
         wait_for_aof_rewrite(&mut c);
-        let _: Value = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+        let _: Value = reply(&mut c, &["BGREWRITEAOF"]);
         wait_for_aof_rewrite(&mut c);
         drop(c);
         server.stop(false);
         // The rewrite went through the module's callback: the AOF holds
         // the filters as BF.LOADCHUNK commands, and no RDB is left to load.
-        let aof_text = aof_files(&server.dir)
-            .iter()
-            .map(|path| String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned())
-            .collect::<String>();
         assert!(
-            aof_text.contains("BF.LOADCHUNK"),
+            aof_text(&server.dir).contains("BF.LOADCHUNK"),
             "{kind:?}: no BF.LOADCHUNK in the AOF"
         );
         std::fs::remove_file(server.dir.join("dump.rdb")).ok();
@@ -378,39 +292,6 @@ fn a_key_survives_debug_reload_a_restart_and_an_aof_rewrite() {
     }
 }
 
-/// The AOF files of a server directory (one file, or Redis 7's
-/// `appendonlydir`).
-fn aof_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() && path.file_name().is_some_and(|name| name == "appendonlydir") {
-            files.extend(
-                std::fs::read_dir(&path)
-                    .unwrap()
-                    .flatten()
-                    .map(|e| e.path()),
-            );
-        } else if path.extension().is_some_and(|ext| ext == "aof") {
-            files.push(path);
-        }
-    }
-    files
-}
-
-fn wait_for_aof_rewrite(c: &mut redis::Connection) {
-    for _ in 0..400 {
-        let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
-        let busy =
-            info.contains("aof_rewrite_in_progress:1") || info.contains("aof_rewrite_scheduled:1");
-        if !busy {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    panic!("the AOF rewrite never finished");
-}
-
 /// A replica's filters answer as its primary's, false positives included:
 /// creation propagates the filter's seed.
 #[test]
@@ -422,16 +303,10 @@ fn a_replica_answers_as_its_primary() {
         let mut r = replica.connect();
         // Some state before the replica attaches (full sync, RDB)...
         madd(&mut p, "before", &items(0..5_000));
-        let _: String = redis::cmd("REPLICAOF")
-            .arg(&["127.0.0.1", &primary.port.to_string()])
-            .query(&mut r)
-            .unwrap();
+        replicate(&mut r, &primary);
         // ...and some after (the command stream).
         madd(&mut p, "after", &items(0..5_000));
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["reserved", "0.05", "100"])
-            .query(&mut p)
-            .unwrap();
+        ok(&mut p, &["BF.RESERVE", "reserved", "0.05", "100"]);
         madd(&mut p, "reserved", &items(0..3_000));
         let _: Vec<i64> = redis::cmd("BF.INSERT")
             .arg(&[
@@ -446,16 +321,10 @@ fn a_replica_answers_as_its_primary() {
             ])
             .query(&mut p)
             .unwrap();
-        let mut synced = false;
-        for _ in 0..400 {
-            let acked: i64 = redis::cmd("WAIT").arg(1).arg(100).query(&mut p).unwrap();
-            let link: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
-            if acked == 1 && link.contains("master_link_status:up") {
-                synced = true;
-                break;
-            }
-        }
-        assert!(synced, "{kind:?}: the replica never caught up");
+        assert!(
+            replica_caught_up(&mut p, &mut r),
+            "{kind:?}: the replica never caught up"
+        );
         for key in ["before", "after", "reserved", "inserted"] {
             assert_eq!(answers(&mut r, key), answers(&mut p, key), "{kind:?} {key}");
         }
@@ -470,12 +339,12 @@ fn a_copy_grows_where_its_original_does() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["k", "0.01", "1000", "EXPANSION", "2"])
-            .query(&mut c)
-            .unwrap();
+        ok(
+            &mut c,
+            &["BF.RESERVE", "k", "0.01", "1000", "EXPANSION", "2"],
+        );
         madd(&mut c, "k", &items(0..1500));
-        let copied: i64 = redis::cmd("COPY").arg(&["k", "k2"]).query(&mut c).unwrap();
+        let copied: i64 = reply(&mut c, &["COPY", "k", "k2"]);
         assert_eq!(copied, 1, "{kind:?}");
         for key in ["k", "k2"] {
             madd(&mut c, key, &items(1500..20_000));
@@ -486,10 +355,7 @@ fn a_copy_grows_where_its_original_does() {
             original == copy,
             "{kind:?}: the copy differs from its original"
         );
-        let stages: Vec<i64> = redis::cmd("BF.INFO")
-            .arg(&["k2", "FILTERS"])
-            .query(&mut c)
-            .unwrap();
+        let stages: Vec<i64> = reply(&mut c, &["BF.INFO", "k2", "FILTERS"]);
         assert!(stages[0] >= 4, "{kind:?}: {stages:?}");
     }
 }
@@ -504,15 +370,12 @@ fn scandump_at_any_iterator_and_a_dump_that_changes_between_chunks() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &["--proto-max-bulk-len", "64mb"]);
         let mut c = server.connect();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["big", "0.0001", "10000000", "NONSCALING"])
-            .query(&mut c)
-            .unwrap();
+        ok(
+            &mut c,
+            &["BF.RESERVE", "big", "0.0001", "10000000", "NONSCALING"],
+        );
         madd(&mut c, "big", &items(0..5000));
-        let (first, envelope): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(&["big", "0"])
-            .query(&mut c)
-            .unwrap();
+        let (first, envelope) = scandump_step(&mut c, "big", 0);
         // The dump's number in bits 48 and up, the position below; the
         // envelope and the filter's first 64 bytes (O(1), and longer than
         // the 80 bytes RedisBloom's tests corrupt).
@@ -526,80 +389,31 @@ fn scandump_at_any_iterator_and_a_dump_that_changes_between_chunks() {
         // client holding integers as doubles (a Lua script, JavaScript)
         // sends it back exactly (it did not from the 32nd dump on).
         for _ in 0..100 {
-            let (next, _): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-                .arg(&["big", "0"])
-                .query(&mut c)
-                .unwrap();
+            let (next, _) = scandump_step(&mut c, "big", 0);
             assert!(next < 1 << 53, "{kind:?}: iterator {next} past 2^53");
         }
-        let mut whole = envelope.clone();
         let mut chunks = vec![(first, envelope)];
-        let mut iterator = first;
-        loop {
-            let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-                .arg("big")
-                .arg(iterator)
-                .query(&mut c)
-                .unwrap();
-            if next == 0 {
-                break;
-            }
-            // Adds between chunks: the dump must still load.
-            madd(
-                &mut c,
-                "big",
-                &items(1_000_000 + iterator as u64..1_000_000 + iterator as u64 + 20_000),
-            );
-            whole.extend_from_slice(&chunk);
-            chunks.push((next, chunk));
-            iterator = next;
-        }
+        // Adds between chunks: the dump must still load.
+        chunks.extend(scan_dump_from(&mut c, "big", first, |c, iterator| {
+            let from = 1_000_000 + iterator as u64;
+            madd(c, "big", &items(from..from + 20_000));
+        }));
         assert!(chunks.len() >= 3, "{kind:?}: {} chunks", chunks.len());
-        for (next, chunk) in &chunks {
-            let ok: String = redis::cmd("BF.LOADCHUNK")
-                .arg("copy")
-                .arg(*next)
-                .arg(chunk.as_slice())
-                .query(&mut c)
-                .unwrap();
-            assert_eq!(ok, "OK", "{kind:?}");
-        }
-        let found: Vec<i64> = redis::cmd("BF.MEXISTS")
-            .arg("copy")
-            .arg(items(0..5000))
-            .query(&mut c)
-            .unwrap();
+        load_chunks(&mut c, "copy", &chunks);
+        let found = mexists(&mut c, "copy", &items(0..5000));
         assert!(found.iter().all(|&f| f == 1), "{kind:?}");
         // A chunk from any position is that part of a dump of the filter
         // as it is now.
-        let mut now = Vec::new();
-        let mut iterator = 0i64;
-        loop {
-            let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-                .arg("big")
-                .arg(iterator)
-                .query(&mut c)
-                .unwrap();
-            if next == 0 {
-                break;
-            }
-            now.extend_from_slice(&chunk);
-            iterator = next;
-        }
+        let now: Vec<u8> = (scan_dump(&mut c, "big").into_iter())
+            .flat_map(|(_, chunk)| chunk)
+            .collect();
         for at in [100u64, 70_000, now.len() as u64 - 10, 12_345_678] {
-            let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-                .arg("big")
-                .arg(at + 1)
-                .query(&mut c)
-                .unwrap();
+            let (next, chunk) = scandump_step(&mut c, "big", at as i64 + 1);
             let end = (at as usize + chunk.len()).min(now.len());
             assert_eq!(&chunk[..], &now[at as usize..end], "{kind:?} at {at}");
             assert_eq!(next, 1 + end as i64, "{kind:?} at {at}");
         }
-        let past: (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(&["big", "9223372036854775807"])
-            .query(&mut c)
-            .unwrap();
+        let past = scandump_step(&mut c, "big", i64::MAX);
         assert_eq!(past, (0, Vec::new()), "{kind:?}");
     }
 }
@@ -613,10 +427,7 @@ fn a_filter_that_grows_while_it_is_dumped_loads() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["grows", "0.01", "1000"])
-            .query(&mut c)
-            .unwrap();
+        ok(&mut c, &["BF.RESERVE", "grows", "0.01", "1000"]);
         madd(&mut c, "grows", &items(0..900));
         let filters = |c: &mut redis::Connection, key: &str| -> i64 {
             let reply: Vec<i64> = redis::cmd("BF.INFO")
@@ -626,70 +437,20 @@ fn a_filter_that_grows_while_it_is_dumped_loads() {
             reply[0]
         };
         let stages_at_start = filters(&mut c, "grows");
-        let mut chunks = Vec::new();
-        let mut iterator = 0i64;
         let mut next_item = 900u64;
-        loop {
-            let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-                .arg("grows")
-                .arg(iterator)
-                .query(&mut c)
-                .unwrap();
-            if next == 0 {
-                break;
-            }
-            madd(&mut c, "grows", &items(next_item..next_item + 3_000));
+        let chunks = scan_dump_from(&mut c, "grows", 0, |c, _| {
+            madd(c, "grows", &items(next_item..next_item + 3_000));
             next_item += 3_000;
-            chunks.push((next, chunk));
-            iterator = next;
-        }
+        });
         assert!(
             filters(&mut c, "grows") > stages_at_start,
             "{kind:?}: it grew during the dump"
         );
-        for (next, chunk) in &chunks {
-            let ok: String = redis::cmd("BF.LOADCHUNK")
-                .arg("copy")
-                .arg(*next)
-                .arg(chunk.as_slice())
-                .query(&mut c)
-                .unwrap_or_else(|e| panic!("{kind:?}: chunk {next}: {e}"));
-            assert_eq!(ok, "OK", "{kind:?}");
-        }
-        let found: Vec<i64> = redis::cmd("BF.MEXISTS")
-            .arg("copy")
-            .arg(items(0..900))
-            .query(&mut c)
-            .unwrap();
+        load_chunks(&mut c, "copy", &chunks);
+        let found = mexists(&mut c, "copy", &items(0..900));
         assert!(found.iter().all(|&f| f == 1), "{kind:?}");
         assert_eq!(filters(&mut c, "copy"), stages_at_start, "{kind:?}");
     }
-}
-
-/// Every chunk of a whole dump of `key`, as (next, chunk).
-fn scandump(c: &mut redis::Connection, key: &str) -> Vec<(i64, Vec<u8>)> {
-    let mut chunks = Vec::new();
-    let mut iterator = 0i64;
-    loop {
-        let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iterator)
-            .query(c)
-            .unwrap();
-        if next == 0 {
-            return chunks;
-        }
-        chunks.push((next, chunk));
-        iterator = next;
-    }
-}
-
-fn used_memory(c: &mut redis::Connection) -> i64 {
-    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("used_memory:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap()
 }
 
 /// A client whose `BF.SCANDUMP` reply was lost asks for the same chunk
@@ -702,45 +463,15 @@ fn a_scandump_chunk_asked_again_after_the_filter_grew_still_loads() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["k", "0.01", "1000"])
-            .query(&mut c)
-            .unwrap();
+        ok(&mut c, &["BF.RESERVE", "k", "0.01", "1000"]);
         madd(&mut c, "k", &items(0..900));
-        let (first, envelope): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(&["k", "0"])
-            .query(&mut c)
-            .unwrap();
-        let lost: (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg("k")
-            .arg(first)
-            .query(&mut c)
-            .unwrap();
+        let (first, envelope) = scandump_step(&mut c, "k", 0);
+        let lost = scandump_step(&mut c, "k", first);
         assert!(lost.0 > first);
         madd(&mut c, "k", &items(900..20_000));
         let mut chunks = vec![(first, envelope)];
-        let mut iterator = first;
-        loop {
-            let (next, chunk): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-                .arg("k")
-                .arg(iterator)
-                .query(&mut c)
-                .unwrap();
-            if next == 0 {
-                break;
-            }
-            chunks.push((next, chunk));
-            iterator = next;
-        }
-        for (next, chunk) in &chunks {
-            let ok: String = redis::cmd("BF.LOADCHUNK")
-                .arg("copy")
-                .arg(*next)
-                .arg(chunk.as_slice())
-                .query(&mut c)
-                .unwrap_or_else(|e| panic!("{kind:?}: chunk {next}: {e}"));
-            assert_eq!(ok, "OK", "{kind:?}");
-        }
+        chunks.extend(scan_dump_from(&mut c, "k", first, |_, _| {}));
+        load_chunks(&mut c, "copy", &chunks);
         assert!(
             mexists(&mut c, "copy", &items(0..900))
                 .iter()
@@ -759,54 +490,23 @@ fn restore_of_a_key_still_loading_holds_to_the_memory_limit() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["big", "0.001", "200000", "NONSCALING"])
-            .query(&mut c)
-            .unwrap();
-        let chunks = scandump(&mut c, "big");
-        let (next, envelope) = &chunks[0];
-        let ok: String = redis::cmd("BF.LOADCHUNK")
-            .arg("half")
-            .arg(*next)
-            .arg(envelope.as_slice())
-            .query(&mut c)
-            .unwrap();
-        assert_eq!(ok, "OK");
+        ok(
+            &mut c,
+            &["BF.RESERVE", "big", "0.001", "200000", "NONSCALING"],
+        );
+        let chunks = scan_dump(&mut c, "big");
+        load_chunks(&mut c, "half", &chunks[..1]);
         let payload = common::dump_payload(&mut c, "half").expect("a loading key dumps");
-        let _: () = redis::cmd("CONFIG")
-            .arg(&["SET", "bf.bf-memory-limit-per-filter", "65536"])
-            .query(&mut c)
-            .unwrap();
-        let restored = redis::cmd("RESTORE")
-            .arg("again")
-            .arg(0)
-            .arg(payload.as_slice())
-            .query::<String>(&mut c);
+        config_set(&mut c, "bf.bf-memory-limit-per-filter", "65536");
+        let restored = restore(&mut c, "again", &payload);
         assert!(
             restored.is_err(),
             "{kind:?}: a loading key restored past the limit"
         );
         // Within the limit it restores and completes.
-        let _: () = redis::cmd("CONFIG")
-            .arg(&["SET", "bf.bf-memory-limit-per-filter", "0"])
-            .query(&mut c)
-            .unwrap();
-        let ok: String = redis::cmd("RESTORE")
-            .arg("again")
-            .arg(0)
-            .arg(payload.as_slice())
-            .query(&mut c)
-            .unwrap();
-        assert_eq!(ok, "OK");
-        for (next, chunk) in &chunks[1..] {
-            let ok: String = redis::cmd("BF.LOADCHUNK")
-                .arg("again")
-                .arg(*next)
-                .arg(chunk.as_slice())
-                .query(&mut c)
-                .unwrap();
-            assert_eq!(ok, "OK", "{kind:?}");
-        }
+        config_set(&mut c, "bf.bf-memory-limit-per-filter", "0");
+        assert_eq!(restore(&mut c, "again", &payload).unwrap(), "OK");
+        load_chunks(&mut c, "again", &chunks[1..]);
     }
 }
 
@@ -818,24 +518,21 @@ fn a_record_sent_a_byte_at_a_time_is_held_in_about_its_bytes() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["src", "0.01", "150000", "NONSCALING"])
-            .query(&mut c)
-            .unwrap();
-        let record: Vec<u8> = scandump(&mut c, "src")
+        ok(
+            &mut c,
+            &["BF.RESERVE", "src", "0.01", "150000", "NONSCALING"],
+        );
+        let record: Vec<u8> = scan_dump(&mut c, "src")
             .into_iter()
             .flat_map(|(_, chunk)| chunk)
             .collect();
         let before = used_memory(&mut c);
         // The envelope first (a first chunk holds it whole), then all but
         // the last byte one at a time: the key stays loading, holding them.
-        let ok: String = redis::cmd("BF.LOADCHUNK")
-            .arg("bytes")
-            .arg(57)
-            .arg(&record[..56])
-            .query(&mut c)
-            .unwrap();
-        assert_eq!(ok, "OK");
+        assert_eq!(
+            load_chunk(&mut c, "bytes", 57, &record[..56]).unwrap(),
+            "OK"
+        );
         for (batch_start, batch) in record[56..record.len() - 1].chunks(10_000).enumerate() {
             let mut pipe = redis::pipe();
             for (i, byte) in batch.iter().enumerate() {
@@ -854,13 +551,13 @@ fn a_record_sent_a_byte_at_a_time_is_held_in_about_its_bytes() {
             "{kind:?}: {held} bytes held for a record of {}",
             record.len()
         );
-        let ok: String = redis::cmd("BF.LOADCHUNK")
-            .arg("bytes")
-            .arg(record.len() as i64 + 1)
-            .arg(&record[record.len() - 1..])
-            .query(&mut c)
-            .unwrap();
-        assert_eq!(ok, "OK", "{kind:?}");
+        let last = load_chunk(
+            &mut c,
+            "bytes",
+            record.len() as i64 + 1,
+            &record[record.len() - 1..],
+        );
+        assert_eq!(last.unwrap(), "OK", "{kind:?}");
     }
 }
 
@@ -878,32 +575,25 @@ fn two_dumps_of_a_changing_key_at_the_same_offsets_both_load() {
         let mut c = server.connect();
         // A fixed filter of about 18 MB (two chunks), and a scaling one
         // that grows between the two dumps' first calls.
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["fixed", "0.01", "15000000", "NONSCALING"])
-            .query(&mut c)
-            .unwrap();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["grows", "0.01", "1000", "EXPANSION", "2"])
-            .query(&mut c)
-            .unwrap();
+        ok(
+            &mut c,
+            &["BF.RESERVE", "fixed", "0.01", "15000000", "NONSCALING"],
+        );
+        ok(
+            &mut c,
+            &["BF.RESERVE", "grows", "0.01", "1000", "EXPANSION", "2"],
+        );
         // The fixed filter's dumps meet after their first chunk of bits
         // (the page it cut), the scaling one's at their header call (the
         // stages it counted).
         for (key, steps) in [("fixed", 2), ("grows", 1)] {
             let before = items(0..900);
             madd(&mut c, key, &before);
-            let step = |c: &mut redis::Connection, iterator: i64| -> (i64, Vec<u8>) {
-                redis::cmd("BF.SCANDUMP")
-                    .arg(key)
-                    .arg(iterator)
-                    .query(c)
-                    .unwrap()
-            };
             let walk = |c: &mut redis::Connection| -> Vec<(i64, Vec<u8>)> {
-                let mut taken = vec![step(c, 0)];
+                let mut taken = vec![scandump_step(c, key, 0)];
                 while taken.len() < steps {
                     let last = taken.last().unwrap().0;
-                    taken.push(step(c, last));
+                    taken.push(scandump_step(c, key, last));
                 }
                 taken
             };
@@ -919,14 +609,8 @@ fn two_dumps_of_a_changing_key_at_the_same_offsets_both_load() {
                 "{kind:?} {key}: the two dumps stand at the same offset"
             );
             // A goes on to its end.
-            loop {
-                let last = a.last().unwrap().0;
-                let next = step(&mut c, last);
-                if next.0 == 0 {
-                    break;
-                }
-                a.push(next);
-            }
+            let last = a.last().unwrap().0;
+            a.extend(scan_dump_from(&mut c, key, last, |_, _| {}));
             let copy = format!("{key}-a");
             load_chunks(&mut c, &copy, &a);
             assert!(

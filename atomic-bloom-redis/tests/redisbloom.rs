@@ -5,11 +5,15 @@
 //! `bench/redisbloom_fixtures.py`), on Valkey and Redis 7.0.
 
 mod common;
+mod recorded;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
-use common::{error_text, Kind, Server, KINDS};
+use common::{
+    config_set, error_text, exists, load_chunk, load_chunks, ok, reply, scan_dump,
+    wait_for_aof_rewrite, Chunks, Kind, Server, KINDS,
+};
+use recorded::{expected_positives, info};
 use serde_json::Value as Json;
 
 const KEYS: [&str; 6] = [
@@ -21,16 +25,13 @@ const KEYS: [&str; 6] = [
     "pow2_64",
 ];
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/redisbloom")
+const FIXTURES: &str = "redisbloom";
+
+fn fixtures() -> std::path::PathBuf {
+    recorded::fixtures(FIXTURES)
 }
 
-fn recorded() -> Json {
-    let text = std::fs::read_to_string(fixtures().join("answers.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-type Stream = Vec<(i64, Vec<u8>)>;
+type Stream = Chunks;
 
 /// The SCANDUMP streams RedisBloom gave, by key.
 fn streams() -> BTreeMap<String, Stream> {
@@ -58,85 +59,16 @@ fn streams() -> BTreeMap<String, Stream> {
     streams
 }
 
-const PROBES: usize = 20_000;
-
 /// Which probes the filter calls present, as indices.
 fn positives(c: &mut redis::Connection, key: &str) -> Vec<u64> {
-    let mut found = Vec::new();
-    for start in (0..PROBES).step_by(1000) {
-        let probes: Vec<String> = (start..start + 1000)
-            .map(|i| format!("probe:{i}"))
-            .collect();
-        let answers: Vec<bool> = redis::cmd("BF.MEXISTS")
-            .arg(key)
-            .arg(&probes)
-            .query(c)
-            .unwrap();
-        found.extend(
-            answers
-                .into_iter()
-                .enumerate()
-                .filter(|(_, present)| *present)
-                .map(|(index, _)| (start + index) as u64),
-        );
-    }
-    found
-}
-
-fn expected_positives(record: &Json) -> Vec<u64> {
-    record["answers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|index| index.as_u64().unwrap())
-        .collect()
-}
-
-/// `BF.INFO` as a list of strings and numbers, as the fixtures hold it.
-fn info(c: &mut redis::Connection, key: &str) -> Json {
-    let reply: Vec<redis::Value> = redis::cmd("BF.INFO").arg(key).query(c).unwrap();
-    Json::Array(
-        reply
-            .into_iter()
-            .map(|value| match value {
-                redis::Value::SimpleString(text) => Json::from(text),
-                redis::Value::BulkString(bytes) => Json::from(String::from_utf8(bytes).unwrap()),
-                redis::Value::Int(number) => Json::from(number),
-                _ => Json::Null,
-            })
-            .collect(),
-    )
-}
-
-fn scan_dump(c: &mut redis::Connection, key: &str) -> Stream {
-    let mut stream = Vec::new();
-    let mut iterator = 0i64;
-    loop {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iterator)
-            .query(c)
-            .unwrap();
-        if next == 0 {
-            return stream;
-        }
-        stream.push((next, data));
-        iterator = next;
-    }
+    recorded::positives(c, key, 1000)
 }
 
 fn load_stream(c: &mut redis::Connection, key: &str, stream: &Stream) {
-    for (index, (iterator, data)) in stream.iter().enumerate() {
-        // RedisBloom's client loop: the header goes to iterator 1.
-        let at = if index == 0 { 1 } else { *iterator };
-        let ok: String = redis::cmd("BF.LOADCHUNK")
-            .arg(key)
-            .arg(at)
-            .arg(data.as_slice())
-            .query(c)
-            .unwrap();
-        assert_eq!(ok, "OK");
-    }
+    // RedisBloom's client loop: the header goes to iterator 1.
+    let mut stream = stream.clone();
+    stream[0].0 = 1;
+    load_chunks(c, key, &stream);
 }
 
 fn add_more(c: &mut redis::Connection, key: &str, name: &str) {
@@ -179,7 +111,7 @@ fn answers_as_redisbloom(c: &mut redis::Connection, key: &str, name: &str, recor
 
 #[test]
 fn redisbloom_rdb_loads_answers_grows_and_saves_back_as_redisbloom() {
-    let record = recorded();
+    let record = recorded::recorded(FIXTURES);
     let streams = streams();
     let mut server = Server::unlaunched(Kind::Valkey, &[], &[]);
     std::fs::copy(fixtures().join("dump.rdb"), server.dir.join("dump.rdb")).unwrap();
@@ -223,7 +155,7 @@ fn redisbloom_rdb_loads_answers_grows_and_saves_back_as_redisbloom() {
 
 #[test]
 fn redisbloom_streams_load_through_loadchunk_and_survive_reload_and_aof() {
-    let record = recorded();
+    let record = recorded::recorded(FIXTURES);
     let streams = streams();
     for kind in KINDS {
         let mut server = Server::start(kind, &[], &["--appendonly", "yes"]);
@@ -236,25 +168,12 @@ fn redisbloom_streams_load_through_loadchunk_and_survive_reload_and_aof() {
         }
         // Through this module's RDB save and load, and an AOF rewrite and
         // a restart from it.
-        let _: String = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+        ok(&mut c, &["DEBUG", "RELOAD"]);
         for name in KEYS {
             answers_as_redisbloom(&mut c, &format!("copy:{name}"), name, &record);
         }
-        let _: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
-            let persistence: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
-            if persistence.contains("aof_rewrite_in_progress:0")
-                && !persistence.contains("aof_rewrite_scheduled:1")
-            {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{kind:?}: no AOF rewrite"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        let _: String = reply(&mut c, &["BGREWRITEAOF"]);
+        wait_for_aof_rewrite(&mut c);
         server.stop(false);
         server.launch().unwrap();
         let mut c = server.connect();
@@ -292,28 +211,14 @@ fn hostile_redisbloom_headers_and_pieces_are_refused_and_the_server_lives() {
         variants.push(huge);
         for (index, bad) in variants.iter().enumerate() {
             let key = format!("bad:{index}");
-            match redis::cmd("BF.LOADCHUNK")
-                .arg(&key)
-                .arg(1)
-                .arg(bad.as_slice())
-                .query::<String>(&mut c)
-            {
+            match load_chunk(&mut c, &key, 1, bad) {
                 Ok(_) => {
                     // Accepted: a header RedisBloom would take too. Its
                     // pieces then go where it says, or are refused.
                     for (iterator, data) in &stream[1..] {
-                        let _ = redis::cmd("BF.LOADCHUNK")
-                            .arg(&key)
-                            .arg(*iterator)
-                            .arg(data.as_slice())
-                            .query::<String>(&mut c);
+                        let _ = load_chunk(&mut c, &key, *iterator, data);
                     }
-                    let _: Vec<bool> = redis::cmd("BF.MEXISTS")
-                        .arg(&key)
-                        .arg("a")
-                        .arg("b")
-                        .query(&mut c)
-                        .unwrap();
+                    let _: Vec<bool> = reply(&mut c, &["BF.MEXISTS", &key, "a", "b"]);
                 }
                 Err(error) => {
                     assert_eq!(
@@ -337,23 +242,12 @@ fn hostile_redisbloom_headers_and_pieces_are_refused_and_the_server_lives() {
             (0, "ERR received bad data"),
             (i64::MAX, "ERR invalid offset - no link found"),
         ] {
-            let error = redis::cmd("BF.LOADCHUNK")
-                .arg("ok")
-                .arg(at)
-                .arg(data.as_slice())
-                .query::<String>(&mut c)
-                .unwrap_err();
+            let error = load_chunk(&mut c, "ok", at, data).unwrap_err();
             assert_eq!(error_text(&error), expected, "{kind:?}");
         }
-        let ok: String = redis::cmd("BF.LOADCHUNK")
-            .arg("ok")
-            .arg(*iterator)
-            .arg(data.as_slice())
-            .query(&mut c)
-            .unwrap();
-        assert_eq!(ok, "OK");
+        assert_eq!(load_chunk(&mut c, "ok", *iterator, data).unwrap(), "OK");
         assert!(server.is_alive(), "{kind:?}: the server died");
-        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        let pong: String = reply(&mut c, &["PING"]);
         assert_eq!(pong, "PONG");
     }
 }
@@ -375,14 +269,11 @@ fn a_mutated_redisbloom_restore_payload_is_refused_or_loads_and_the_server_lives
             // A field RedisBloom does not check either (an error rate's
             // low bits, a capacity): a filter that answers.
             Ok(_) => {
-                let _: Vec<bool> = redis::cmd("BF.MEXISTS")
-                    .arg("bad")
-                    .arg(&["default:item:1", "probe:1"])
-                    .query(&mut c)
-                    .unwrap();
+                let _: Vec<bool> =
+                    reply(&mut c, &["BF.MEXISTS", "bad", "default:item:1", "probe:1"]);
             }
         }
-        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        let pong: String = reply(&mut c, &["PING"]);
         assert_eq!(pong, "PONG", "byte {at}");
     }
     // Counts, sizes, hashes, lengths: refused (30 of the 79 bytes here).
@@ -400,51 +291,22 @@ fn loadchunk_holds_headers_and_records_to_the_memory_limit() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["big", "0.01", "100000"])
-            .query(&mut c)
-            .unwrap();
+        ok(&mut c, &["BF.RESERVE", "big", "0.01", "100000"]);
         let ours = scan_dump(&mut c, "big");
-        let limit = |c: &mut redis::Connection, bytes: &str| {
-            let _: () = redis::cmd("CONFIG")
-                .arg(&["SET", "bf.bf-memory-limit-per-filter", bytes])
-                .query(c)
-                .unwrap();
-        };
-        limit(&mut c, "65536");
-        let refused = |c: &mut redis::Connection, key: &str, iterator: i64, data: &[u8]| {
-            let error = redis::cmd("BF.LOADCHUNK")
-                .arg(key)
-                .arg(iterator)
-                .arg(data)
-                .query::<String>(c)
-                .unwrap_err();
-            let exists: i64 = redis::cmd("EXISTS").arg(key).query(c).unwrap();
-            (error_text(&error), exists)
-        };
-        let (error, exists) = refused(&mut c, "theirs", 1, &theirs[0].1);
-        assert!(
-            error.contains("bf-memory-limit-per-filter"),
-            "{kind:?}: {error}"
-        );
-        assert_eq!(exists, 0, "{kind:?}");
-        let (error, exists) = refused(&mut c, "ours", ours[0].0, &ours[0].1);
-        assert!(
-            error.contains("bf-memory-limit-per-filter"),
-            "{kind:?}: {error}"
-        );
-        assert_eq!(exists, 0, "{kind:?}");
-        // Without the limit both load.
-        limit(&mut c, "0");
-        load_stream(&mut c, "theirs", theirs);
-        for (iterator, data) in &ours {
-            let ok: String = redis::cmd("BF.LOADCHUNK")
-                .arg("ours")
-                .arg(*iterator)
-                .arg(data.as_slice())
-                .query(&mut c)
-                .unwrap();
-            assert_eq!(ok, "OK", "{kind:?}");
+        let limit = "bf.bf-memory-limit-per-filter";
+        config_set(&mut c, limit, "65536");
+        for (key, iterator, data) in [("theirs", 1, &theirs[0].1), ("ours", ours[0].0, &ours[0].1)]
+        {
+            let error = error_text(&load_chunk(&mut c, key, iterator, data).unwrap_err());
+            assert!(
+                error.contains("bf-memory-limit-per-filter"),
+                "{kind:?}: {error}"
+            );
+            assert!(!exists(&mut c, key), "{kind:?}");
         }
+        // Without the limit both load.
+        config_set(&mut c, limit, "0");
+        load_stream(&mut c, "theirs", theirs);
+        load_chunks(&mut c, "ours", &ours);
     }
 }

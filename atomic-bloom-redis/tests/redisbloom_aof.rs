@@ -10,73 +10,28 @@
 //! preamble it is.)
 
 mod common;
+mod recorded;
 
 use std::path::PathBuf;
 
-use common::{Kind, Server};
+use common::{copy_files, exists, ok, replicate, reply, Kind, Server};
+use recorded::{expected_positives, info};
 use serde_json::Value as Json;
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/redisbloom_aof")
-}
+const FIXTURES: &str = "redisbloom_aof";
 
-fn recorded() -> Json {
-    let text = std::fs::read_to_string(fixtures().join("answers.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+fn fixtures() -> PathBuf {
+    recorded::fixtures(FIXTURES)
 }
 
 /// A Valkey server (not started) whose directory holds RedisBloom's AOF.
 fn with_redisbloom_aof() -> Server {
     let server = Server::unlaunched(Kind::Valkey, &[], &["--appendonly", "yes"]);
-    let to = server.dir.join("appendonlydir");
-    std::fs::create_dir_all(&to).unwrap();
-    for file in std::fs::read_dir(fixtures().join("appendonlydir")).unwrap() {
-        let file = file.unwrap();
-        std::fs::copy(file.path(), to.join(file.file_name())).unwrap();
-    }
+    copy_files(
+        &fixtures().join("appendonlydir"),
+        &server.dir.join("appendonlydir"),
+    );
     server
-}
-
-const PROBES: usize = 20_000;
-
-/// Which probes the filter calls present, as indices.
-fn positives(c: &mut redis::Connection, key: &str) -> Vec<u64> {
-    let mut found = Vec::new();
-    for start in (0..PROBES).step_by(2000) {
-        let probes: Vec<String> = (start..start + 2000)
-            .map(|i| format!("probe:{i}"))
-            .collect();
-        let answers: Vec<bool> = redis::cmd("BF.MEXISTS")
-            .arg(key)
-            .arg(&probes)
-            .query(c)
-            .unwrap();
-        found.extend(
-            answers
-                .into_iter()
-                .enumerate()
-                .filter(|(_, present)| *present)
-                .map(|(index, _)| (start + index) as u64),
-        );
-    }
-    found
-}
-
-/// `BF.INFO` as a list of strings, numbers and nulls, as the fixture holds
-/// it.
-fn info(c: &mut redis::Connection, key: &str) -> Json {
-    let reply: Vec<redis::Value> = redis::cmd("BF.INFO").arg(key).query(c).unwrap();
-    Json::Array(
-        reply
-            .into_iter()
-            .map(|value| match value {
-                redis::Value::SimpleString(text) => Json::from(text),
-                redis::Value::BulkString(bytes) => Json::from(String::from_utf8(bytes).unwrap()),
-                redis::Value::Int(number) => Json::from(number),
-                _ => Json::Null,
-            })
-            .collect(),
-    )
 }
 
 /// Everything RedisBloom recorded about `key`, checked.
@@ -97,13 +52,11 @@ fn answers_as_redisbloom(c: &mut redis::Connection, key: &str, record: &Json) {
         found.iter().all(|found| *found),
         "{key}: an item is missing"
     );
-    let expected: Vec<u64> = record["answers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|index| index.as_u64().unwrap())
-        .collect();
-    assert_eq!(positives(c, key), expected, "{key}: absent probes");
+    assert_eq!(
+        recorded::positives(c, key, 2000),
+        expected_positives(record),
+        "{key}: absent probes"
+    );
     if key != "huge" {
         let dumped: Vec<u8> = redis::cmd("DUMP").arg(key).query(c).unwrap();
         let theirs = std::fs::read(fixtures().join(format!("{key}.dump"))).unwrap();
@@ -113,7 +66,7 @@ fn answers_as_redisbloom(c: &mut redis::Connection, key: &str, record: &Json) {
 
 #[test]
 fn a_redisbloom_aof_replays_with_every_key_it_created() {
-    let record = recorded();
+    let record = recorded::recorded(FIXTURES);
     let mut server = with_redisbloom_aof();
     server
         .launch()
@@ -121,16 +74,15 @@ fn a_redisbloom_aof_replays_with_every_key_it_created() {
     let mut c = server.connect();
     let keys = record["keys"].as_object().unwrap();
     for (key, recorded) in keys {
-        let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut c).unwrap();
-        assert_eq!(exists, 1, "{key}: missing after the replay");
+        assert!(exists(&mut c, key), "{key}: missing after the replay");
         answers_as_redisbloom(&mut c, key, recorded);
     }
-    let size: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    let size: i64 = reply(&mut c, &["DBSIZE"]);
     assert_eq!(size as usize, keys.len());
     // They go on as RedisBloom's: saved in its format, they come back
     // (but the 4.5 GB `huge`, not worth the write).
-    let _: i64 = redis::cmd("DEL").arg("huge").query(&mut c).unwrap();
-    let _: String = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+    let _: i64 = reply(&mut c, &["DEL", "huge"]);
+    ok(&mut c, &["DEBUG", "RELOAD"]);
     for (key, recorded) in keys.iter().filter(|(key, _)| *key != "huge") {
         answers_as_redisbloom(&mut c, key, recorded);
     }
@@ -143,15 +95,14 @@ fn a_redisbloom_aof_replays_with_every_key_it_created() {
 /// RedisBloom had it.
 #[test]
 fn a_redisbloom_aof_replay_short_of_memory_holds_no_filter_where_it_refused_one() {
-    let record = recorded();
+    let record = recorded::recorded(FIXTURES);
     let mut server = with_redisbloom_aof();
     server.set_address_space(3 << 30);
     server
         .launch()
         .expect("the server starts from RedisBloom's AOF");
     let mut c = server.connect();
-    let exists: i64 = redis::cmd("EXISTS").arg("huge").query(&mut c).unwrap();
-    assert_eq!(exists, 0, "the replay made a huge of its own");
+    assert!(!exists(&mut c, "huge"), "the replay made a huge of its own");
     let log = server.log();
     assert!(
         log.contains("BF.RESERVE 'huge'") && log.contains("BF.ADD 'huge'"),
@@ -191,7 +142,7 @@ fn replaying_short(kind: Kind, commands: &[Vec<u8>]) -> Server {
     server
 }
 
-fn exists(c: &mut redis::Connection, db: i64, key: &[u8]) -> bool {
+fn exists_in(c: &mut redis::Connection, db: i64, key: &[u8]) -> bool {
     let _: () = redis::cmd("SELECT").arg(db).query(c).unwrap();
     redis::cmd("EXISTS").arg(key).query::<i64>(c).unwrap() == 1
 }
@@ -232,7 +183,7 @@ fn a_refused_reserve_blocks_the_bare_adds_to_its_key_in_its_database() {
             (2, b"flushed", true),
         ] {
             assert_eq!(
-                exists(&mut c, db, key),
+                exists_in(&mut c, db, key),
                 expected,
                 "{kind:?}: {} in database {db}",
                 String::from_utf8_lossy(key)
@@ -240,12 +191,9 @@ fn a_refused_reserve_blocks_the_bare_adds_to_its_key_in_its_database() {
         }
         // What was created is RedisBloom's default filter.
         let _: () = redis::cmd("SELECT").arg(1).query(&mut c).unwrap();
-        let kind_of: String = redis::cmd("TYPE").arg("before").query(&mut c).unwrap();
+        let kind_of: String = reply(&mut c, &["TYPE", "before"]);
         assert_eq!(kind_of, "MBbloom--", "{kind:?}");
-        let capacity: Vec<i64> = redis::cmd("BF.INFO")
-            .arg(&["before", "CAPACITY"])
-            .query(&mut c)
-            .unwrap();
+        let capacity: Vec<i64> = reply(&mut c, &["BF.INFO", "before", "CAPACITY"]);
         assert_eq!(capacity, [100], "{kind:?}");
     }
 }
@@ -268,7 +216,7 @@ fn past_its_cap_the_refused_set_refuses_every_bare_creation_until_flushall() {
         let server = replaying_short(kind, &full);
         let mut c = server.connect();
         assert!(
-            !exists(&mut c, 0, b"fresh"),
+            !exists_in(&mut c, 0, b"fresh"),
             "{kind:?}: created past the cap"
         );
         assert!(
@@ -284,7 +232,7 @@ fn past_its_cap_the_refused_set_refuses_every_bare_creation_until_flushall() {
         let server = replaying_short(kind, &flushed);
         let mut c = server.connect();
         assert!(
-            exists(&mut c, 0, b"fresh"),
+            exists_in(&mut c, 0, b"fresh"),
             "{kind:?}: FLUSHALL did not reset"
         );
     }
@@ -308,18 +256,12 @@ fn a_replica_follows_a_redisbloom_primary() {
     let primary = Server::start_with_other_module(Kind::Valkey, &redisbloom);
     let replica = Server::start_with_address_space(Kind::Valkey, 3 << 30);
     let (mut p, mut r) = (primary.connect(), replica.connect());
-    let _: String = redis::cmd("REPLICAOF")
-        .arg(&["127.0.0.1", &primary.port.to_string()])
-        .query(&mut r)
-        .unwrap();
+    replicate(&mut r, &primary);
     assert!(common::replica_caught_up(&mut p, &mut r), "no sync");
     let items = |key: &str, count: usize| -> Vec<String> {
         (0..count).map(|i| format!("{key}:item:{i}")).collect()
     };
-    let _: bool = redis::cmd("BF.ADD")
-        .arg(&["added", "a"])
-        .query(&mut p)
-        .unwrap();
+    let _: bool = reply(&mut p, &["BF.ADD", "added", "a"]);
     for item in items("added", 300) {
         let _: bool = redis::cmd("BF.ADD")
             .arg("added")
@@ -345,19 +287,13 @@ fn a_replica_follows_a_redisbloom_primary() {
         .arg(items("inserted", 40))
         .query(&mut p)
         .unwrap();
-    let _: String = redis::cmd("BF.RESERVE")
-        .arg(&["huge", "0.0000001", "1000000000"])
-        .query(&mut p)
-        .unwrap();
+    ok(&mut p, &["BF.RESERVE", "huge", "0.0000001", "1000000000"]);
     let _: Vec<bool> = redis::cmd("BF.MADD")
         .arg("huge")
         .arg(items("huge", 10))
         .query(&mut p)
         .unwrap();
-    let _: bool = redis::cmd("BF.ADD")
-        .arg(&["later", "a"])
-        .query(&mut p)
-        .unwrap();
+    let _: bool = reply(&mut p, &["BF.ADD", "later", "a"]);
     assert!(common::replica_caught_up(&mut p, &mut r), "fell behind");
     for key in ["added", "madded", "inserted", "later"] {
         assert_eq!(
@@ -370,6 +306,5 @@ fn a_replica_follows_a_redisbloom_primary() {
             "{key}: missing"
         );
     }
-    let exists: i64 = redis::cmd("EXISTS").arg("huge").query(&mut r).unwrap();
-    assert_eq!(exists, 0, "a huge of the replica's own");
+    assert!(!exists(&mut r, "huge"), "a huge of the replica's own");
 }

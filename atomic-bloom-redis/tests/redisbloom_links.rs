@@ -8,7 +8,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{error_text, Server, KINDS};
+use common::{config_set, error_text, load_chunk, load_chunks, restore, Server, KINDS};
 
 /// RedisBloom's chain options (`BLOOM_OPT_*`).
 const ENTS_IS_BITS: u32 = 2;
@@ -170,6 +170,24 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/redisbloom")
 }
 
+/// The chains whose next link overflows, by what overflows.
+fn overflowing() -> [(&'static str, Chain); 2] {
+    [
+        ("entries", overflowing_entries()),
+        ("exponent", overflowing_exponent()),
+    ]
+}
+
+/// `overflowing_entries` with a next link that fits: three items of
+/// four.
+fn fitting() -> Chain {
+    let mut fits = overflowing_entries();
+    fits.size = 3;
+    fits.link.size = 3;
+    fits.link.entries = 4;
+    fits
+}
+
 /// The server answers `PING` and is still running.
 fn alive(server: &mut Server) -> bool {
     server.is_alive()
@@ -200,16 +218,8 @@ fn use_key(server: &mut Server, key: &str) {
 fn a_header_whose_next_link_overflows_is_refused_and_adds_never_crash() {
     for kind in KINDS {
         let mut server = Server::start(kind, &[], &[]);
-        for (name, chain) in [
-            ("entries", overflowing_entries()),
-            ("exponent", overflowing_exponent()),
-        ] {
-            let mut c = server.connect();
-            let refused = redis::cmd("BF.LOADCHUNK")
-                .arg(name)
-                .arg(1)
-                .arg(header(&chain))
-                .query::<String>(&mut c)
+        for (name, chain) in overflowing() {
+            let refused = load_chunk(&mut server.connect(), name, 1, &header(&chain))
                 .map_err(|error| error_text(&error));
             assert_eq!(
                 refused,
@@ -225,33 +235,16 @@ fn a_header_whose_next_link_overflows_is_refused_and_adds_never_crash() {
 fn a_restore_payload_whose_next_link_overflows_is_refused() {
     for kind in KINDS {
         let mut server = Server::start(kind, &[], &[]);
-        for (name, chain) in [
-            ("entries", overflowing_entries()),
-            ("exponent", overflowing_exponent()),
-        ] {
-            let mut c = server.connect();
-            let restored = redis::cmd("RESTORE")
-                .arg(name)
-                .arg(0)
-                .arg(restore_payload(&chain))
-                .query::<String>(&mut c);
+        for (name, chain) in overflowing() {
+            let restored = restore(&mut server.connect(), name, &restore_payload(&chain));
             assert!(restored.is_err(), "{kind:?} {name}: RESTORE took it");
             use_key(&mut server, name);
         }
         // The payload builder makes what the server takes: the same chain
         // with a next link that fits loads and answers.
-        let mut fits = overflowing_entries();
-        fits.size = 3;
-        fits.link.size = 3;
-        fits.link.entries = 4;
-        let mut c = server.connect();
-        let restored: String = redis::cmd("RESTORE")
-            .arg("fits")
-            .arg(0)
-            .arg(restore_payload(&fits))
-            .query(&mut c)
-            .unwrap();
-        assert_eq!(restored, "OK", "{kind:?}");
+        let fits = fitting();
+        let restored = restore(&mut server.connect(), "fits", &restore_payload(&fits));
+        assert_eq!(restored.unwrap(), "OK", "{kind:?}");
         use_key(&mut server, "fits");
     }
 }
@@ -259,10 +252,7 @@ fn a_restore_payload_whose_next_link_overflows_is_refused() {
 #[test]
 fn an_rdb_file_whose_next_link_overflows_is_refused_at_load() {
     for kind in KINDS {
-        for (name, chain) in [
-            ("entries", overflowing_entries()),
-            ("exponent", overflowing_exponent()),
-        ] {
+        for (name, chain) in overflowing() {
             let mut server = Server::unlaunched(kind, &[], &[]);
             std::fs::write(server.dir.join("dump.rdb"), rdb_file(&chain, name)).unwrap();
             match server.launch() {
@@ -276,10 +266,7 @@ fn an_rdb_file_whose_next_link_overflows_is_refused_at_load() {
             }
         }
         // The file builder makes what the server loads.
-        let mut fits = overflowing_entries();
-        fits.size = 3;
-        fits.link.size = 3;
-        fits.link.entries = 4;
+        let fits = fitting();
         let mut server = Server::unlaunched(kind, &[], &[]);
         std::fs::write(server.dir.join("dump.rdb"), rdb_file(&fits, "fits")).unwrap();
         server.launch().unwrap();
@@ -323,17 +310,8 @@ fn a_next_link_past_the_memory_limit_is_refused_before_it_is_allocated() {
     for kind in KINDS {
         let server = Server::start_with_address_space(kind, 3 << 30);
         let mut c = server.connect();
-        let ok: String = redis::cmd("BF.LOADCHUNK")
-            .arg("huge")
-            .arg(1)
-            .arg(header(&huge_next_link()))
-            .query(&mut c)
-            .unwrap();
-        assert_eq!(ok, "OK");
-        let _: () = redis::cmd("CONFIG")
-            .arg(&["SET", "bf.bf-memory-limit-per-filter", "65536"])
-            .query(&mut c)
-            .unwrap();
+        load_chunks(&mut c, "huge", &[(1, header(&huge_next_link()))]);
+        config_set(&mut c, "bf.bf-memory-limit-per-filter", "65536");
         for item in ["a", "b", "c"] {
             let refused = redis::cmd("BF.ADD")
                 .arg(&["huge", item])

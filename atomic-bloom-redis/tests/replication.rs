@@ -7,7 +7,10 @@
 
 mod common;
 
-use common::{dump_payload, replica_caught_up, Server, KINDS};
+use common::{
+    batched, config_set, copy_files, dump_payload, exists, ok, replica_caught_up, replicate, reply,
+    restore, Server, KINDS,
+};
 
 fn items(prefix: &str, range: std::ops::Range<u64>) -> Vec<String> {
     range.map(|i| format!("{prefix}:{i}")).collect()
@@ -65,17 +68,15 @@ fn refused_in_part(c: &mut redis::Connection) -> Vec<(&'static str, Vec<String>)
 
 /// What a key answers: `BF.INFO`, its items and 10,000 absent probes.
 fn answers(c: &mut redis::Connection, key: &str, sent: &[String]) -> (redis::Value, Vec<bool>) {
-    let info: redis::Value = redis::cmd("BF.INFO").arg(key).query(c).unwrap();
-    let mut found = Vec::new();
-    let absent = items("absent", 0..10_000);
-    for batch in sent.chunks(2000).chain(absent.chunks(2000)) {
-        let answers: Vec<bool> = redis::cmd("BF.MEXISTS")
-            .arg(key)
-            .arg(batch)
-            .query(c)
-            .unwrap();
-        found.extend(answers);
-    }
+    let info: redis::Value = reply(c, &["BF.INFO", key]);
+    let mut found = batched(c, "BF.MEXISTS", key, sent, 2000);
+    found.extend(batched::<bool>(
+        c,
+        "BF.MEXISTS",
+        key,
+        &items("absent", 0..10_000),
+        2000,
+    ));
     (info, found)
 }
 
@@ -85,31 +86,22 @@ fn a_replica_and_an_aof_replay_hold_what_the_primary_applied() {
         let primary = Server::start(kind, &[], &["--appendonly", "yes"]);
         let replica = Server::start(kind, &[], &[]);
         let (mut p, mut r) = (primary.connect(), replica.connect());
-        let _: String = redis::cmd("REPLICAOF")
-            .arg(&["127.0.0.1", &primary.port.to_string()])
-            .query(&mut r)
-            .unwrap();
+        replicate(&mut r, &primary);
         assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: no sync");
         // The replica's own default makes new filters NONSCALING: what it
         // applies from its primary must not (it did: a scaling filter's
         // creation was refused there, and its items were lost).
-        let _: () = redis::cmd("CONFIG")
-            .arg(&["SET", "bf.bf-expansion-factor", "0"])
-            .query(&mut r)
-            .unwrap();
+        config_set(&mut r, "bf.bf-expansion-factor", "0");
         for (config, value) in [
             ("bf.bf-memory-limit-per-filter", "65536"),
             ("bf.bf-error-rate", "0.3"),
         ] {
-            let _: () = redis::cmd("CONFIG")
-                .arg(&["SET", config, value])
-                .query(&mut p)
-                .unwrap();
+            config_set(&mut p, config, value);
         }
         let keys = refused_in_part(&mut p);
         assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
         // The primary refused some of every key's items: what is tested.
-        let card: i64 = redis::cmd("BF.CARD").arg("grows").query(&mut p).unwrap();
+        let card: i64 = reply(&mut p, &["BF.CARD", "grows"]);
         assert!(
             card > 1000 && card < 20_000,
             "{kind:?}: {card} of 20,000 taken"
@@ -124,11 +116,8 @@ fn a_replica_and_an_aof_replay_hold_what_the_primary_applied() {
         }
         // The AOF holds the same effects: a replay rebuilds the same keys,
         // whatever the replaying server's own default growth.
-        let _: () = redis::cmd("CONFIG")
-            .arg(&["SET", "bf.bf-expansion-factor", "0"])
-            .query(&mut p)
-            .unwrap();
-        let _: String = redis::cmd("DEBUG").arg("LOADAOF").query(&mut p).unwrap();
+        config_set(&mut p, "bf.bf-expansion-factor", "0");
+        ok(&mut p, &["DEBUG", "LOADAOF"]);
         for ((key, sent), before) in keys.iter().zip(&on_primary) {
             let after = (dump_payload(&mut p, key), answers(&mut p, key, sent));
             assert!(&after == before, "{kind:?} {key}: the AOF replay differs");
@@ -147,43 +136,24 @@ fn restore_holds_to_the_memory_limit_and_a_replica_follows_its_primary() {
         let replica = Server::start(kind, &[], &[]);
         let mut p = primary.connect();
         let mut r = replica.connect();
-        let _: String = redis::cmd("REPLICAOF")
-            .arg(&["127.0.0.1", &primary.port.to_string()])
-            .query(&mut r)
-            .unwrap();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["big", "0.01", "100000"])
-            .query(&mut p)
-            .unwrap();
+        replicate(&mut r, &primary);
+        ok(&mut p, &["BF.RESERVE", "big", "0.01", "100000"]);
         send(
             &mut p,
             redis::cmd("BF.MADD").arg("big").arg(items("b", 0..1000)),
         );
         let payload = dump_payload(&mut p, "big").unwrap();
-        let limit = |c: &mut redis::Connection, bytes: &str| {
-            let _: () = redis::cmd("CONFIG")
-                .arg(&["SET", "bf.bf-memory-limit-per-filter", bytes])
-                .query(c)
-                .unwrap();
-        };
-        let restore = |c: &mut redis::Connection, key: &str| {
-            redis::cmd("RESTORE")
-                .arg(key)
-                .arg(0)
-                .arg(payload.as_slice())
-                .query::<String>(c)
-        };
-        limit(&mut p, "65536");
+        let limit = "bf.bf-memory-limit-per-filter";
+        config_set(&mut p, limit, "65536");
         assert!(
-            restore(&mut p, "copy").is_err(),
+            restore(&mut p, "copy", &payload).is_err(),
             "{kind:?}: restored past the limit"
         );
-        let exists: i64 = redis::cmd("EXISTS").arg("copy").query(&mut p).unwrap();
-        assert_eq!(exists, 0, "{kind:?}");
+        assert!(!exists(&mut p, "copy"), "{kind:?}");
         // The replica's own limit does not apply to its primary's RESTORE.
-        limit(&mut p, "0");
-        limit(&mut r, "65536");
-        restore(&mut p, "copy").unwrap();
+        config_set(&mut p, limit, "0");
+        config_set(&mut r, limit, "65536");
+        restore(&mut p, "copy", &payload).unwrap();
         assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
         assert_eq!(
             dump_payload(&mut r, "copy"),
@@ -207,52 +177,22 @@ fn a_replica_that_cannot_build_a_filter_holds_none_and_never_a_default_one() {
         let primary = Server::start(kind, &[], &["--appendonly", "yes"]);
         let replica = Server::start_with_address_space(kind, 3 << 30);
         let (mut p, mut r) = (primary.connect(), replica.connect());
-        let _: String = redis::cmd("REPLICAOF")
-            .arg(&["127.0.0.1", &primary.port.to_string()])
-            .query(&mut r)
-            .unwrap();
+        replicate(&mut r, &primary);
         assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: no sync");
-        let _: String = redis::cmd("WBF.RESERVE")
-            .arg(&["wbig", "0.0000001", "1000000000"])
-            .query(&mut p)
-            .unwrap();
-        let _: String = redis::cmd("BF.RESERVE")
-            .arg(&["bbig", "0.0000001", "1000000000"])
-            .query(&mut p)
-            .unwrap();
+        ok(&mut p, &["WBF.RESERVE", "wbig", "0.0000001", "1000000000"]);
+        ok(&mut p, &["BF.RESERVE", "bbig", "0.0000001", "1000000000"]);
         let sent = items("big", 0..50);
-        let _: Vec<bool> = redis::cmd("WBF.MADD")
-            .arg("wbig")
-            .arg(&sent)
-            .query(&mut p)
-            .unwrap();
-        let _: bool = redis::cmd("WBF.ADD")
-            .arg(&["wbig", "one more"])
-            .query(&mut p)
-            .unwrap();
-        let _: Vec<bool> = redis::cmd("BF.MADD")
-            .arg("bbig")
-            .arg(&sent)
-            .query(&mut p)
-            .unwrap();
-        let _: bool = redis::cmd("BF.ADD")
-            .arg(&["bbig", "one more"])
-            .query(&mut p)
-            .unwrap();
+        let _: Vec<bool> = batched(&mut p, "WBF.MADD", "wbig", &sent, 500);
+        let _: bool = reply(&mut p, &["WBF.ADD", "wbig", "one more"]);
+        let _: Vec<bool> = batched(&mut p, "BF.MADD", "bbig", &sent, 500);
+        let _: bool = reply(&mut p, &["BF.ADD", "bbig", "one more"]);
         // Keys the replica can build, made by an add with the defaults.
-        let _: bool = redis::cmd("WBF.ADD")
-            .arg(&["wsmall", "a"])
-            .query(&mut p)
-            .unwrap();
-        let _: bool = redis::cmd("BF.ADD")
-            .arg(&["bsmall", "a"])
-            .query(&mut p)
-            .unwrap();
+        let _: bool = reply(&mut p, &["WBF.ADD", "wsmall", "a"]);
+        let _: bool = reply(&mut p, &["BF.ADD", "bsmall", "a"]);
         assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
         for key in ["wbig", "bbig"] {
-            let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut r).unwrap();
-            assert_eq!(
-                exists, 0,
+            assert!(
+                !exists(&mut r, key),
                 "{kind:?}: the replica holds a filter under {key} that is not its primary's"
             );
             assert!(
@@ -281,42 +221,27 @@ fn a_replica_that_cannot_build_a_filter_holds_none_and_never_a_default_one() {
             primary.info("stats").contains("sync_partial_ok:1"),
             "{kind:?}: not a partial resync"
         );
-        let _: bool = redis::cmd("BF.ADD")
-            .arg(&["bbig", "after a restart"])
-            .query(&mut p)
-            .unwrap();
+        let _: bool = reply(&mut p, &["BF.ADD", "bbig", "after a restart"]);
         assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
-        let exists: i64 = redis::cmd("EXISTS").arg("bbig").query(&mut r).unwrap();
-        assert_eq!(exists, 0, "{kind:?}: a bbig of its own after a restart");
+        assert!(
+            !exists(&mut r, "bbig"),
+            "{kind:?}: a bbig of its own after a restart"
+        );
         // Renamed on the primary, the filters the replica could not build
         // go on under new names: the adds to those never create them there
         // either (this server never sees a RENAME of a key it does not
         // hold). The old names, free again, take new filters as any key.
         for (from, to) in [("bbig", "bbig2"), ("wbig", "wbig2")] {
-            let _: String = redis::cmd("RENAME").arg(&[from, to]).query(&mut p).unwrap();
+            ok(&mut p, &["RENAME", from, to]);
         }
-        let _: bool = redis::cmd("BF.ADD")
-            .arg(&["bbig2", "renamed"])
-            .query(&mut p)
-            .unwrap();
-        let _: Vec<bool> = redis::cmd("BF.MADD")
-            .arg("bbig2")
-            .arg(&sent)
-            .query(&mut p)
-            .unwrap();
-        let _: bool = redis::cmd("WBF.ADD")
-            .arg(&["wbig2", "renamed"])
-            .query(&mut p)
-            .unwrap();
-        let _: bool = redis::cmd("BF.ADD")
-            .arg(&["bbig", "a new filter"])
-            .query(&mut p)
-            .unwrap();
+        let _: bool = reply(&mut p, &["BF.ADD", "bbig2", "renamed"]);
+        let _: Vec<bool> = batched(&mut p, "BF.MADD", "bbig2", &sent, 500);
+        let _: bool = reply(&mut p, &["WBF.ADD", "wbig2", "renamed"]);
+        let _: bool = reply(&mut p, &["BF.ADD", "bbig", "a new filter"]);
         assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
         for key in ["wbig2", "bbig2"] {
-            let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut r).unwrap();
-            assert_eq!(
-                exists, 0,
+            assert!(
+                !exists(&mut r, key),
                 "{kind:?}: the replica holds a filter under {key} that is not its primary's"
             );
         }
@@ -329,19 +254,15 @@ fn a_replica_that_cannot_build_a_filter_holds_none_and_never_a_default_one() {
         // replayed by a server whose allocations fail the same way.
         let mut short = Server::unlaunched(kind, &[], &["--appendonly", "yes"]);
         short.set_address_space(3 << 30);
-        let from = primary.dir.join("appendonlydir");
-        let to = short.dir.join("appendonlydir");
-        std::fs::create_dir_all(&to).unwrap();
-        for file in std::fs::read_dir(&from).unwrap() {
-            let file = file.unwrap();
-            std::fs::copy(file.path(), to.join(file.file_name())).unwrap();
-        }
+        copy_files(
+            &primary.dir.join("appendonlydir"),
+            &short.dir.join("appendonlydir"),
+        );
         short.launch().expect("the server starts from the AOF");
         let mut s = short.connect();
         for key in ["wbig", "wbig2", "bbig2"] {
-            let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut s).unwrap();
-            assert_eq!(
-                exists, 0,
+            assert!(
+                !exists(&mut s, key),
                 "{kind:?}: the AOF replay made a {key} of its own"
             );
         }

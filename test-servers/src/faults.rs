@@ -15,26 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// splitmix64: the schedule's random numbers.
-#[derive(Debug)]
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next number (not an iterator: a schedule draws as it goes).
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// True with probability `per_mille` / 1000.
-    pub fn chance(&mut self, per_mille: u64) -> bool {
-        self.next() % 1000 < per_mille
-    }
-}
+pub use crate::rng::Rng;
 
 /// What the proxy does to one chunk of a reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,14 +4,20 @@
 //! `redis-server` 7.0 (or `$REDIS_SERVER`), each started on 127.0.0.1 on a
 //! port chosen here, with the module built for this `cargo test`, and
 //! stopped (`SHUTDOWN NOSAVE`, then its own pid) when the handle drops;
-//! clusters of them, with replicas; and [`faults`], a TCP proxy that deals
-//! faults from a seed.
+//! clusters of them, with replicas; [`faults`], a TCP proxy that deals
+//! faults from a seed; and [`commands`], what every test sends on the way
+//! to its point (dumps walked and loaded, batches, the AOF).
 //!
 //! `bash .ci/install-servers` installs both servers and the libclang the
 //! module's build needs. No test needs a server started by hand: the first
 //! server a test starts builds the module (see [`module_path`]).
 
+pub mod commands;
 pub mod faults;
+pub mod rng;
+
+pub use commands::*;
+pub use rng::Rng;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -34,31 +34,8 @@ pub mod resp;
 
 use std::collections::{HashMap, HashSet};
 
-/// splitmix64: small, seedable, the same everywhere.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// True `percent` times in 100.
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-
-    pub fn pick<T: Clone>(&mut self, choices: &[T]) -> T {
-        choices[self.below(choices.len())].clone()
-    }
-}
+/// splitmix64 (`test-servers`): the streams' choices.
+pub use test_servers::Rng;
 
 /// The keys filters live under.
 pub const FILTERS: [&str; 8] = ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
@@ -394,7 +371,7 @@ impl Generator {
     }
 
     fn name(&mut self, upper: &str) -> Vec<u8> {
-        if self.rng.chance(20) {
+        if self.rng.percent(20) {
             upper.to_ascii_lowercase().into_bytes()
         } else {
             upper.as_bytes().to_vec()
@@ -407,7 +384,7 @@ impl Generator {
     }
 
     fn number(&mut self, good: &[&str], bad: &[&str], bad_percent: u64) -> (Vec<u8>, bool) {
-        if self.rng.chance(bad_percent) {
+        if self.rng.percent(bad_percent) {
             (self.rng.pick(bad).as_bytes().to_vec(), false)
         } else {
             (self.rng.pick(good).as_bytes().to_vec(), true)
@@ -428,9 +405,9 @@ impl Generator {
         let (capacity, _) = self.capacity(15);
         args.extend([rate, capacity]);
         let mut options: Vec<Vec<Vec<u8>>> = Vec::new();
-        if self.rng.chance(35) {
+        if self.rng.percent(35) {
             let (growth, _) = self.number(&EXPANSIONS, &BAD_EXPANSIONS, 20);
-            let growth = if self.rng.chance(3) {
+            let growth = if self.rng.percent(3) {
                 b"32768".to_vec()
             } else {
                 growth
@@ -440,17 +417,17 @@ impl Generator {
                 growth,
             ]);
         }
-        if self.rng.chance(25) {
+        if self.rng.percent(25) {
             options.push(vec![self.word(&["NONSCALING", "nonscaling", "NonScaling"])]);
         }
-        if self.rng.chance(3) {
+        if self.rng.percent(3) {
             options.push(vec![self.word(&["EXTRA", "foo", "ITEMS", "0.5"])]);
         }
-        if self.rng.chance(50) {
+        if self.rng.percent(50) {
             options.reverse();
         }
         args.extend(options.into_iter().flatten());
-        if self.rng.chance(3) {
+        if self.rng.percent(3) {
             args.push(b"EXPANSION".to_vec());
         }
         args
@@ -459,31 +436,31 @@ impl Generator {
     fn insert(&mut self, key: &str, most: usize) -> Vec<Vec<u8>> {
         let mut args = vec![self.name("BF.INSERT"), key.as_bytes().to_vec()];
         let mut options: Vec<Vec<Vec<u8>>> = Vec::new();
-        if self.rng.chance(30) {
+        if self.rng.percent(30) {
             let (capacity, _) = self.capacity(15);
             options.push(vec![
                 self.word(&["CAPACITY", "capacity", "cap", "C"]),
                 capacity,
             ]);
         }
-        if self.rng.chance(30) {
+        if self.rng.percent(30) {
             let (rate, _) = self.number(&RATES, &BAD_RATES, 15);
             options.push(vec![self.word(&["ERROR", "error", "er", "ERR"]), rate]);
         }
-        if self.rng.chance(15) {
+        if self.rng.percent(15) {
             let (growth, _) = self.number(&EXPANSIONS, &BAD_EXPANSIONS, 20);
             options.push(vec![
                 self.word(&["EXPANSION", "expansion", "e", "EXP"]),
                 growth,
             ]);
         }
-        if self.rng.chance(15) {
+        if self.rng.percent(15) {
             options.push(vec![self.word(&["NOCREATE", "nocreate", "noc", "NoCreate"])]);
         }
-        if self.rng.chance(15) {
+        if self.rng.percent(15) {
             options.push(vec![self.word(&["NONSCALING", "nonscaling", "non", "no"])]);
         }
-        if self.rng.chance(3) {
+        if self.rng.percent(3) {
             options.push(vec![self.word(&["foo", "", "x", "ZZ", "SEED"])]);
         }
         // Options in any order.
@@ -492,7 +469,7 @@ impl Generator {
             options.swap(at, other);
         }
         args.extend(options.into_iter().flatten());
-        if !self.rng.chance(3) {
+        if !self.rng.percent(3) {
             args.push(self.word(&["ITEMS", "items", "i", "It"]));
             let count = 1 + self.rng.below(most);
             for _ in 0..count {
@@ -570,7 +547,7 @@ impl Generator {
 
     /// The next step.
     pub fn next_step(&mut self) -> Step {
-        let resp3 = self.rng.chance(20);
+        let resp3 = self.rng.percent(20);
         let command = |args: Vec<Vec<u8>>| Step::Command(Command { args, resp3 });
         if !self.started {
             self.started = true;
@@ -630,7 +607,7 @@ impl Generator {
             }
             720..=799 => {
                 let mut args = vec![self.name("BF.INFO"), key.into_bytes()];
-                if self.rng.chance(60) {
+                if self.rng.percent(60) {
                     args.push(self.rng.pick(&INFO_FIELDS).as_bytes().to_vec());
                 }
                 args
@@ -654,7 +631,7 @@ impl Generator {
             935..=959 => self.wrong_arity(&key),
             _ => {
                 // A burst: fills a NONSCALING filter, grows a scaling one.
-                let mut args = if self.rng.chance(50) {
+                let mut args = if self.rng.percent(50) {
                     vec![self.name("BF.MADD"), key.as_bytes().to_vec()]
                 } else {
                     let name = self.name("BF.INSERT");
@@ -678,7 +655,7 @@ impl Generator {
     }
 
     fn copy(&mut self) -> Step {
-        let from = if self.rng.chance(80) {
+        let from = if self.rng.percent(80) {
             self.rng.pick(&FILTERS)
         } else {
             self.rng.pick(&ADOPTED)
@@ -703,14 +680,14 @@ impl Generator {
                 huge: false,
             },
         );
-        let cut = self.rng.chance(30).then(|| self.rng.next());
-        let stop_early = self.settings.stop_early && cut.is_some() && self.rng.chance(30);
+        let cut = self.rng.percent(30).then(|| self.rng.next());
+        let stop_early = self.settings.stop_early && cut.is_some() && self.rng.percent(30);
         Step::Copy {
             from: from.to_string(),
             to,
             cut,
             stop_early,
-            resend: !stop_early && self.rng.chance(20),
+            resend: !stop_early && self.rng.percent(20),
         }
     }
 

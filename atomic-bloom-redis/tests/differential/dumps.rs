@@ -43,18 +43,29 @@ impl Run<'_> {
     fn load(&mut self, side: usize, key: &str, pieces: &[(i64, Vec<u8>)]) -> Option<Reply> {
         for (next, chunk) in pieces {
             self.tally.commands += 1;
-            let command = vec![
-                b"BF.LOADCHUNK".to_vec(),
-                key.as_bytes().to_vec(),
-                next.to_string().into_bytes(),
-                chunk.clone(),
-            ];
-            let reply = self.servers.call_one(side, &command);
+            let reply = self.servers.call_one(side, &loadchunk(key, *next, chunk));
             if !reply.is_ok() {
                 return Some(reply);
             }
         }
         None
+    }
+
+    /// `DEL key` on both servers, which must answer alike; `key` is then
+    /// missing.
+    fn delete(&mut self, key: &str) -> Result<(), Failure> {
+        let deleted = self
+            .servers
+            .call(&args(&[b"DEL", key.as_bytes()]), false, self.tally);
+        self.keys.insert(key.to_string(), Held::Missing);
+        if deleted[OURS] != deleted[THEIRS] {
+            return Err(failure(
+                mismatch("reply", "DEL"),
+                Some(deleted),
+                Some(key.into()),
+            ));
+        }
+        Ok(())
     }
 
     /// `BF.SCANDUMP from` into `BF.LOADCHUNK to` on each server, from its
@@ -66,17 +77,7 @@ impl Run<'_> {
         cut: Option<u64>,
         resend: bool,
     ) -> Result<(), Failure> {
-        let deleted = self
-            .servers
-            .call(&args(&[b"DEL", to.as_bytes()]), false, self.tally);
-        self.keys.insert(to.to_string(), Held::Missing);
-        if deleted[OURS] != deleted[THEIRS] {
-            return Err(failure(
-                mismatch("reply", "DEL"),
-                Some(deleted),
-                Some(to.into()),
-            ));
-        }
+        self.delete(to)?;
         let dumps = [self.dump(OURS, from), self.dump(THEIRS, from)];
         let held = self.held(from);
         let [Ok(ours), Ok(theirs)] = &dumps else {
@@ -118,14 +119,8 @@ impl Run<'_> {
             // The last piece again, as a client whose reply was lost.
             let mut replies = Vec::new();
             for (side, (next, chunk)) in last.into_iter().enumerate() {
-                let command = vec![
-                    b"BF.LOADCHUNK".to_vec(),
-                    to.as_bytes().to_vec(),
-                    next.to_string().into_bytes(),
-                    chunk,
-                ];
                 self.tally.commands += 1;
-                replies.push(self.servers.call_one(side, &command));
+                replies.push(self.servers.call_one(side, &loadchunk(to, next, &chunk)));
             }
             if !(replies[OURS].is_ok() && replies[THEIRS].is_ok()) {
                 return Err(failure(
@@ -187,17 +182,7 @@ impl Run<'_> {
     /// RedisBloom's filter under `from`, dumped by the RedisBloom server
     /// and loaded into `to` on both: from then on compared exactly.
     pub(crate) fn adopt(&mut self, from: &str, to: &str) -> Result<(), Failure> {
-        let deleted = self
-            .servers
-            .call(&args(&[b"DEL", to.as_bytes()]), false, self.tally);
-        self.keys.insert(to.to_string(), Held::Missing);
-        if deleted[OURS] != deleted[THEIRS] {
-            return Err(failure(
-                mismatch("reply", "DEL"),
-                Some(deleted),
-                Some(to.into()),
-            ));
-        }
+        self.delete(to)?;
         let Held::Filter(filter) = self.held(from) else {
             return Ok(());
         };
@@ -239,4 +224,14 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// `BF.LOADCHUNK key next chunk`.
+fn loadchunk(key: &str, next: i64, chunk: &[u8]) -> Vec<Vec<u8>> {
+    vec![
+        b"BF.LOADCHUNK".to_vec(),
+        key.as_bytes().to_vec(),
+        next.to_string().into_bytes(),
+        chunk.to_vec(),
+    ]
 }
