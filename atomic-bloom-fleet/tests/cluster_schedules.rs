@@ -43,12 +43,7 @@ const TIMEOUT: Duration = Duration::from_millis(250);
 const DELAY: Duration = Duration::from_millis(300);
 
 fn config(url: &str, prefix: &str) -> FleetConfig {
-    FleetConfig::new(url)
-        .prefix(prefix)
-        .shards(6)
-        .capacity(10_000, 1e-7)
-        .local_filter(10_000, 1e-8)
-        .pop_batch(16)
+    crawling::exact_config(url, prefix, 6)
         .timeout(TIMEOUT)
         .retry_for(Duration::from_secs(3))
         .lease(Duration::from_secs(8))
@@ -65,6 +60,43 @@ fn replicated_config(url: &str, prefix: &str) -> FleetConfig {
 /// The nodes' timeout in the cluster with replicas: a primary SIGKILLed is
 /// replaced by its replica a second or two later.
 const NODE_TIMEOUT: &str = "1000";
+
+/// A proxy in front of every node of `cluster` (dealing no faults until
+/// reseeded), announced by its node.
+fn behind_proxies(cluster: &mut Cluster) -> Vec<Proxy> {
+    let proxies: Vec<Proxy> = (cluster.nodes.iter())
+        .map(|node| Proxy::start(node.port, 0, 0, DELAY))
+        .collect();
+    announce_proxies(cluster, &proxies);
+    proxies
+}
+
+/// The cluster with replicas: three Valkey primaries (a failover needs a
+/// majority of them), each with a replica, every node with its AOF
+/// (fsynced always) and `NODE_TIMEOUT`, behind its proxy; whole. The
+/// cluster, its (primary, replica) pairs, and the proxies.
+fn replicated_cluster() -> (Cluster, Vec<(usize, usize)>, Vec<Proxy>) {
+    let extra = [
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--cluster-node-timeout",
+        NODE_TIMEOUT,
+    ];
+    let mut cluster = Cluster::start_with(Kind::Valkey, 3, &extra);
+    let pairs: Vec<(usize, usize)> = (0..3)
+        .map(|primary| {
+            (
+                primary,
+                cluster.add_replica_with(Kind::Valkey, primary, &extra),
+            )
+        })
+        .collect();
+    let proxies = behind_proxies(&mut cluster);
+    wait_healthy(&cluster, &pairs);
+    (cluster, pairs, proxies)
+}
 
 /// Each node announces its proxy's port (now, and on every restart); waits
 /// (up to 30 s) until every node's `CLUSTER SLOTS` names proxies only
@@ -394,10 +426,7 @@ fn replication_offset(node: &common::Server, field: &str) -> u64 {
 fn seeded_cluster_schedules_lose_and_repeat_nothing() {
     let aof = ["--appendonly", "yes", "--appendfsync", "always"];
     let mut cluster = Cluster::start_with(Kind::Valkey, 3, &aof);
-    let proxies: Vec<Proxy> = (cluster.nodes.iter())
-        .map(|node| Proxy::start(node.port, 0, 0, DELAY))
-        .collect();
-    announce_proxies(&mut cluster, &proxies);
+    let proxies = behind_proxies(&mut cluster);
     let seeds = faults::seeds("FLEET_CLUSTER_SEED", "FLEET_CLUSTER_SEEDS", 6);
     let (mut faults, mut restarts) = (0, 0);
     for &seed in &seeds {
@@ -417,28 +446,7 @@ fn seeded_cluster_schedules_lose_and_repeat_nothing() {
 
 #[test]
 fn seeded_replicated_cluster_schedules_lose_and_repeat_nothing() {
-    let extra = [
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--cluster-node-timeout",
-        NODE_TIMEOUT,
-    ];
-    let mut cluster = Cluster::start_with(Kind::Valkey, 3, &extra);
-    let pairs: Vec<(usize, usize)> = (0..3)
-        .map(|primary| {
-            (
-                primary,
-                cluster.add_replica_with(Kind::Valkey, primary, &extra),
-            )
-        })
-        .collect();
-    let proxies: Vec<Proxy> = (cluster.nodes.iter())
-        .map(|node| Proxy::start(node.port, 0, 0, DELAY))
-        .collect();
-    announce_proxies(&mut cluster, &proxies);
-    wait_healthy(&cluster, &pairs);
+    let (mut cluster, pairs, proxies) = replicated_cluster();
     let seeds = faults::seeds("FLEET_REPLICATED_SEED", "FLEET_REPLICATED_SEEDS", 4);
     let (mut faults, mut lost_bytes, mut kills) = (0, 0, 0);
     let mut events = Vec::new();
@@ -476,31 +484,9 @@ fn seeded_replicated_cluster_schedules_lose_and_repeat_nothing() {
 /// are lost. Every URL pushed must be crawled.
 #[test]
 fn an_offer_sent_again_after_a_lost_reply_waits_for_its_replica() {
-    let extra = [
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--cluster-node-timeout",
-        NODE_TIMEOUT,
-    ];
-    // Three primaries (a failover needs a majority of them), each with a
-    // replica; the victim is the first.
-    let mut cluster = Cluster::start_with(Kind::Valkey, 3, &extra);
-    let pairs: Vec<(usize, usize)> = (0..3)
-        .map(|primary| {
-            (
-                primary,
-                cluster.add_replica_with(Kind::Valkey, primary, &extra),
-            )
-        })
-        .collect();
+    // The victim is the first primary.
+    let (mut cluster, pairs, proxies) = replicated_cluster();
     let replica = pairs[0].1;
-    let proxies: Vec<Proxy> = (cluster.nodes.iter())
-        .map(|node| Proxy::start(node.port, 0, 0, DELAY))
-        .collect();
-    announce_proxies(&mut cluster, &proxies);
-    wait_healthy(&cluster, &pairs);
     // A shard a node; batches leave on flush only.
     let config = replicated_config(&proxies[0].url(), "lost")
         .shards(3)

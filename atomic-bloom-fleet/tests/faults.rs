@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use atomic_bloom_fleet::Error;
 use atomic_bloom_fleet::{FleetConfig, FleetFrontier, FleetSeen};
-use common::{Kind, Server};
+use common::{config_set, used_memory, Kind, Server};
 use crawling::{fleet, reachable, small_web, Driver, Frontier};
 use faults::Rng;
 
@@ -30,11 +30,7 @@ const POP_BATCH: usize = 16;
 /// Short leases and timeouts, so that a dead process's work comes back
 /// within seconds; rates small enough that the crawl is exact.
 fn config(url: &str, prefix: &str) -> FleetConfig {
-    FleetConfig::new(url)
-        .prefix(prefix)
-        .shards(4)
-        .capacity(10_000, 1e-7)
-        .local_filter(10_000, 1e-8)
+    crawling::exact_config(url, prefix, 4)
         .pop_batch(POP_BATCH)
         .timeout(Duration::from_millis(250))
         .retry_for(Duration::from_millis(400))
@@ -428,23 +424,12 @@ fn an_out_of_memory_server_is_an_error_and_loses_nothing() {
         let config = config(&server.url(), "oom").retry_for(Duration::from_millis(300));
         let frontier = FleetFrontier::connect(&config).unwrap();
         let mut connection = server.connect();
-        let used: u64 = {
-            let info: String = redis::cmd("INFO")
-                .arg("memory")
-                .query(&mut connection)
-                .unwrap();
-            let line = info
-                .lines()
-                .find(|line| line.starts_with("used_memory:"))
-                .unwrap();
-            line["used_memory:".len()..].trim().parse().unwrap()
-        };
-        redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg(used + 2_000_000)
-            .query::<()>(&mut connection)
-            .unwrap();
+        let used = used_memory(&mut connection);
+        config_set(
+            &mut connection,
+            "maxmemory",
+            &(used + 2_000_000).to_string(),
+        );
         let padding = "x".repeat(200);
         let mut pushed = Vec::new();
         let (refused, last) = loop {
@@ -468,12 +453,7 @@ fn an_out_of_memory_server_is_an_error_and_loses_nothing() {
                 frontier.complete(page);
             }
         }
-        redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg(0)
-            .query::<()>(&mut connection)
-            .unwrap();
+        config_set(&mut connection, "maxmemory", "0");
         frontier.flush().expect("room again");
         while let Some(page) = frontier.pop().unwrap() {
             assert!(
@@ -601,16 +581,7 @@ fn a_batch_refused_part_way_keeps_its_answers_and_holds_up_only_its_items() {
     keys.sort();
     assert_eq!(keys.len(), 2, "{keys:?}");
     let full = &keys[0];
-    let reserve = |capacity: usize, nonscaling: bool, connection: &mut redis::Connection| {
-        redis::cmd("DEL").arg(full).query::<()>(connection).unwrap();
-        let mut reserve = redis::cmd("BF.RESERVE");
-        reserve.arg(full).arg(0.0001).arg(capacity);
-        if nonscaling {
-            reserve.arg("NONSCALING");
-        }
-        reserve.query::<()>(connection).unwrap();
-    };
-    reserve(10, true, &mut connection);
+    reserve_again(&mut connection, full, 10, true);
     let items: Vec<String> = (0..200).map(|n| format!("item{n}")).collect();
     match seen.insert_many(&items) {
         Err(Error::ServerRefused { message, .. }) => assert!(message.contains("full"), "{message}"),
@@ -639,7 +610,7 @@ fn a_batch_refused_part_way_keeps_its_answers_and_holds_up_only_its_items() {
         .map(|(item, _)| item)
         .collect();
     assert!(!held.is_empty(), "the first run added nothing");
-    reserve(10_000, false, &mut connection);
+    reserve_again(&mut connection, full, 10_000, false);
     redis::cmd("BF.MADD")
         .arg(full)
         .arg(&held)
@@ -652,6 +623,18 @@ fn a_batch_refused_part_way_keeps_its_answers_and_holds_up_only_its_items() {
         .collect();
     assert!(lost.is_empty(), "answered seen, never new: {lost:?}");
     assert!(seen.insert_many(&items).unwrap().iter().all(|&new| !new));
+}
+
+/// `key` replaced by an empty filter of `capacity` at 0.01%, that grows
+/// unless `nonscaling`.
+fn reserve_again(connection: &mut redis::Connection, key: &str, capacity: usize, nonscaling: bool) {
+    redis::cmd("DEL").arg(key).query::<()>(connection).unwrap();
+    let mut reserve = redis::cmd("BF.RESERVE");
+    reserve.arg(key).arg(0.0001).arg(capacity);
+    if nonscaling {
+        reserve.arg("NONSCALING");
+    }
+    reserve.query::<()>(connection).unwrap();
 }
 
 /// A shard whose batches are refused (a full filter that cannot grow)
@@ -682,20 +665,8 @@ fn a_refused_batch_bounds_what_a_frontier_holds_back_and_the_fleet_finishes() {
         .unwrap();
     keys.sort();
     let full = keys[0].clone();
-    let reserve = |capacity: usize, nonscaling: bool, connection: &mut redis::Connection| {
-        redis::cmd("DEL")
-            .arg(&full)
-            .query::<()>(connection)
-            .unwrap();
-        let mut reserve = redis::cmd("BF.RESERVE");
-        reserve.arg(&full).arg(0.0001).arg(capacity);
-        if nonscaling {
-            reserve.arg("NONSCALING");
-        }
-        reserve.query::<()>(connection).unwrap();
-    };
     // Shard 0's filter is full: every link for it is refused from now on.
-    reserve(1, true, &mut connection);
+    reserve_again(&mut connection, &full, 1, true);
     redis::cmd("BF.ADD")
         .arg(&full)
         .arg("filler")
@@ -730,7 +701,7 @@ fn a_refused_batch_bounds_what_a_frontier_holds_back_and_the_fleet_finishes() {
     );
     assert!(taken <= 32 + 2 * 8 + 8, "took {taken} URLs");
     // Room again (keeping what it held): the fleet finishes.
-    reserve(100_000, false, &mut connection);
+    reserve_again(&mut connection, &full, 100_000, false);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !frontier.is_finished().unwrap_or(false) {
         assert!(Instant::now() < deadline, "the fleet never finished");
@@ -796,20 +767,8 @@ fn a_give_back_refused_for_memory_keeps_the_lease() {
         holder.complete(page);
     }
     let mut connection = server.connect();
-    let used = |connection: &mut redis::Connection| -> u64 {
-        let info: String = redis::cmd("INFO").arg("memory").query(connection).unwrap();
-        (info.lines())
-            .find_map(|line| line.strip_prefix("used_memory:"))
-            .and_then(|value| value.trim().parse().ok())
-            .unwrap()
-    };
-    let full = used(&mut connection).saturating_sub(100_000).max(1);
-    redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg(full)
-        .query::<()>(&mut connection)
-        .unwrap();
+    let full = used_memory(&mut connection).saturating_sub(100_000).max(1);
+    config_set(&mut connection, "maxmemory", &full.to_string());
     drop(dropped);
     // Two leases out of memory, the holder's calls carrying the give-back.
     let refused = Instant::now();
@@ -817,12 +776,7 @@ fn a_give_back_refused_for_memory_keeps_the_lease() {
         let _ = holder.flush();
         std::thread::sleep(Duration::from_millis(100));
     }
-    redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg(0)
-        .query::<()>(&mut connection)
-        .unwrap();
+    config_set(&mut connection, "maxmemory", "0");
     let _ = holder.flush();
     let other = FleetFrontier::connect(&config).unwrap();
     let mut taken = Vec::new();

@@ -74,12 +74,7 @@ fn only_the_stalled_repeat(
 }
 
 fn config(url: &str, prefix: &str) -> FleetConfig {
-    FleetConfig::new(url)
-        .prefix(prefix)
-        .shards(4)
-        .capacity(10_000, 1e-7)
-        .local_filter(10_000, 1e-8)
-        .pop_batch(16)
+    crawling::exact_config(url, prefix, 4)
         .timeout(TIMEOUT)
         .retry_for(Duration::from_secs(2))
         .lease(LEASE)

@@ -18,12 +18,7 @@ use faults::Rng;
 
 /// Rates small enough for an exact crawl, short retries.
 fn config(url: &str, prefix: &str, shards: usize) -> FleetConfig {
-    FleetConfig::new(url)
-        .prefix(prefix)
-        .shards(shards)
-        .capacity(10_000, 1e-7)
-        .local_filter(10_000, 1e-8)
-        .pop_batch(16)
+    crawling::exact_config(url, prefix, shards)
         .timeout(Duration::from_millis(500))
         .retry_for(Duration::from_secs(5))
         .lease(Duration::from_secs(30))
@@ -35,13 +30,77 @@ fn three(config: &FleetConfig, driver: Driver) -> Vec<Frontier> {
         .collect()
 }
 
-/// The cluster slot of a key (its hash tag's).
-fn key_slot(server: &Server, key: &str) -> i64 {
-    redis::cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query(&mut server.connect())
-        .unwrap()
+/// A slot on its way from `source` to `target`: open (`CLUSTER SETSLOT`
+/// `IMPORTING` on the target, `MIGRATING` on the source) until `close`.
+struct Migration<'a> {
+    slot: i64,
+    target: &'a Server,
+    from: redis::Connection,
+    target_id: String,
+}
+
+impl<'a> Migration<'a> {
+    /// Opens the migration of the slot of `key` (a key on `source`).
+    fn open(source: &'a Server, target: &'a Server, key: &str) -> Migration<'a> {
+        let mut from = source.connect();
+        let slot: i64 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut from)
+            .unwrap();
+        let target_id = node_id(target);
+        set_slot(target, slot, "IMPORTING", &node_id(source));
+        set_slot(source, slot, "MIGRATING", &target_id);
+        Migration {
+            slot,
+            target,
+            from,
+            target_id,
+        }
+    }
+
+    /// `MIGRATE`s `keys` (if any) from the source to the target.
+    fn migrate(&mut self, keys: &[String]) {
+        if keys.is_empty() {
+            return;
+        }
+        redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(self.target.port)
+            .arg("")
+            .arg(0)
+            .arg(5000)
+            .arg("REPLACE")
+            .arg("KEYS")
+            .arg(keys)
+            .query::<()>(&mut self.from)
+            .unwrap()
+    }
+
+    /// Moves every key of the slot left on the source, `batch` keys a
+    /// `MIGRATE`, `pause` after each.
+    fn migrate_all(&mut self, batch: usize, pause: Duration) {
+        loop {
+            let keys: Vec<String> = redis::cmd("CLUSTER")
+                .arg("GETKEYSINSLOT")
+                .arg(self.slot)
+                .arg(batch)
+                .query(&mut self.from)
+                .unwrap();
+            if keys.is_empty() {
+                return;
+            }
+            self.migrate(&keys);
+            std::thread::sleep(pause);
+        }
+    }
+
+    /// Ends it: each of `nodes` gives the slot to the target.
+    fn close<'b>(&self, nodes: impl IntoIterator<Item = &'b Server>) {
+        for node in nodes {
+            set_slot(node, self.slot, "NODE", &self.target_id);
+        }
+    }
 }
 
 /// `CLUSTER SETSLOT slot state id` on `server`.
@@ -175,41 +234,13 @@ fn a_slot_migrated_mid_crawl_loses_and_repeats_nothing() {
             // Shard 0's slot moves from the first node to the second, a
             // key at a time, while the crawl goes on.
             let (source, target) = (&cluster.nodes[0], &cluster.nodes[1]);
-            let mut from = source.connect();
             let keys: Vec<String> = redis::cmd("KEYS")
                 .arg("moving:queue:*")
-                .query(&mut from)
+                .query(&mut source.connect())
                 .unwrap();
-            let slot = key_slot(source, &keys[0]);
-            let (source_id, target_id) = (node_id(source), node_id(target));
-            let setslot =
-                |server: &Server, state: &str, id: &str| set_slot(server, slot, state, id);
-            setslot(target, "IMPORTING", &source_id);
-            setslot(source, "MIGRATING", &target_id);
-            loop {
-                let batch: Vec<String> = redis::cmd("CLUSTER")
-                    .arg("GETKEYSINSLOT")
-                    .arg(slot)
-                    .arg(1)
-                    .query(&mut from)
-                    .unwrap();
-                let Some(key) = batch.first() else { break };
-                redis::cmd("MIGRATE")
-                    .arg("127.0.0.1")
-                    .arg(target.port)
-                    .arg("")
-                    .arg(0)
-                    .arg(5000)
-                    .arg("REPLACE")
-                    .arg("KEYS")
-                    .arg(key)
-                    .query::<()>(&mut from)
-                    .unwrap();
-                std::thread::sleep(Duration::from_millis(30));
-            }
-            for node in &cluster.nodes {
-                setslot(node, "NODE", &target_id);
-            }
+            let mut migration = Migration::open(source, target, &keys[0]);
+            migration.migrate_all(1, Duration::from_millis(30));
+            migration.close(&cluster.nodes);
         });
         crawling::each_page_once(&tallies, &expected, &format!("{kind:?}"));
         let retries: u64 = tallies.iter().map(|tally| tally.stats.retries).sum();
@@ -405,39 +436,12 @@ fn a_take_answered_through_ask_waits_for_the_replicas() {
     // Shard 0 (on the first node) moves to the second, every key of it,
     // and the slot stays migrating: its commands are answered through ASK.
     let (source, target) = (&cluster.nodes[0], &cluster.nodes[1]);
-    let mut from = source.connect();
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg("asked:queue:*")
-        .query(&mut from)
+        .query(&mut source.connect())
         .unwrap();
     assert_eq!(keys.len(), 1, "{keys:?}");
-    let slot = key_slot(source, &keys[0]);
-    let (source_id, target_id) = (node_id(source), node_id(target));
-    let setslot = |server: &Server, state: &str, id: &str| set_slot(server, slot, state, id);
-    setslot(target, "IMPORTING", &source_id);
-    setslot(source, "MIGRATING", &target_id);
-    loop {
-        let batch: Vec<String> = redis::cmd("CLUSTER")
-            .arg("GETKEYSINSLOT")
-            .arg(slot)
-            .arg(10)
-            .query(&mut from)
-            .unwrap();
-        if batch.is_empty() {
-            break;
-        }
-        let mut migrate = redis::cmd("MIGRATE");
-        migrate
-            .arg("127.0.0.1")
-            .arg(target.port)
-            .arg("")
-            .arg(0)
-            .arg(5000)
-            .arg("REPLACE")
-            .arg("KEYS")
-            .arg(&batch);
-        migrate.query::<()>(&mut from).unwrap();
-    }
+    Migration::open(source, target, &keys[0]).migrate_all(10, Duration::ZERO);
     cluster.nodes[replica_of_second].kill();
     let taker = FleetFrontier::connect(&config).unwrap();
     for _ in 0..3 {
@@ -540,40 +544,13 @@ fn leases_are_renewed_while_a_migration_splits_their_shard() {
             holds(&cluster.nodes[1]).expect("the held URL's take"),
         ),
     };
-    let slot = key_slot(source, &inflight);
     let queue = inflight.replace(":inflight:", ":queue:");
-    let (source_id, target_id) = (node_id(source), node_id(target));
-    let setslot = |server: &Server, state: &str, id: &str| set_slot(server, slot, state, id);
-    let migrate = |keys: &[String]| {
-        redis::cmd("MIGRATE")
-            .arg("127.0.0.1")
-            .arg(target.port)
-            .arg("")
-            .arg(0)
-            .arg(5000)
-            .arg("REPLACE")
-            .arg("KEYS")
-            .arg(keys)
-            .query::<()>(&mut source.connect())
-            .unwrap()
-    };
-    setslot(target, "IMPORTING", &source_id);
-    setslot(source, "MIGRATING", &target_id);
-    migrate(&[queue]);
+    let mut migration = Migration::open(source, target, &inflight);
+    migration.migrate(&[queue]);
     // Two leases with the shard split between the nodes.
     std::thread::sleep(Duration::from_secs(3));
-    let rest: Vec<String> = redis::cmd("CLUSTER")
-        .arg("GETKEYSINSLOT")
-        .arg(slot)
-        .arg(100)
-        .query(&mut source.connect())
-        .unwrap();
-    if !rest.is_empty() {
-        migrate(&rest);
-    }
-    for node in &cluster.nodes {
-        setslot(node, "NODE", &target_id);
-    }
+    migration.migrate_all(100, Duration::ZERO);
+    migration.close(&cluster.nodes);
     let other = FleetFrontier::connect(&config).unwrap();
     let looking = Instant::now();
     while looking.elapsed() < Duration::from_secs(2) {
@@ -707,29 +684,8 @@ fn a_completion_refused_for_a_while_through_ask_is_sent_again() {
     };
     // The shard's slot moves to the target, its keys with it, and stays
     // open (MIGRATING / IMPORTING): the source answers ASK for them.
-    let slot = key_slot(source, &inflight[0]);
-    let setslot = |server: &Server, state: &str, id: &str| set_slot(server, slot, state, id);
-    let (source_id, target_id) = (node_id(source), node_id(target));
-    setslot(target, "IMPORTING", &source_id);
-    setslot(source, "MIGRATING", &target_id);
-    let keys: Vec<String> = redis::cmd("CLUSTER")
-        .arg("GETKEYSINSLOT")
-        .arg(slot)
-        .arg(100)
-        .query(&mut source.connect())
-        .unwrap();
-    redis::cmd("MIGRATE")
-        .arg(&[
-            "127.0.0.1",
-            &target.port.to_string(),
-            "",
-            "0",
-            "5000",
-            "KEYS",
-        ])
-        .arg(&keys)
-        .query::<()>(&mut source.connect())
-        .unwrap();
+    let mut migration = Migration::open(source, target, &inflight[0]);
+    migration.migrate_all(100, Duration::ZERO);
     let min_replicas = |value: &str| {
         redis::cmd("CONFIG")
             .arg(&["SET", "min-replicas-to-write", value])
@@ -754,9 +710,7 @@ fn a_completion_refused_for_a_while_through_ask_is_sent_again() {
     let _ = pop_and_complete(&holder);
     std::thread::sleep(Duration::from_millis(800));
     min_replicas("0");
-    for node in [source, target] {
-        setslot(node, "NODE", &target_id);
-    }
+    migration.close([source, target]);
     // Past the lease: another client takes what comes back, while the
     // holder's next calls carry the completion again.
     let other = FleetFrontier::connect(&settings).unwrap();

@@ -43,7 +43,6 @@ mod revisit;
 mod site;
 mod web;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -56,7 +55,7 @@ use url::Url;
 use links::{extract_links, resolve};
 use report::{ExactRecord, Tally};
 use revisit::Revisits;
-use site::Site;
+use site::{Site, SiteArgs};
 
 /// Crawl a synthetic web (or a directory of HTML files) with worker threads
 /// sharing one atomic-bloom Frontier.
@@ -66,24 +65,12 @@ struct Args {
     /// Worker threads.
     #[arg(long, default_value_t = 4)]
     threads: usize,
-    /// Hosts in the synthetic web.
-    #[arg(long, default_value_t = 1500)]
-    hosts: usize,
-    /// Articles per host in the synthetic web (each host also has a home,
-    /// about and contact page and up to 16 section indexes).
-    #[arg(long, default_value_t = 500)]
-    pages_per_host: usize,
-    /// Seed of the synthetic web and of the filter.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
+    #[command(flatten)]
+    site: SiteArgs,
     /// Target false-positive rate: the share of new URLs the frontier may
     /// wrongly drop as seen.
     #[arg(long, default_value_t = 0.01)]
     rate: f64,
-    /// Distinct URLs the frontier is sized for [default: 1.25 x the pages of
-    /// the web, or of the files under --dir].
-    #[arg(long)]
-    capacity: Option<usize>,
     /// Layout of the seen-filter: `word` never queues a URL twice,
     /// `cache-line` takes less memory but two workers racing on one new URL
     /// may both queue it.
@@ -102,9 +89,6 @@ struct Args {
     /// the pages of the web].
     #[arg(long, value_name = "PAGES", requires = "revisit_after")]
     max_pages: Option<u64>,
-    /// Crawl this directory of HTML files instead, from its index.html.
-    #[arg(long, value_name = "PATH")]
-    dir: Option<PathBuf>,
     /// Keep an exact record of every URL to count the new ones wrongly
     /// dropped by false positives (slower, more memory).
     #[arg(long)]
@@ -224,13 +208,7 @@ fn run(args: &Args) -> Result<(), String> {
     if !(1..=MAX_THREADS).contains(&args.threads) {
         return Err(format!("--threads must be between 1 and {MAX_THREADS}"));
     }
-    let (site, what) = match &args.dir {
-        Some(dir) => Site::dir(dir)?,
-        None => Site::synthetic(args.seed, args.hosts, args.pages_per_host)?,
-    };
-    let capacity = args
-        .capacity
-        .unwrap_or(site.size().saturating_mul(5) / 4 + 100);
+    let (site, what, capacity) = args.site.open()?;
     let frontier =
         build_frontier(args, capacity).map_err(|e| format!("cannot build the frontier: {e}"))?;
     let setup = match args.revisit_after {
@@ -306,7 +284,7 @@ fn build_frontier(args: &Args, capacity: usize) -> Result<Frontier<String>, atom
         // window takes that much more than the promise.
         let filter =
             WindowedBloomFilter::builder(after.saturating_add(4 * args.threads), args.rate)
-                .seed(args.seed)
+                .seed(args.site.seed)
                 .layout(Layout::Word)
                 .build()?;
         return Ok(Frontier::from_windowed(filter));
@@ -318,13 +296,13 @@ fn build_frontier(args: &Args, capacity: usize) -> Result<Frontier<String>, atom
     if args.scalable {
         let filter = ScalableBloomFilter::builder((capacity / 64).max(1), args.rate)
             .layout(layout)
-            .seed(args.seed)
+            .seed(args.site.seed)
             .build()?;
         return Ok(Frontier::from_scalable(filter));
     }
     let filter = BloomFilter::builder(capacity, args.rate)
         .layout(layout)
-        .seed(args.seed)
+        .seed(args.site.seed)
         .build()?;
     Ok(Frontier::from_filter(filter))
 }

@@ -10,6 +10,44 @@ use url::Url;
 
 use crate::web::SyntheticWeb;
 
+/// The crawl examples' options for where pages come from, and how many
+/// URLs to size for.
+#[derive(clap::Args, Debug)]
+pub struct SiteArgs {
+    /// Hosts in the synthetic web.
+    #[arg(long, default_value_t = 1500)]
+    pub hosts: usize,
+    /// Articles per host in the synthetic web (each host also has a home,
+    /// about and contact page and up to 16 section indexes).
+    #[arg(long, default_value_t = 500)]
+    pub pages_per_host: usize,
+    /// Seed of the synthetic web (and of the library crawl's filter).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Distinct URLs to size for [default: 1.25 x the pages of the web, or
+    /// of the files under --dir].
+    #[arg(long)]
+    pub capacity: Option<usize>,
+    /// Crawl this directory of HTML files instead, from its index.html.
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+}
+
+impl SiteArgs {
+    /// The site these name (the directory if there is one, or else the
+    /// synthetic web), a line that describes it, and the capacity asked
+    /// for (or else the site's size and a quarter more, and 100 more for a
+    /// tiny site).
+    pub fn open(&self) -> Result<(Site, String, usize), String> {
+        let (site, what) = match &self.dir {
+            Some(dir) => Site::dir(dir)?,
+            None => Site::synthetic(self.seed, self.hosts, self.pages_per_host)?,
+        };
+        let capacity = (self.capacity).unwrap_or(site.size().saturating_mul(5) / 4 + 100);
+        Ok((site, what, capacity))
+    }
+}
+
 /// Where pages come from.
 pub enum Site {
     Synthetic(SyntheticWeb),

@@ -13,7 +13,7 @@ use indicatif::HumanCount;
 use url::Url;
 
 use crate::fleet::{Fetch, FleetTally, OnComplete};
-use crate::site::Site;
+use crate::site::SiteArgs;
 
 /// Crawl a synthetic web (or a directory of HTML files) with every other
 /// crawl process started against the same Valkey or Redis server (or
@@ -31,26 +31,12 @@ pub struct Args {
     /// Worker tasks (the async crawl, `crawl_async`).
     #[arg(long, default_value_t = 64)]
     pub tasks: usize,
-    /// Hosts in the synthetic web.
-    #[arg(long, default_value_t = 1500)]
-    pub hosts: usize,
-    /// Articles per host in the synthetic web.
-    #[arg(long, default_value_t = 500)]
-    pub pages_per_host: usize,
-    /// Seed of the synthetic web.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub site: SiteArgs,
     /// Target false-positive rate of the fleet's filters (the local one
     /// gets a tenth of it).
     #[arg(long, default_value_t = 0.01)]
     pub rate: f64,
-    /// Distinct URLs the fleet is sized for [default: 1.25 x the pages of
-    /// the web, or of the files under --dir].
-    #[arg(long)]
-    pub capacity: Option<usize>,
-    /// Crawl this directory of HTML files instead, from its index.html.
-    #[arg(long, value_name = "PATH")]
-    pub dir: Option<PathBuf>,
     /// Keys the fleet's filter and queue are spread over.
     #[arg(long, default_value_t = 8)]
     pub shards: usize,
@@ -84,13 +70,7 @@ pub struct Setup {
 
 /// The crawl `args` ask for.
 pub fn setup(args: &Args) -> Result<Setup, String> {
-    let (site, what) = match &args.dir {
-        Some(dir) => Site::dir(dir)?,
-        None => Site::synthetic(args.seed, args.hosts, args.pages_per_host)?,
-    };
-    let capacity = args
-        .capacity
-        .unwrap_or(site.size().saturating_mul(5) / 4 + 100);
+    let (site, what, capacity) = args.site.open()?;
     let lease = Duration::try_from_secs_f64(args.lease).map_err(|e| format!("--lease: {e}"))?;
     let mut config = FleetConfig::new(args.redis.as_str())
         .prefix(args.prefix.as_str())

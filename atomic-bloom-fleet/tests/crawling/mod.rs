@@ -129,6 +129,18 @@ impl Frontier {
     }
 }
 
+/// Settings for an exact crawl of the small web (its filters' rates far
+/// below one false positive there) on `shards` shards, taking 16 URLs a
+/// pop; each test adds its timeout, retries and lease.
+pub fn exact_config(url: &str, prefix: &str, shards: usize) -> FleetConfig {
+    FleetConfig::new(url)
+        .prefix(prefix)
+        .shards(shards)
+        .capacity(10_000, 1e-7)
+        .local_filter(10_000, 1e-8)
+        .pop_batch(16)
+}
+
 /// A web of 30 hosts x 100 articles: 3,570 pages.
 pub fn small_web() -> SyntheticWeb {
     SyntheticWeb::new(7, 30, 100)
