@@ -139,6 +139,18 @@ fn every_chunk_is_cleared_before_the_new_epoch_is_published() {
     });
 }
 
+/// Two generations of a window of two items in `layout`, rotated by hand:
+/// what two threads inserting one item race on.
+fn two_items(layout: Layout) -> WindowedBloomFilter<u64> {
+    WindowedBloomFilter::builder(2, 0.01)
+        .seed(7)
+        .layout(layout)
+        .generations(2)
+        .manual_rotation()
+        .build()
+        .unwrap()
+}
+
 /// Eight generations rotated by hand, two blocks.
 fn two_blocks_of_eight() -> WindowedBloomFilter<u64> {
     let window = 40;
@@ -160,15 +172,7 @@ fn two_blocks_of_eight() -> WindowedBloomFilter<u64> {
 #[test]
 fn word_layout_racing_inserts_of_one_item_exactly_one_is_new() {
     loom::model(|| {
-        let filter = Arc::new(
-            WindowedBloomFilter::builder(2, 0.01)
-                .seed(7)
-                .layout(Layout::Word)
-                .generations(2)
-                .manual_rotation()
-                .build()
-                .unwrap(),
-        );
+        let filter = Arc::new(two_items(Layout::Word));
         let other = {
             let filter = Arc::clone(&filter);
             thread::spawn(move || filter.insert(&X))
@@ -281,15 +285,7 @@ fn a_slot_holding_bits_is_cleared_when_its_turn_comes() {
 fn racing_inserts_of_one_item_count_it_once() {
     for layout in [Layout::Compact, Layout::CacheLine] {
         loom::model(move || {
-            let filter = Arc::new(
-                WindowedBloomFilter::builder(2, 0.01)
-                    .seed(7)
-                    .layout(layout)
-                    .generations(2)
-                    .manual_rotation()
-                    .build()
-                    .unwrap(),
-            );
+            let filter = Arc::new(two_items(layout));
             let other = {
                 let filter = Arc::clone(&filter);
                 thread::spawn(move || {
