@@ -66,10 +66,7 @@ impl Durability {
         if self.waits() {
             match replies.next() {
                 Some(Value::Int(_)) => {}
-                Some(Value::ServerError(error)) => {
-                    let error = redis::RedisError::from(error.clone());
-                    return Some(super::failure::classify(node, "", &error));
-                }
+                Some(Value::ServerError(error)) => return Some(refused(node, error)),
                 reply => {
                     return Some(Failure::Busy {
                         node: node.to_string(),
@@ -102,10 +99,7 @@ impl Durability {
         if self.aof.is_some() {
             match replies.next() {
                 Some(Value::Array(counts)) if counts.first() == Some(&Value::Int(1)) => {}
-                Some(Value::ServerError(error)) => {
-                    let error = redis::RedisError::from(error.clone());
-                    return Some(super::failure::classify(node, "", &error));
-                }
+                Some(Value::ServerError(error)) => return Some(refused(node, error)),
                 reply => {
                     return Some(Failure::Busy {
                         node: node.to_string(),
@@ -119,4 +113,10 @@ impl Durability {
         }
         None
     }
+}
+
+/// What an error reply in the pipeline (the write before the wait, or
+/// `WAITAOF`) means: the failure it is as the reply to any command.
+fn refused(node: &str, error: &redis::ServerError) -> Failure {
+    super::failure::classify(node, "", &redis::RedisError::from(error.clone()))
 }
