@@ -16,18 +16,19 @@ use atomic_bloom::{
 };
 use libfuzzer_sys::fuzz_target;
 
-/// What the fuzzer does with a loaded value: write it, read that back,
-/// and write again; the two writes are the same bytes. Inputs of older
-/// versions, and (in a fuzzing build, which takes any checksum) inputs
-/// with wrong checksums, load too; what they write is the current format
-/// with right checksums, so it is the second write that must match the first.
+/// What the fuzzer does with a value `read` loads from `data`: write it,
+/// read that back, and write again; the two writes are the same bytes.
+/// Inputs of older versions, and (in a fuzzing build, which takes any
+/// checksum) inputs with wrong checksums, load too; what they write is the
+/// current format with right checksums, so it is the second write that
+/// must match the first.
 fn check<V>(
-    loaded: Result<V, Error>,
+    data: &[u8],
     read: impl Fn(&[u8]) -> Result<V, Error>,
     write: impl Fn(&V, &mut Vec<u8>) -> Result<(), Error>,
     use_it: impl Fn(&V),
 ) {
-    let Ok(value) = loaded else { return };
+    let Ok(value) = read(data) else { return };
     use_it(&value);
     let mut first = Vec::new();
     write(&value, &mut first).expect("writing to a Vec cannot fail");
@@ -39,31 +40,29 @@ fn check<V>(
 
 const ITEMS: [&[u8]; 4] = [b"", b"a", b"https://example.com/", b"\xff\x00"];
 
+/// Each of `ITEMS`, once inserted, is present.
+fn inserts_and_finds<R>(insert: impl Fn(&[u8]) -> R, contains: impl Fn(&[u8]) -> bool) {
+    for item in ITEMS {
+        insert(item);
+        assert!(contains(item), "an inserted item is present");
+    }
+}
+
 fn load_everything(data: &[u8]) {
     check(
-        BloomFilter::<[u8]>::read_from(data),
+        data,
         |bytes| BloomFilter::<[u8]>::read_from(bytes),
         |f, out| f.write_to(out),
-        |f| {
-            for item in ITEMS {
-                f.insert(item);
-                assert!(f.contains(item), "an inserted item is present");
-            }
-        },
+        |f| inserts_and_finds(|item| f.insert(item), |item| f.contains(item)),
     );
     check(
-        CountingBloomFilter::<[u8]>::read_from(data),
+        data,
         |bytes| CountingBloomFilter::<[u8]>::read_from(bytes),
         |f, out| f.write_to(out),
-        |f| {
-            for item in ITEMS {
-                f.insert(item);
-                assert!(f.contains(item), "an inserted item is present");
-            }
-        },
+        |f| inserts_and_finds(|item| f.insert(item), |item| f.contains(item)),
     );
     check(
-        ScalableBloomFilter::<[u8]>::read_from(data),
+        data,
         |bytes| ScalableBloomFilter::<[u8]>::read_from(bytes),
         |f, out| f.write_to(out),
         |f| {
@@ -75,13 +74,13 @@ fn load_everything(data: &[u8]) {
         },
     );
     check(
-        Frontier::<String>::read_from(data),
+        data,
         |bytes| Frontier::<String>::read_from(bytes),
         |f, out| f.write_to(out),
         |_| {},
     );
     check(
-        Frontier::<Vec<u8>>::read_from(data),
+        data,
         |bytes| Frontier::<Vec<u8>>::read_from(bytes),
         |f, out| f.write_to(out),
         |_| {},
