@@ -9,8 +9,12 @@ use std::time::Duration;
 
 use atomic_bloom::{Error, Layout, Rotation, Sizing, WindowedBloomFilter};
 
+#[path = "common/clock.rs"]
+mod clock;
 #[path = "common/saved.rs"]
 mod saved;
+
+use clock::test_clock;
 
 /// Every shape: a layout and its generations.
 const SHAPES: [(Layout, u32); 9] = [
@@ -244,18 +248,6 @@ fn inserts_racing_rotations_are_found_until_their_generation_ends() {
         assert_eq!(lost, 0, "{shape:?}");
         assert!(f.epoch() > 500, "{shape:?}: rotated {} times", f.epoch());
     }
-}
-
-/// A clock the test moves: nanoseconds in an atomic.
-fn test_clock() -> (
-    Arc<AtomicU64>,
-    impl Fn() -> Duration + Send + Sync + 'static,
-) {
-    let nanos = Arc::new(AtomicU64::new(0));
-    let read = Arc::clone(&nanos);
-    (nanos, move || {
-        Duration::from_nanos(read.load(Ordering::Relaxed))
-    })
 }
 
 #[test]

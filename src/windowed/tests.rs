@@ -9,6 +9,11 @@ use super::{Timing, WindowedBloomFilter};
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::Layout;
 
+#[path = "../../tests/common/clock.rs"]
+mod clock;
+
+use clock::test_clock;
+
 /// Items in completion order, checked after every insert: each one with
 /// fewer than `window` items after it is found.
 struct Order {
@@ -86,19 +91,6 @@ fn an_insert_caught_across_a_rotation_is_counted_once() {
     an_insert_caught_across_a_rotation(Layout::Compact, true);
     an_insert_caught_across_a_rotation(Layout::Word, true);
     an_insert_caught_across_a_rotation(Layout::Word, false);
-}
-
-/// A clock the test moves, in nanoseconds.
-fn test_clock() -> (
-    Arc<AtomicU64>,
-    impl Fn() -> Duration + Send + Sync + 'static,
-) {
-    let nanos = Arc::new(AtomicU64::new(0));
-    let read = Arc::clone(&nanos);
-    // Relaxed: the test's own thread moves it between operations.
-    (nanos, move || {
-        Duration::from_nanos(read.load(Ordering::Relaxed))
-    })
 }
 
 /// Issue 34, item 2: an insert that met a rotation begun late (nothing
