@@ -36,7 +36,8 @@
 //! encodings, served as RedisBloom serves them), `data_type.rs` (the
 //! server's callbacks), `value.rs` (a key's value: a filter, or a dump
 //! still loading), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `record.rs`
-//! (a filter's bytes), `filter.rs` (a key's filter) and `alloc.rs` (the
+//! (a filter's bytes; `envelope.rs`, what they share with a windowed
+//! key's), `filter.rs` (a key's filter) and `alloc.rs` (the
 //! server's allocator, alignment honoured).
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -50,6 +51,7 @@ mod commands;
 mod config;
 mod data_type;
 mod dump;
+mod envelope;
 mod filter;
 #[doc(hidden)]
 pub mod fuzzing;
