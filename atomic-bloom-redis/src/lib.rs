@@ -35,8 +35,8 @@
 //! `redisbloom/` (RedisBloom's own filters, its type, hashing and
 //! encodings, served as RedisBloom serves them), `data_type.rs` (the
 //! server's callbacks), `value.rs` (a key's value: a filter, or a dump
-//! still loading), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `record.rs`
-//! (a filter's bytes; `envelope.rs`, what they share with a windowed
+//! still loading), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `record/`
+//! (a filter's bytes; its `envelope.rs`, what they share with a windowed
 //! key's), `filter.rs` (a key's filter) and `alloc.rs` (the
 //! server's allocator, alignment honoured).
 
@@ -51,7 +51,6 @@ mod commands;
 mod config;
 mod data_type;
 mod dump;
-mod envelope;
 mod filter;
 #[doc(hidden)]
 pub mod fuzzing;

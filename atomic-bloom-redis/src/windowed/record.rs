@@ -31,7 +31,7 @@ use std::io::{Read, Write};
 use atomic_bloom::WindowedBloomFilter;
 
 use super::{Loading, WindowOptions, Windowed, GENERATIONS, MAX_TIME_MS};
-use crate::envelope::{Fields, Layout};
+use crate::record::envelope::{Fields, Layout};
 
 /// Bytes of the envelope.
 pub(crate) const RECORD_ENVELOPE_BYTES: usize = 64;
@@ -43,7 +43,7 @@ const LAYOUT: Layout<RECORD_ENVELOPE_BYTES> = Layout {
 };
 
 /// Why a record did not load (for the server's log).
-pub(crate) type RecordError = crate::envelope::RecordError<true>;
+pub(crate) type RecordError = crate::record::envelope::RecordError<true>;
 
 /// The fields of an envelope.
 #[derive(Clone, Copy, Debug, PartialEq)]

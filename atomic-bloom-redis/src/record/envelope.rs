@@ -1,4 +1,4 @@
-//! What the module's two records share (`record.rs`, a `BF.*` key's;
+//! What the module's two records share (`record/`, a `BF.*` key's;
 //! `windowed/record.rs`, a `WBF.*` key's): a fixed-size envelope, then the
 //! filter in atomic-bloom's own saved format (FORMAT.md), and nothing after
 //! it.

@@ -18,13 +18,15 @@
 //!
 //! All integers little-endian.
 
+pub(crate) mod envelope;
+
 use std::io::{Read, Write};
 
 use atomic_bloom::{BloomFilter, SaveCursor, ScalableBloomFilter};
 
-pub(crate) use crate::envelope::RecordError;
-use crate::envelope::{Fields, Layout};
 use crate::filter::{Bloom, Filter, Options};
+pub(crate) use envelope::RecordError;
+use envelope::{Fields, Layout};
 
 pub(crate) const ENVELOPE_BYTES: usize = 56;
 const LAYOUT: Layout<ENVELOPE_BYTES> = Layout {
