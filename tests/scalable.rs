@@ -148,19 +148,24 @@ fn four_threads_across_boundaries_lose_nothing() {
 
 /// Every stage but the newest reached its fill: a boundary that added two
 /// stages would leave one of them (nearly) empty. A large stage grows at
-/// its set-bit mark, up to the sampled tally's error (under 1%); a small
-/// one (64 lines or fewer) when the rate of its bits reaches its target,
-/// which unevenly loaded blocks reach a few percent before the mark: 10%
-/// allowed.
+/// its set-bit mark, up to the sampled tally's error (under 1%): 10%
+/// allowed. A small one (64 lines or fewer) grows when the rate of its
+/// bits reaches its target, which unevenly loaded blocks can reach well
+/// before the mark: over 400 seeds of a 64-item first stage (3,600 stages,
+/// one thread), the lowest fill at growth was 84% of the mark with exact
+/// sizing and 80% with power-of-two sizing, so 70% is allowed (a stage
+/// skipped by a double append holds next to nothing). With 90% for small
+/// stages the racing test below failed by chance, 3 runs in 60.
 fn exactly_one_stage_per_boundary<T: ?Sized>(f: &ScalableBloomFilter<T>) {
-    let fills: Vec<(usize, usize)> = f
+    let fills: Vec<(usize, usize, bool)> = f
         .stage_stats()
         .iter()
-        .map(|s| (s.set_bits, s.set_bits_when_full))
+        .map(|s| (s.set_bits, s.set_bits_when_full, s.memory_bytes <= 64 * 64))
         .collect();
-    for (index, (set_bits, full_at)) in fills[..fills.len() - 1].iter().enumerate() {
+    for (index, (set_bits, full_at, small)) in fills[..fills.len() - 1].iter().enumerate() {
+        let least_percent = if *small { 70 } else { 90 };
         assert!(
-            set_bits * 100 >= full_at * 90,
+            set_bits * 100 >= full_at * least_percent,
             "stage {index} of {}: {set_bits} set bits, full at {full_at}",
             fills.len()
         );
