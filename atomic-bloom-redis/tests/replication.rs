@@ -174,7 +174,14 @@ fn restore_holds_to_the_memory_limit_and_a_replica_follows_its_primary() {
 #[test]
 fn a_replica_that_cannot_build_a_filter_holds_none_and_never_a_default_one() {
     for kind in KINDS {
-        let primary = Server::start(kind, &[], &["--appendonly", "yes"]);
+        // `appendfsync always`: the AOF is copied below while the primary
+        // runs, and under `everysec` a write may wait out a background
+        // fsync (up to 2 s) before it reaches the file.
+        let primary = Server::start(
+            kind,
+            &[],
+            &["--appendonly", "yes", "--appendfsync", "always"],
+        );
         let replica = Server::start_with_address_space(kind, 3 << 30);
         let (mut p, mut r) = (primary.connect(), replica.connect());
         replicate(&mut r, &primary);
