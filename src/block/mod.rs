@@ -228,15 +228,19 @@ impl<B: Block> Blocks<B> {
         }
     }
 
+    /// The bytes `count` saved blocks take, or the error for a count whose
+    /// bytes overflow.
+    fn saved_bytes(count: usize) -> Result<usize, Error> {
+        count.checked_mul(BLOCK_BYTES).ok_or(Error::LengthOverflow {
+            field: "block count",
+            value: count as u64,
+        })
+    }
+
     /// Reads `count` blocks that [`write_pages`](Self::write_pages) wrote,
     /// checking each page, allocating only as the input delivers them.
     pub(crate) fn read_pages<R: Read>(count: usize, input: &mut Decoder<R>) -> Result<Self, Error> {
-        let bytes = count
-            .checked_mul(BLOCK_BYTES)
-            .ok_or(Error::LengthOverflow {
-                field: "block count",
-                value: count as u64,
-            })?;
+        let bytes = Self::saved_bytes(count)?;
         let mut storage = Vec::new();
         input.pages(bytes, |page| {
             for block_bytes in page.chunks_exact(BLOCK_BYTES) {
@@ -257,12 +261,7 @@ impl<B: Block> Blocks<B> {
         count: usize,
         input: &mut Decoder<R>,
     ) -> Result<(Self, u64), Error> {
-        let bytes = count
-            .checked_mul(BLOCK_BYTES)
-            .ok_or(Error::LengthOverflow {
-                field: "block count",
-                value: count as u64,
-            })?;
+        let bytes = Self::saved_bytes(count)?;
         let mut storage = Vec::new();
         let mut total = 0u64;
         input.chunks(bytes, |chunk| {
