@@ -672,25 +672,13 @@ impl<T: ?Sized, S: Clone> BloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_clone(&self) -> Result<Self, Error> {
-        Ok(BloomFilter {
-            bits: self.bits.try_snapshot()?,
-            layout: self.layout,
-            probe: self.probe,
-            index: self.index,
-            geometry: self.geometry,
-            target_rate: self.target_rate,
-            hasher: self.hasher.clone(),
-            _item: PhantomData,
-        })
+        Ok(self.with_bits(self.bits.try_snapshot()?))
     }
-}
 
-/// A snapshot copy: holds every insert that completed before `clone` began,
-/// and perhaps some that were in flight.
-impl<T: ?Sized, S: Clone> Clone for BloomFilter<T, S> {
-    fn clone(&self) -> Self {
+    /// A filter built as this one, over `bits` (a copy of this one's).
+    fn with_bits(&self, bits: BitArray) -> Self {
         BloomFilter {
-            bits: self.bits.snapshot(),
+            bits,
             layout: self.layout,
             probe: self.probe,
             index: self.index,
@@ -699,6 +687,14 @@ impl<T: ?Sized, S: Clone> Clone for BloomFilter<T, S> {
             hasher: self.hasher.clone(),
             _item: PhantomData,
         }
+    }
+}
+
+/// A snapshot copy: holds every insert that completed before `clone` began,
+/// and perhaps some that were in flight.
+impl<T: ?Sized, S: Clone> Clone for BloomFilter<T, S> {
+    fn clone(&self) -> Self {
+        self.with_bits(self.bits.snapshot())
     }
 }
 
