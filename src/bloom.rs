@@ -737,7 +737,7 @@ impl<T: ?Sized, S: PartialEq> PartialEq for BloomFilter<T, S> {
             || (self.geometry == other.geometry
                 && self.target_rate.to_bits() == other.target_rate.to_bits()
                 && self.hasher == other.hasher
-                && self.bits.same_bits(&other.bits))
+                && self.bits.same(&other.bits))
     }
 }
 

@@ -484,7 +484,7 @@ impl<T: ?Sized, S: PartialEq> PartialEq for CountingBloomFilter<T, S> {
             || (self.geometry == other.geometry
                 && self.target_rate.to_bits() == other.target_rate.to_bits()
                 && self.hasher == other.hasher
-                && self.counters.same_counters(&other.counters))
+                && self.counters.same(&other.counters))
     }
 }
 
