@@ -5,14 +5,10 @@
 //! The insert and lookup protocols, and why `Relaxed` is enough for them,
 //! are in `src/PROTOCOLS.md`.
 
-use std::io::{Read, Write};
-
-use crate::block::{Block, Blocks, BLOCK_BYTES, WORDS_PER_BLOCK};
+use crate::block::{Blocks, Line, BLOCK_BYTES, WORDS_PER_BLOCK};
 use crate::layout::{CompactProbe, LineProbe, WordProbe};
 use crate::sizing::Scheme;
 use crate::sync::{AtomicU64, Ordering};
-use crate::wire::{Decoder, Encoder};
-use crate::Error;
 
 /// Bits in one line.
 const BLOCK_BITS: usize = BLOCK_BYTES * 8;
@@ -29,66 +25,7 @@ pub(crate) struct RateOfBits {
 }
 
 /// One cache line of bits: eight words.
-#[repr(C, align(64))]
-pub(crate) struct BitBlock([AtomicU64; WORDS_PER_BLOCK]);
-
-// Safety: eight `AtomicU64`s, for which zero bytes are the value 0, an
-// empty block.
-unsafe impl Block for BitBlock {
-    #[cfg(atomic_bloom_loom)]
-    fn zero() -> Self {
-        BitBlock(std::array::from_fn(|_| AtomicU64::new(0)))
-    }
-
-    fn clear(&self) {
-        for word in &self.0 {
-            // Relaxed: the bits publish nothing; an insert that
-            // happens-after the clear sees the zero (coherence) and sets
-            // its bits after it, and one racing it may survive or not
-            // (`src/PROTOCOLS.md`, "Clear").
-            word.store(0, Ordering::Relaxed);
-        }
-    }
-
-    fn copy_from(&mut self, source: &Self) {
-        for (word, from) in self.0.iter().zip(&source.0) {
-            // Relaxed (both): a snapshot of bits that only go 0 -> 1, into
-            // a block `&mut self` holds alone; nothing hangs off them. An
-            // all-zero word is left unwritten, so its page may stay the
-            // kernel's zero page.
-            let bits = from.load(Ordering::Relaxed);
-            if bits != 0 {
-                word.store(bits, Ordering::Relaxed);
-            }
-        }
-    }
-
-    #[inline]
-    fn encode(&self, out: &mut Vec<u8>) -> usize {
-        let mut ones = 0;
-        let mut bytes = [0u8; BLOCK_BYTES];
-        for (word, le) in self.0.iter().zip(bytes.chunks_exact_mut(8)) {
-            // Relaxed: a snapshot of bits that only go 0 -> 1; an insert
-            // that happened-before the save began is seen.
-            let bits = word.load(Ordering::Relaxed);
-            ones += bits.count_ones() as usize;
-            le.copy_from_slice(&bits.to_le_bytes());
-        }
-        // One append per block: a dump's pages are made block by block.
-        out.extend_from_slice(&bytes);
-        ones
-    }
-
-    fn decode(bytes: &[u8]) -> (Self, usize) {
-        let block = BitBlock(std::array::from_fn(|word| {
-            let mut le = [0u8; 8];
-            le.copy_from_slice(&bytes[word * 8..word * 8 + 8]);
-            AtomicU64::new(u64::from_le_bytes(le))
-        }));
-        let ones = bytes.iter().map(|byte| byte.count_ones() as usize).sum();
-        (block, ones)
-    }
-}
+pub(crate) type BitBlock = Line<AtomicU64, WORDS_PER_BLOCK>;
 
 /// What an insert did: whether it turned any bit on (the item was new;
 /// under [`Layout::CacheLine`](crate::Layout) and
@@ -122,49 +59,22 @@ impl TurnedOn {
     }
 }
 
-pub(crate) struct BitArray {
-    blocks: Blocks<BitBlock>,
-}
+/// The bit array: [`Blocks`] of bits, which makes, sizes, clears, copies,
+/// compares, saves and loads it; the bits' protocols are here.
+pub(crate) type BitArray = Blocks<BitBlock>;
 
 impl BitArray {
-    /// An all-zero array of `blocks` blocks (a power of two).
-    pub(crate) fn new(blocks: usize) -> Result<Self, Error> {
-        Ok(BitArray {
-            blocks: Blocks::new(blocks)?,
-        })
-    }
-
-    pub(crate) fn num_blocks(&self) -> usize {
-        self.blocks.len()
-    }
-
-    /// Bytes allocated: the blocks.
-    pub(crate) fn memory_bytes(&self) -> usize {
-        self.blocks.memory_bytes()
-    }
-
-    /// Bytes an array of `blocks` blocks takes, before allocating it.
-    pub(crate) fn memory_bytes_for(blocks: usize) -> usize {
-        Blocks::<BitBlock>::bytes_for(blocks)
-    }
-
-    /// Asks the CPU to start loading block `block_index` into cache.
-    #[inline(always)]
-    pub(crate) fn prefetch(&self, block_index: usize) {
-        self.blocks.prefetch(block_index);
-    }
-
     /// Word `word` of line `block_index`: for the windowed filter, which
     /// places generations' bits itself (`src/windowed/probe.rs`).
     #[inline(always)]
     pub(crate) fn word(&self, block_index: usize, word: usize) -> &AtomicU64 {
-        &self.blocks.get(block_index).0[word]
+        &self.get(block_index).0[word]
     }
 
     /// The words of line `block_index` (the windowed filter's word shape).
     #[inline(always)]
     pub(crate) fn line(&self, block_index: usize) -> &[AtomicU64; WORDS_PER_BLOCK] {
-        &self.blocks.get(block_index).0
+        &self.get(block_index).0
     }
 
     /// The words of lines `first` and `first + 1`, one bounds check for
@@ -174,7 +84,7 @@ impl BitArray {
         &self,
         first: usize,
     ) -> (&[AtomicU64; WORDS_PER_BLOCK], &[AtomicU64; WORDS_PER_BLOCK]) {
-        let (low, high) = self.blocks.pair(first);
+        let (low, high) = self.pair(first);
         (&low.0, &high.0)
     }
 
@@ -204,7 +114,7 @@ impl BitArray {
     /// Counts the bits if `count`.
     #[inline(always)]
     pub(crate) fn insert_line(&self, probe: &LineProbe, count: bool) -> TurnedOn {
-        let block = &self.blocks.get(probe.block_index).0;
+        let block = &self.get(probe.block_index).0;
         // Relaxed: a stale 0 only costs a redundant OR and a racing "new"; a
         // 1 never reverts, and an insert that happened-before is seen.
         let low = block[probe.low_word].load(Ordering::Relaxed);
@@ -222,7 +132,7 @@ impl BitArray {
 
     #[inline(always)]
     pub(crate) fn contains_line(&self, probe: &LineProbe) -> bool {
-        let block = &self.blocks.get(probe.block_index).0;
+        let block = &self.get(probe.block_index).0;
         // Relaxed: a bit set by an insert that happens-before this call is
         // visible (coherence); bits carry no other data to synchronize.
         let low = block[probe.low_word].load(Ordering::Relaxed);
@@ -302,8 +212,7 @@ impl BitArray {
     /// The number of set bits: a popcount of every word, O(size) (concurrent
     /// inserts may or may not be counted).
     pub(crate) fn set_bits(&self) -> usize {
-        self.blocks
-            .iter()
+        self.iter()
             .flat_map(|block| &block.0)
             // Relaxed: a snapshot of bits that only go 0 -> 1; an insert that
             // happened-before this call is seen.
@@ -331,7 +240,7 @@ impl BitArray {
                 .each_ref()
                 .map(|word| word.load(Ordering::Relaxed).count_ones())
         };
-        let blocks = self.blocks.iter().as_slice();
+        let blocks = self.iter().as_slice();
         let total: f64 = match scheme {
             Scheme::Word | Scheme::Counters => blocks
                 .iter()
@@ -372,8 +281,7 @@ impl BitArray {
 
     /// Whether any bit is set: a scan that stops at the first set word.
     pub(crate) fn any_set(&self) -> bool {
-        self.blocks
-            .iter()
+        self.iter()
             .flat_map(|block| &block.0)
             // Relaxed: as in `set_bits`.
             .any(|word| word.load(Ordering::Relaxed) != 0)
@@ -381,7 +289,7 @@ impl BitArray {
 
     /// ORs every word of `other` (same size) into `self`.
     pub(crate) fn union(&self, other: &BitArray) {
-        for (block_index, block) in other.blocks.iter().enumerate() {
+        for (block_index, block) in other.iter().enumerate() {
             for (word, bits) in block.0.iter().enumerate() {
                 // Relaxed: bits only go 0 -> 1; a concurrent insert into
                 // `other` may or may not be carried over.
@@ -393,77 +301,5 @@ impl BitArray {
                 }
             }
         }
-    }
-
-    /// A copy of the current bits (concurrent inserts may or may not be in
-    /// it).
-    pub(crate) fn snapshot(&self) -> Self {
-        BitArray {
-            blocks: self.blocks.snapshot(),
-        }
-    }
-
-    /// A copy of the current bits (concurrent inserts may or may not be in
-    /// it), or the allocator's refusal.
-    pub(crate) fn try_snapshot(&self) -> Result<Self, Error> {
-        Ok(BitArray {
-            blocks: self.blocks.try_snapshot()?,
-        })
-    }
-
-    /// Writes every word as pages, each with its checksum (format
-    /// version 4).
-    pub(crate) fn write_pages<W: Write>(&self, out: &mut Encoder<W>) -> Result<(), Error> {
-        self.blocks.write_pages(out)
-    }
-
-    /// Pages of [`write_pages`](Self::write_pages).
-    pub(crate) fn page_count(&self) -> usize {
-        self.blocks.page_count()
-    }
-
-    /// Appends page `page_index`'s bytes to `out`.
-    pub(crate) fn encode_page(&self, page_index: usize, out: &mut Vec<u8>) {
-        self.blocks.encode_page(page_index, out);
-    }
-
-    /// Reads an array of `blocks` blocks that
-    /// [`write_pages`](Self::write_pages) wrote.
-    pub(crate) fn read_pages<R: Read>(
-        blocks: usize,
-        input: &mut Decoder<R>,
-    ) -> Result<Self, Error> {
-        Ok(BitArray {
-            blocks: Blocks::read_pages(blocks, input)?,
-        })
-    }
-
-    /// Reads an array of `blocks` blocks (a power of two) as
-    /// [`write_words`](Self::write_words) wrote it; allocates only as the
-    /// input delivers. Returns the array and its number of set bits.
-    pub(crate) fn read_words<R: Read>(
-        blocks: usize,
-        input: &mut Decoder<R>,
-    ) -> Result<(Self, u64), Error> {
-        let (blocks, total) = Blocks::read(blocks, input)?;
-        Ok((BitArray { blocks }, total))
-    }
-
-    /// Sets every bit to 0, while others may insert and look up.
-    pub(crate) fn clear(&self) {
-        self.blocks.clear();
-    }
-
-    /// Whether `other` holds the same bits, word by word (each word of
-    /// each array read once; a snapshot while others insert).
-    pub(crate) fn same_bits(&self, other: &BitArray) -> bool {
-        self.num_blocks() == other.num_blocks()
-            && self
-                .blocks
-                .iter()
-                .zip(other.blocks.iter())
-                .flat_map(|(ours, theirs)| ours.0.iter().zip(&theirs.0))
-                // Relaxed (both): a snapshot of bits that publish nothing.
-                .all(|(a, b)| a.load(Ordering::Relaxed) == b.load(Ordering::Relaxed))
     }
 }

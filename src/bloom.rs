@@ -1,6 +1,5 @@
 //! `BloomFilter`: the lock-free, fixed-capacity Bloom filter.
 
-use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
@@ -9,7 +8,7 @@ use crate::block::BLOCK_BYTES;
 use crate::builder::BloomFilterBuilder;
 use crate::layout::{BlockIndex, CompactProbe, LineProbe, WordProbe};
 use crate::sizing::{self, Geometry, Scheme};
-use crate::{AsItem, DefaultHasher, Error, Layout, Sizing};
+use crate::{DefaultHasher, Error, Layout, Sizing};
 
 /// A fixed-capacity Bloom filter that any number of threads insert into and
 /// query at once, through `&self`.
@@ -672,8 +671,13 @@ impl<T: ?Sized, S: Clone> BloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_clone(&self) -> Result<Self, Error> {
-        Ok(BloomFilter {
-            bits: self.bits.try_snapshot()?,
+        Ok(self.with_bits(self.bits.try_snapshot()?))
+    }
+
+    /// A filter built as this one, over `bits` (a copy of this one's).
+    fn with_bits(&self, bits: BitArray) -> Self {
+        BloomFilter {
+            bits,
             layout: self.layout,
             probe: self.probe,
             index: self.index,
@@ -681,7 +685,7 @@ impl<T: ?Sized, S: Clone> BloomFilter<T, S> {
             target_rate: self.target_rate,
             hasher: self.hasher.clone(),
             _item: PhantomData,
-        })
+        }
     }
 }
 
@@ -689,84 +693,51 @@ impl<T: ?Sized, S: Clone> BloomFilter<T, S> {
 /// and perhaps some that were in flight.
 impl<T: ?Sized, S: Clone> Clone for BloomFilter<T, S> {
     fn clone(&self) -> Self {
-        BloomFilter {
-            bits: self.bits.snapshot(),
-            layout: self.layout,
-            probe: self.probe,
-            index: self.index,
-            geometry: self.geometry,
-            target_rate: self.target_rate,
-            hasher: self.hasher.clone(),
-            _item: PhantomData,
-        }
+        self.with_bits(self.bits.snapshot())
     }
 }
 
-impl<T: ?Sized, S: fmt::Debug> fmt::Debug for BloomFilter<T, S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BloomFilter")
-            .field("layout", &self.layout())
-            .field("capacity", &self.capacity())
-            .field("target_fpr", &self.target_rate)
-            .field("num_hashes", &self.num_hashes())
-            .field("sizing", &self.sizing())
-            .field("memory_bytes", &self.memory_bytes())
-            .field("hasher", &self.hasher)
-            .finish_non_exhaustive()
-    }
+crate::traits::fixed_filter_traits! {
+    BloomFilter, debug [layout], same bits,
+    /// Equal when built alike (layout, sizing, size, hashes per item, target
+    /// rate and hasher: its seed) and holding the same bits: they then answer
+    /// every lookup alike. Compares every word, O(size); a snapshot while
+    /// others insert.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::BloomFilter;
+    ///
+    /// let a: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(1).build()?;
+    /// let b: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(1).build()?;
+    /// a.insert("x");
+    /// assert_ne!(a, b);
+    /// b.insert("x");
+    /// assert_eq!(a, b);
+    /// assert_eq!(a, a.clone());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    impl PartialEq;
 }
 
-/// Equal when built alike (layout, sizing, size, hashes per item, target
-/// rate and hasher: its seed) and holding the same bits: they then answer
-/// every lookup alike. Compares every word, O(size); a snapshot while
-/// others insert.
-///
-/// # Example
-///
-/// ```
-/// use atomic_bloom::BloomFilter;
-///
-/// let a: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(1).build()?;
-/// let b: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(1).build()?;
-/// a.insert("x");
-/// assert_ne!(a, b);
-/// b.insert("x");
-/// assert_eq!(a, b);
-/// assert_eq!(a, a.clone());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-impl<T: ?Sized, S: PartialEq> PartialEq for BloomFilter<T, S> {
-    fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self, other)
-            || (self.geometry == other.geometry
-                && self.target_rate.to_bits() == other.target_rate.to_bits()
-                && self.hasher == other.hasher
-                && self.bits.same_bits(&other.bits))
-    }
-}
-
-impl<T: ?Sized, S: Eq> Eq for BloomFilter<T, S> {}
-
-/// Inserts every item, as [`insert`](BloomFilter::insert) one at a time
-/// would: the filter's own items, references to them, or their owners
-/// (`&String` into a filter of `str`; see [`AsItem`]). `extend` takes
-/// `&mut self` (the trait's signature); [`insert`](BloomFilter::insert)
-/// and [`par_insert`](BloomFilter::par_insert) take `&self`.
-///
-/// # Example
-///
-/// ```
-/// let mut seen: atomic_bloom::BloomFilter<str> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
-/// let urls = vec!["https://a.example/".to_string(), "https://b.example/".to_string()];
-/// seen.extend(&urls);
-/// seen.extend(["https://c.example/"]);
-/// assert!(seen.contains("https://a.example/") && seen.contains("https://c.example/"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-impl<T: ?Sized + Hash, S: BuildHasher, A: AsItem<T>> Extend<A> for BloomFilter<T, S> {
-    fn extend<I: IntoIterator<Item = A>>(&mut self, items: I) {
-        for item in items {
-            self.insert(item.as_item());
-        }
-    }
+crate::traits::extend_by_insert! {
+    /// Inserts every item, as [`insert`](BloomFilter::insert) one at a time
+    /// would: the filter's own items, references to them, or their owners
+    /// (`&String` into a filter of `str`; see [`AsItem`](crate::AsItem)).
+    /// `extend` takes `&mut self` (the trait's signature);
+    /// [`insert`](BloomFilter::insert) and
+    /// [`par_insert`](BloomFilter::par_insert) take `&self`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let mut seen: atomic_bloom::BloomFilter<str> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// let urls = vec!["https://a.example/".to_string(), "https://b.example/".to_string()];
+    /// seen.extend(&urls);
+    /// seen.extend(["https://c.example/"]);
+    /// assert!(seen.contains("https://a.example/") && seen.contains("https://c.example/"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    impl Extend for BloomFilter;
 }

@@ -5,68 +5,20 @@
 //!
 //! The protocols are in `src/PROTOCOLS.md`.
 
-use std::io::{Read, Write};
-
-use crate::block::{Block, Blocks, BLOCK_BYTES};
+use crate::block::{Blocks, Line, BLOCK_BYTES};
 use crate::layout::WordProbe;
 use crate::sync::{AtomicU8, Ordering};
-use crate::wire::{Decoder, Encoder};
-use crate::Error;
 
 /// A counter that reached this stays there: it may stand for more items
 /// than it can count, so decrementing it could create a false negative.
 const STICKY: u8 = u8::MAX;
 
 /// One cache line of counters.
-#[repr(C, align(64))]
-pub(crate) struct CounterBlock([AtomicU8; BLOCK_BYTES]);
+pub(crate) type CounterBlock = Line<AtomicU8, BLOCK_BYTES>;
 
-// Safety: 64 `AtomicU8`s, for which zero bytes are the value 0, an empty
-// block.
-unsafe impl Block for CounterBlock {
-    #[cfg(atomic_bloom_loom)]
-    fn zero() -> Self {
-        CounterBlock(std::array::from_fn(|_| AtomicU8::new(0)))
-    }
-
-    fn clear(&self) {
-        for counter in &self.0 {
-            // Relaxed: counters publish nothing; an update that
-            // happens-after the clear sees the zero (coherence), and one
-            // racing it may survive or not (`src/PROTOCOLS.md`, "Clear").
-            counter.store(0, Ordering::Relaxed);
-        }
-    }
-
-    fn copy_from(&mut self, source: &Self) {
-        for (counter, from) in self.0.iter().zip(&source.0) {
-            // Relaxed (both): a snapshot, each counter read once, into a
-            // block `&mut self` holds alone.
-            counter.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
-        }
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) -> usize {
-        let mut used = 0;
-        for counter in &self.0 {
-            // Relaxed: a snapshot; each counter is read once, and an update
-            // that happened-before the save began is seen.
-            let count = counter.load(Ordering::Relaxed);
-            used += usize::from(count != 0);
-            out.push(count);
-        }
-        used
-    }
-
-    fn decode(bytes: &[u8]) -> (Self, usize) {
-        let block = CounterBlock(std::array::from_fn(|slot| AtomicU8::new(bytes[slot])));
-        (block, bytes.iter().filter(|&&count| count != 0).count())
-    }
-}
-
-pub(crate) struct CounterArray {
-    blocks: Blocks<CounterBlock>,
-}
+/// The counter array: [`Blocks`] of counters, which makes, sizes, clears,
+/// copies, compares, saves and loads it; the counters' protocols are here.
+pub(crate) type CounterArray = Blocks<CounterBlock>;
 
 /// The counters of a probe's slots, lowest slot first.
 fn slots(probe: &WordProbe) -> impl Iterator<Item = usize> {
@@ -81,23 +33,8 @@ fn slots(probe: &WordProbe) -> impl Iterator<Item = usize> {
 }
 
 impl CounterArray {
-    /// All-zero counters in `blocks` blocks (a power of two).
-    pub(crate) fn new(blocks: usize) -> Result<Self, Error> {
-        Ok(CounterArray {
-            blocks: Blocks::new(blocks)?,
-        })
-    }
-
-    pub(crate) fn num_blocks(&self) -> usize {
-        self.blocks.len()
-    }
-
-    pub(crate) fn memory_bytes(&self) -> usize {
-        self.blocks.memory_bytes()
-    }
-
     fn counters(&self, probe: &WordProbe) -> &[AtomicU8; BLOCK_BYTES] {
-        &self.blocks.get(probe.block_index).0
+        &self.get(probe.block_index).0
     }
 
     /// Adds one to each of the probe's counters (a saturated one stays at
@@ -172,53 +109,10 @@ impl CounterArray {
     /// Non-zero counters, counted over the whole array when called: O(size)
     /// (a snapshot under concurrent updates).
     pub(crate) fn nonzero(&self) -> usize {
-        self.blocks
-            .iter()
+        self.iter()
             .flat_map(|block| &block.0)
             // Relaxed: a snapshot; counters publish nothing else.
             .filter(|counter| counter.load(Ordering::Relaxed) != 0)
             .count()
-    }
-
-    /// Writes every counter, block by block (`FORMAT.md`); returns the
-    /// number of non-zero counters written.
-    pub(crate) fn write_counters<W: Write>(&self, out: &mut Encoder<W>) -> Result<u64, Error> {
-        self.blocks.write(out)
-    }
-
-    /// Reads an array of `blocks` blocks as
-    /// [`write_counters`](Self::write_counters) wrote it; allocates only as
-    /// the input delivers. Returns the array and its non-zero counters.
-    pub(crate) fn read_counters<R: Read>(
-        blocks: usize,
-        input: &mut Decoder<R>,
-    ) -> Result<(Self, u64), Error> {
-        let (blocks, total) = Blocks::read(blocks, input)?;
-        Ok((CounterArray { blocks }, total))
-    }
-
-    /// Sets every counter to 0, while others may update and look up.
-    pub(crate) fn clear(&self) {
-        self.blocks.clear();
-    }
-
-    /// A copy of the counters (each read once; updates racing it may or
-    /// may not be in it). Aborts if the allocator refuses, as `Vec::clone`.
-    pub(crate) fn snapshot(&self) -> Self {
-        CounterArray {
-            blocks: self.blocks.snapshot(),
-        }
-    }
-
-    /// Whether `other` holds the same counters (each read once).
-    pub(crate) fn same_counters(&self, other: &CounterArray) -> bool {
-        self.num_blocks() == other.num_blocks()
-            && self
-                .blocks
-                .iter()
-                .zip(other.blocks.iter())
-                .flat_map(|(ours, theirs)| ours.0.iter().zip(&theirs.0))
-                // Relaxed (both): a snapshot; counters publish nothing else.
-                .all(|(a, b)| a.load(Ordering::Relaxed) == b.load(Ordering::Relaxed))
     }
 }

@@ -1,13 +1,12 @@
 //! `CountingBloomFilter`: a Bloom filter with `remove`, from shared references.
 
-use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
 use crate::counters::CounterArray;
 use crate::layout::{BlockIndex, WordProbe};
 use crate::sizing::{self, Geometry};
-use crate::{AsItem, CountingBloomFilterBuilder, DefaultHasher, Error, Sizing};
+use crate::{CountingBloomFilterBuilder, DefaultHasher, Error, Sizing};
 
 /// A Bloom filter that forgets: `remove` takes an item back out, through
 /// `&self`, while other threads insert and query.
@@ -431,19 +430,6 @@ impl<T: ?Sized + Hash, S: BuildHasher> CountingBloomFilter<T, S> {
     }
 }
 
-impl<T: ?Sized, S: fmt::Debug> fmt::Debug for CountingBloomFilter<T, S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CountingBloomFilter")
-            .field("capacity", &self.capacity())
-            .field("target_fpr", &self.target_rate)
-            .field("num_hashes", &self.num_hashes())
-            .field("sizing", &self.sizing())
-            .field("memory_bytes", &self.memory_bytes())
-            .field("hasher", &self.hasher)
-            .finish_non_exhaustive()
-    }
-}
-
 /// A snapshot copy: holds every update that completed before `clone`
 /// began, and perhaps some that were in flight. Like `Vec::clone`, it
 /// aborts if the allocator refuses.
@@ -460,52 +446,42 @@ impl<T: ?Sized, S: Clone> Clone for CountingBloomFilter<T, S> {
     }
 }
 
-/// Equal when built alike (size, counters per item, target rate and
-/// hasher: its seed) and holding the same counters. Compares every
-/// counter, O(size); a snapshot while others update.
-///
-/// # Example
-///
-/// ```
-/// use atomic_bloom::CountingBloomFilter;
-///
-/// let a: CountingBloomFilter<u64> = CountingBloomFilter::builder(1000, 0.01).seed(1).build()?;
-/// let b = a.clone();
-/// assert_eq!(a, b);
-/// a.insert(&7);
-/// assert_ne!(a, b);
-/// a.remove(&7);
-/// assert_eq!(a, b);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-impl<T: ?Sized, S: PartialEq> PartialEq for CountingBloomFilter<T, S> {
-    fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self, other)
-            || (self.geometry == other.geometry
-                && self.target_rate.to_bits() == other.target_rate.to_bits()
-                && self.hasher == other.hasher
-                && self.counters.same_counters(&other.counters))
-    }
+crate::traits::fixed_filter_traits! {
+    CountingBloomFilter, debug [], same counters,
+    /// Equal when built alike (size, counters per item, target rate and
+    /// hasher: its seed) and holding the same counters. Compares every
+    /// counter, O(size); a snapshot while others update.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::CountingBloomFilter;
+    ///
+    /// let a: CountingBloomFilter<u64> = CountingBloomFilter::builder(1000, 0.01).seed(1).build()?;
+    /// let b = a.clone();
+    /// assert_eq!(a, b);
+    /// a.insert(&7);
+    /// assert_ne!(a, b);
+    /// a.remove(&7);
+    /// assert_eq!(a, b);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    impl PartialEq;
 }
 
-impl<T: ?Sized, S: Eq> Eq for CountingBloomFilter<T, S> {}
-
-/// Inserts every item, as [`insert`](CountingBloomFilter::insert) one at
-/// a time would (see [`AsItem`] for what an item may be).
-///
-/// # Example
-///
-/// ```
-/// let mut f: atomic_bloom::CountingBloomFilter<str> =
-///     atomic_bloom::CountingBloomFilter::new(1000, 0.01)?;
-/// f.extend(&vec!["a".to_string(), "a".to_string()]);
-/// assert_eq!(f.count("a"), 2);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-impl<T: ?Sized + Hash, S: BuildHasher, A: AsItem<T>> Extend<A> for CountingBloomFilter<T, S> {
-    fn extend<I: IntoIterator<Item = A>>(&mut self, items: I) {
-        for item in items {
-            self.insert(item.as_item());
-        }
-    }
+crate::traits::extend_by_insert! {
+    /// Inserts every item, as [`insert`](CountingBloomFilter::insert) one
+    /// at a time would (see [`AsItem`](crate::AsItem) for what an item may
+    /// be).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let mut f: atomic_bloom::CountingBloomFilter<str> =
+    ///     atomic_bloom::CountingBloomFilter::new(1000, 0.01)?;
+    /// f.extend(&vec!["a".to_string(), "a".to_string()]);
+    /// assert_eq!(f.count("a"), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    impl Extend for CountingBloomFilter;
 }

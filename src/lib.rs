@@ -170,6 +170,7 @@ mod persist;
 mod sizing;
 mod sync;
 mod tally;
+mod traits;
 mod wire;
 mod wyhash_v1;
 

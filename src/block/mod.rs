@@ -7,8 +7,10 @@
 
 use std::io::{Read, Write};
 
+mod line;
 mod owned;
 
+pub(crate) use line::Line;
 use owned::OwnedBlocks;
 
 use crate::wire::{reserve_as_read, Decoder, Encoder, CHUNK_BYTES, PAGE_BYTES};
@@ -20,7 +22,8 @@ pub(crate) const BLOCK_BYTES: usize = 64;
 /// 64-bit words in a block.
 pub(crate) const WORDS_PER_BLOCK: usize = BLOCK_BYTES / 8;
 
-/// One 64-byte block of atomics (declared `#[repr(C, align(64))]`).
+/// One 64-byte block of atomics (declared `#[repr(C, align(64))]`):
+/// [`Line`], of words or of counters.
 ///
 /// # Safety
 ///
@@ -38,8 +41,11 @@ pub(crate) unsafe trait Block: Sized {
     fn clear(&self);
 
     /// Sets every unit to `source`'s (each read once); the caller holds
-    /// this block exclusively.
+    /// this block exclusively, and it is all zero.
     fn copy_from(&mut self, source: &Self);
+
+    /// Whether `other` holds the same units (each read once).
+    fn same(&self, other: &Self) -> bool;
 
     /// Appends the block's 64 bytes, little-endian; returns how many of its
     /// units (bits, counters) are non-zero. Each atomic is read once.
@@ -75,7 +81,7 @@ impl<B: Block> Blocks<B> {
         // Safety: zero bytes are a valid, empty `B` (the `Block` contract).
         let blocks =
             unsafe { OwnedBlocks::zeroed(count.max(1)) }.ok_or(Error::AllocationFailed {
-                bytes: Self::bytes_for(count),
+                bytes: Self::memory_bytes_for(count),
             })?;
         Ok(Blocks { blocks })
     }
@@ -88,7 +94,7 @@ impl<B: Block> Blocks<B> {
         storage
             .try_reserve_exact(count)
             .map_err(|_| Error::AllocationFailed {
-                bytes: Self::bytes_for(count),
+                bytes: Self::memory_bytes_for(count),
             })?;
         storage.extend((0..count).map(|_| B::zero()));
         Ok(Blocks {
@@ -97,16 +103,16 @@ impl<B: Block> Blocks<B> {
     }
 
     /// Bytes an array of `count` blocks takes, before allocating it.
-    pub(crate) fn bytes_for(count: usize) -> usize {
+    pub(crate) fn memory_bytes_for(count: usize) -> usize {
         count.saturating_mul(BLOCK_BYTES)
     }
 
     /// Bytes this array takes.
     pub(crate) fn memory_bytes(&self) -> usize {
-        Self::bytes_for(self.len())
+        Self::memory_bytes_for(self.num_blocks())
     }
 
-    pub(crate) fn len(&self) -> usize {
+    pub(crate) fn num_blocks(&self) -> usize {
         self.blocks.as_slice().len()
     }
 
@@ -167,7 +173,7 @@ impl<B: Block> Blocks<B> {
     ///
     /// [`Error::AllocationFailed`] when the allocator refuses.
     pub(crate) fn try_snapshot(&self) -> Result<Self, Error> {
-        let mut copy = Self::new(self.len())?;
+        let mut copy = Self::new(self.num_blocks())?;
         for (target, source) in copy.blocks.as_mut_slice().iter_mut().zip(self.iter()) {
             target.copy_from(source);
         }
@@ -178,6 +184,16 @@ impl<B: Block> Blocks<B> {
     /// them.
     pub(crate) fn clear(&self) {
         self.iter().for_each(B::clear);
+    }
+
+    /// Whether `other` holds the same blocks, unit by unit (each unit of
+    /// each array read once: a snapshot while others write).
+    pub(crate) fn same(&self, other: &Self) -> bool {
+        self.num_blocks() == other.num_blocks()
+            && self
+                .iter()
+                .zip(other.iter())
+                .all(|(ours, theirs)| ours.same(theirs))
     }
 
     /// Writes every block, a chunk of bytes at a time; returns the number of
@@ -210,7 +226,7 @@ impl<B: Block> Blocks<B> {
 
     /// Pages of [`write_pages`](Self::write_pages).
     pub(crate) fn page_count(&self) -> usize {
-        (self.len() * BLOCK_BYTES).div_ceil(PAGE_BYTES)
+        (self.num_blocks() * BLOCK_BYTES).div_ceil(PAGE_BYTES)
     }
 
     /// Appends the bytes of page `page_index` to `out` (a whole page but
@@ -220,23 +236,27 @@ impl<B: Block> Blocks<B> {
         PAGES_ENCODED.with(|count| count.set(count.get() + 1));
         let per_page = PAGE_BYTES / BLOCK_BYTES;
         let first = page_index * per_page;
-        let blocks =
-            &self.blocks.as_slice()[first.min(self.len())..(first + per_page).min(self.len())];
+        let blocks = &self.blocks.as_slice()
+            [first.min(self.num_blocks())..(first + per_page).min(self.num_blocks())];
         out.reserve(blocks.len() * BLOCK_BYTES);
         for block in blocks {
             block.encode(out);
         }
     }
 
+    /// The bytes `count` saved blocks take, or the error for a count whose
+    /// bytes overflow.
+    fn saved_bytes(count: usize) -> Result<usize, Error> {
+        count.checked_mul(BLOCK_BYTES).ok_or(Error::LengthOverflow {
+            field: "block count",
+            value: count as u64,
+        })
+    }
+
     /// Reads `count` blocks that [`write_pages`](Self::write_pages) wrote,
     /// checking each page, allocating only as the input delivers them.
     pub(crate) fn read_pages<R: Read>(count: usize, input: &mut Decoder<R>) -> Result<Self, Error> {
-        let bytes = count
-            .checked_mul(BLOCK_BYTES)
-            .ok_or(Error::LengthOverflow {
-                field: "block count",
-                value: count as u64,
-            })?;
+        let bytes = Self::saved_bytes(count)?;
         let mut storage = Vec::new();
         input.pages(bytes, |page| {
             for block_bytes in page.chunks_exact(BLOCK_BYTES) {
@@ -257,12 +277,7 @@ impl<B: Block> Blocks<B> {
         count: usize,
         input: &mut Decoder<R>,
     ) -> Result<(Self, u64), Error> {
-        let bytes = count
-            .checked_mul(BLOCK_BYTES)
-            .ok_or(Error::LengthOverflow {
-                field: "block count",
-                value: count as u64,
-            })?;
+        let bytes = Self::saved_bytes(count)?;
         let mut storage = Vec::new();
         let mut total = 0u64;
         input.chunks(bytes, |chunk| {

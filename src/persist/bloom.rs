@@ -122,7 +122,7 @@ pub(crate) fn read_bits<T: ?Sized, S, R: Read>(
     let bits = if input.version() >= 4 {
         BitArray::read_pages(geometry.blocks, input)?
     } else {
-        let (bits, counted) = BitArray::read_words(geometry.blocks, input)?;
+        let (bits, counted) = BitArray::read(geometry.blocks, input)?;
         input.part("set-bit count");
         let stored = input.u64()?;
         input.expect_count("set bits", stored, counted);

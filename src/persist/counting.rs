@@ -16,14 +16,14 @@ impl<T: ?Sized> Saved for CountingBloomFilter<T, DefaultHasher> {
 
     fn write_body<W: Write>(&self, out: &mut Encoder<W>) -> Result<(), Error> {
         write_geometry(out, self.geometry(), self.target_fpr())?;
-        let nonzero = self.counters().write_counters(out)?;
+        let nonzero = self.counters().write(out)?;
         out.u64(nonzero)
     }
 
     fn read_body<R: Read>(input: &mut Decoder<R>, seed: u64) -> Result<Self, Error> {
         let (geometry, rate) = read_geometry(input, &[Stored::Counters])?;
         input.part("counter array");
-        let (counters, counted) = CounterArray::read_counters(geometry.blocks, input)?;
+        let (counters, counted) = CounterArray::read(geometry.blocks, input)?;
         input.part("non-zero counter count");
         let stored = input.u64()?;
         input.expect_count("non-zero counters", stored, counted);

@@ -3,10 +3,8 @@
 //! no bits.
 
 use std::fmt;
-use std::hash::{BuildHasher, Hash};
 
 use super::ScalableBloomFilter;
-use crate::AsItem;
 
 /// A snapshot copy of every stage of one load of the stage list: holds
 /// every insert that completed before `clone` began, and perhaps some that
@@ -60,25 +58,22 @@ impl<T: ?Sized, S: PartialEq> PartialEq for ScalableBloomFilter<T, S> {
 
 impl<T: ?Sized, S: Eq> Eq for ScalableBloomFilter<T, S> {}
 
-/// Inserts every item, as [`insert`](ScalableBloomFilter::insert) one at a
-/// time would (see [`AsItem`] for what an item may be).
-///
-/// # Example
-///
-/// ```
-/// let mut f: atomic_bloom::ScalableBloomFilter<str> =
-///     atomic_bloom::ScalableBloomFilter::new(100, 0.01)?;
-/// let urls: Vec<String> = (0..1_000).map(|i| format!("https://example.com/{i}")).collect();
-/// f.extend(&urls);
-/// assert!(f.stages() > 1 && f.contains("https://example.com/999"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-impl<T: ?Sized + Hash, S: BuildHasher, A: AsItem<T>> Extend<A> for ScalableBloomFilter<T, S> {
-    fn extend<I: IntoIterator<Item = A>>(&mut self, items: I) {
-        for item in items {
-            self.insert(item.as_item());
-        }
-    }
+crate::traits::extend_by_insert! {
+    /// Inserts every item, as [`insert`](ScalableBloomFilter::insert) one
+    /// at a time would (see [`AsItem`](crate::AsItem) for what an item may
+    /// be).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let mut f: atomic_bloom::ScalableBloomFilter<str> =
+    ///     atomic_bloom::ScalableBloomFilter::new(100, 0.01)?;
+    /// let urls: Vec<String> = (0..1_000).map(|i| format!("https://example.com/{i}")).collect();
+    /// f.extend(&urls);
+    /// assert!(f.stages() > 1 && f.contains("https://example.com/999"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    impl Extend for ScalableBloomFilter;
 }
 
 /// The parameters and the figures that cost no pass over the bits (no

@@ -121,7 +121,12 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             newest: Arc::new(first),
             memory_bytes: bytes,
         };
-        Ok(ScalableBloomFilter {
+        Ok(Self::from_list(plan, stages, hasher))
+    }
+
+    /// A filter over `stages`, not growing, with no growth error.
+    fn from_list(plan: GrowthPlan, stages: StageList<T>, hasher: S) -> Self {
+        ScalableBloomFilter {
             stages: ArcSwap::from_pointee(stages),
             plan,
             growing: AtomicBool::new(false),
@@ -129,7 +134,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             growth_error: Mutex::new(None),
             hasher,
             _item: PhantomData,
-        })
+        }
     }
 
     /// A filter over stages read from a saved filter, oldest first (at
@@ -180,15 +185,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             newest,
             memory_bytes,
         };
-        ScalableBloomFilter {
-            stages: ArcSwap::from_pointee(list),
-            plan,
-            growing: AtomicBool::new(false),
-            growth_failed: AtomicBool::new(false),
-            growth_error: Mutex::new(None),
-            hasher,
-            _item: PhantomData,
-        }
+        Self::from_list(plan, list, hasher)
     }
 
     pub(crate) fn plan(&self) -> &GrowthPlan {

@@ -24,23 +24,11 @@ pub(super) fn rate_at_load(scheme: Scheme, load: f64, table: &mut ProbeHitTable)
             items.terms().map(|(j, p)| p * table.get(j)).sum()
         }
         // Each item sets `h` bits in one of the 4 words of the block's first
-        // half and `h` in one of the 4 of its second half. The items hitting
-        // both of a probe's words, only the first, and only the second are
-        // independent Poisson(λ/16), Poisson(3λ/16), Poisson(3λ/16).
-        Scheme::CacheLine => {
-            let both = Poisson::new(load / 16.0);
-            let one = Poisson::new(3.0 * load / 16.0);
-            table.extend_to(both.last() + one.last());
-            both.terms()
-                .map(|(shared, p_shared)| {
-                    let word: f64 = one
-                        .terms()
-                        .map(|(own, p_own)| p_own * table.get(shared + own))
-                        .sum();
-                    p_shared * word * word
-                })
-                .sum::<f64>()
-        }
+        // half and `h` in one of the 4 of its second half: a pair probe of 4
+        // words per half. The items hitting both of a probe's words, only
+        // the first, and only the second are independent Poisson(λ/16),
+        // Poisson(3λ/16), Poisson(3λ/16).
+        Scheme::CacheLine => pair_rate_at_load(load, 4, table),
     }
     .clamp(0.0, 1.0)
 }
