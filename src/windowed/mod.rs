@@ -7,6 +7,8 @@ mod figures;
 mod probe;
 mod ring;
 #[cfg(all(test, not(atomic_bloom_loom)))]
+mod edge_tests;
+#[cfg(all(test, not(atomic_bloom_loom)))]
 mod tests;
 
 use std::fmt;
@@ -808,16 +810,29 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     where
         S: Clone,
     {
-        Ok(self.copy_with(self.bits.try_snapshot()?))
+        self.copy_with(BitArray::try_snapshot)
     }
 
-    /// A filter of this one's shape, rotation state and hasher over `bits`
-    /// (a snapshot of this one's); a rotation under way is completed.
-    fn copy_with(&self, bits: BitArray) -> Self
+    /// A filter of this one's shape, rotation state and hasher over the
+    /// bits `snapshot` copies from this one's; a rotation under way is
+    /// completed.
+    ///
+    /// The state is read before the bits, as a save reads it: a rotation
+    /// racing the copy then leaves the new generation's items in the copy's
+    /// oldest slot (forgotten sooner, as inserts racing the copy may be).
+    /// Read after the bits, it took the oldest generation's items, copied
+    /// before their slot was cleared, for the new current generation's:
+    /// kept `g` generations past the horizon, in a slot holding two
+    /// generations (test `a_copy_racing_a_rotation_forgets_what_its_original_forgot`).
+    fn copy_with<E>(
+        &self,
+        snapshot: impl FnOnce(&BitArray) -> Result<BitArray, E>,
+    ) -> Result<Self, E>
     where
         S: Clone,
     {
         let (epoch, rotating, len, ends) = self.ring_snapshot();
+        let bits = snapshot(&self.bits)?;
         let copy = Self::from_state(
             bits,
             self.geometry,
@@ -833,7 +848,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         if rotating {
             copy.finish_saved_rotation();
         }
-        copy
+        Ok(copy)
     }
 
     /// Whether both arrays hold the same bits (each word read once).
@@ -958,7 +973,9 @@ impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
 /// A snapshot copy: every generation, the rotation state and the hasher;
 /// a time window's copy reads the same clock. Holds every insert that
 /// completed before `clone` began, and perhaps some that were in flight (a
-/// rotation under way is completed in the copy). Like `Vec::clone`, it
+/// rotation under way is completed in the copy; one that begins during the
+/// copy is not in it, and the items of its new generation copied are
+/// forgotten sooner in the copy). Like `Vec::clone`, it
 /// aborts if the allocator refuses ([`try_clone`](WindowedBloomFilter::try_clone)
 /// returns an error instead).
 ///
@@ -975,7 +992,10 @@ impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
 /// ```
 impl<T: ?Sized, S: Clone> Clone for WindowedBloomFilter<T, S> {
     fn clone(&self) -> Self {
-        self.copy_with(self.bits.snapshot())
+        match self.copy_with(|bits| Ok::<_, std::convert::Infallible>(bits.snapshot())) {
+            Ok(copy) => copy,
+            Err(never) => match never {},
+        }
     }
 }
 
