@@ -3,8 +3,11 @@
 //! run is run inside the copy's snapshot, or begun and left half done.
 
 use std::convert::Infallible;
+use std::time::Duration;
 
+use super::tests::test_clock;
 use super::WindowedBloomFilter;
+use crate::sync::Ordering;
 use crate::Layout;
 
 /// A copy whose bits are read before a rotation and whose rotation state
@@ -44,5 +47,49 @@ fn a_copy_racing_a_rotation_forgets_what_its_original_forgot() {
             "{layout:?}: {kept} of 1,000 items of generation 0 found in a copy at epoch {}",
             copy.epoch()
         );
+    }
+}
+
+/// A copy (or a save) that reads the state while a time window's rotation
+/// has begun but its thread has not yet stored the new generation's end
+/// completed the rotation with the slot's old end, long past: the copy's
+/// next insert rotated again at once, clearing a generation whose items
+/// were inserted a nanosecond before. Every item must be found for the
+/// window in the copy too.
+#[test]
+fn a_copy_taken_as_a_time_rotation_begins_keeps_the_window() {
+    let t = 1_000_000_000u64;
+    for g in [2, 4] {
+        let (now, clock) = test_clock();
+        let filter: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(1_000, 0.01)
+            .seed(3)
+            .generations(g)
+            .time_window(Duration::from_nanos(t))
+            .clock(clock)
+            .build()
+            .unwrap();
+        let end = filter.ring.end(0) as u64;
+        // Relaxed: this thread alone moves the clock.
+        now.store(end - 1, Ordering::Relaxed);
+        assert!(filter.insert(&1));
+        // Relaxed: as above.
+        now.store(end, Ordering::Relaxed);
+        // The rotation an insert at `end` begins, its thread descheduled
+        // between its compare-and-swap and its store of the new end (the
+        // slot it clears holds bits, as a loaded filter's may: the
+        // rotation stays under way).
+        filter.mark_all_written();
+        assert!(filter.ring.begin(filter.ring.load(), None));
+        assert!(filter.ring.load().rotating());
+        let copy = filter.clone();
+        assert!(copy.insert(&2));
+        for later in [1, t / 2, t - 1] {
+            // Relaxed: as above.
+            now.store(end - 1 + later, Ordering::Relaxed);
+            assert!(
+                copy.contains(&1),
+                "{g} generations: an item found in the copy for {later} ns only"
+            );
+        }
     }
 }

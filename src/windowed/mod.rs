@@ -620,16 +620,22 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         }
     }
 
-    /// Completes a rotation that was under way when the filter was saved
-    /// (its slot was saved half cleared); the filter is not yet shared.
     /// Marks every slot as holding bits: a loaded filter's are anywhere.
     pub(crate) fn mark_all_written(&self) {
         self.ring.mark_all_written();
     }
 
+    /// Completes a rotation that was under way when the filter was saved
+    /// (its slot was saved half cleared); the filter is not yet shared.
+    /// The new generation's end is set again, by the end rule at the
+    /// clock now: the state may have been read after the rotation began
+    /// and its end before the beginner stored it (the slot's old end, a
+    /// lifetime past: the next insert rotated again at once, forgetting a
+    /// generation within the window; test
+    /// `a_copy_taken_as_a_time_rotation_begins_keeps_the_window`).
     pub(crate) fn finish_saved_rotation(&self) {
-        self.ring.begin(self.ring.load(), None);
-        self.clear_chunks(u64::MAX);
+        let state = self.ring.load();
+        self.rotate(state, self.now());
     }
 
     /// Clears up to `most` chunks of the rotation under way.

@@ -89,7 +89,7 @@ fn an_insert_caught_across_a_rotation_is_counted_once() {
 }
 
 /// A clock the test moves, in nanoseconds.
-fn test_clock() -> (
+pub(super) fn test_clock() -> (
     Arc<AtomicU64>,
     impl Fn() -> Duration + Send + Sync + 'static,
 ) {
