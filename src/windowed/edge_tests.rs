@@ -3,11 +3,13 @@
 //! run is run inside the copy's snapshot, or begun and left half done.
 
 use std::convert::Infallible;
+use std::sync::mpsc;
 use std::time::Duration;
 
+use super::ring::MAX_EPOCH;
 use super::tests::test_clock;
-use super::WindowedBloomFilter;
-use crate::sync::Ordering;
+use super::{Timing, WindowedBloomFilter};
+use crate::sync::{Arc, Ordering};
 use crate::Layout;
 
 /// A copy whose bits are read before a rotation and whose rotation state
@@ -92,4 +94,66 @@ fn a_copy_taken_as_a_time_rotation_begins_keeps_the_window() {
             );
         }
     }
+}
+/// `advance_by(u64::MAX)` took the epoch to the last one, where a filter
+/// cannot rotate: a time window's insert, once its generation had ended,
+/// waited for a rotation that could never come (a hang), and the filter
+/// saved but did not load ("past the last epoch a filter may be loaded
+/// at"). An advanced filter keeps rotating, keeps its window and loads;
+/// and at the very last epoch (reached only by rotating for centuries) an
+/// insert returns.
+#[test]
+fn a_time_window_advanced_as_far_as_it_goes_keeps_its_promise() {
+    let t = 1_000_000_000u64;
+    let (now, clock) = test_clock();
+    let filter: Arc<WindowedBloomFilter<u64>> = Arc::new(
+        WindowedBloomFilter::builder(1_000, 0.01)
+            .seed(3)
+            .generations(2)
+            .time_window(Duration::from_nanos(t))
+            .clock(clock)
+            .build()
+            .unwrap(),
+    );
+    filter.advance_by(u64::MAX);
+    let at = 10 * t;
+    // Relaxed: this thread alone moves the clock (the inserting thread
+    // reads it after the spawn).
+    now.store(at, Ordering::Relaxed);
+    let returned = |filter: &Arc<WindowedBloomFilter<u64>>, item: u64| {
+        let (done, wait) = mpsc::channel();
+        let filter = Arc::clone(filter);
+        std::thread::spawn(move || {
+            filter.insert(&item);
+            let _ = done.send(());
+        });
+        wait.recv_timeout(Duration::from_secs(20)).is_ok()
+    };
+    assert!(
+        returned(&filter, 1),
+        "an insert at epoch {} never returned",
+        filter.epoch()
+    );
+    for later in [0, t - 1] {
+        // Relaxed: as above.
+        now.store(at + later, Ordering::Relaxed);
+        assert!(filter.contains(&1), "forgotten {later} ns after its insert");
+    }
+    let mut bytes = Vec::new();
+    filter.write_to(&mut bytes).unwrap();
+    let loaded = WindowedBloomFilter::<u64>::read_from(bytes.as_slice())
+        .unwrap_or_else(|err| panic!("saved at epoch {}: {err}", filter.epoch()));
+    assert!(loaded.contains(&1));
+    // The last epoch itself.
+    let Timing::Time { span, .. } = filter.timing else {
+        unreachable!()
+    };
+    let state = filter.ring.load();
+    assert!(filter.ring.jump(state, MAX_EPOCH, Some(at as i64 + span)));
+    // Relaxed: as above.
+    now.store(at + 100 * t, Ordering::Relaxed);
+    assert!(
+        returned(&filter, 2),
+        "an insert at the last epoch never returned"
+    );
 }

@@ -3,11 +3,11 @@
 
 mod builder;
 mod constructors;
+#[cfg(all(test, not(atomic_bloom_loom)))]
+mod edge_tests;
 mod figures;
 mod probe;
 mod ring;
-#[cfg(all(test, not(atomic_bloom_loom)))]
-mod edge_tests;
 #[cfg(all(test, not(atomic_bloom_loom)))]
 mod tests;
 
@@ -549,7 +549,8 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             return false;
         };
         let now = clock_nanos(clock);
-        if now <= self.ring.end(state.slot()).saturating_add(*slack) {
+        // At the last epoch no rotation can come: the insert stays.
+        if now <= self.ring.end(state.slot()).saturating_add(*slack) || state.epoch() >= MAX_EPOCH {
             return false;
         }
         let mut round = 0;
@@ -696,8 +697,11 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// skipped; a word that is 0 is not written), so ending the
     /// generations of an idle filter costs no more than its inserts did.
     /// Rotations other threads complete meanwhile count among the `n` (the
-    /// epoch ends at least `n` past the one at the call, unless it reaches
-    /// the last epoch).
+    /// epoch ends at least `n` past the one at the call, except that the
+    /// jump lands no later than 2^57, half of
+    /// [`MAX_LOADED_EPOCH`](Self::MAX_LOADED_EPOCH): a filter advanced
+    /// as far as it goes keeps rotating, and saves and loads, for
+    /// centuries).
     ///
     /// # Consistency
     ///
@@ -722,11 +726,12 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// ```
     pub fn advance_by(&self, n: u64) {
         let start = self.ring.load().epoch();
-        let target = start.saturating_add(n).min(MAX_EPOCH);
         // Up to `g` rotations clear every slot once.
         let rotations = start
-            .saturating_add(u64::from(self.generations()))
-            .min(target);
+            .saturating_add(u64::from(self.generations()).min(n))
+            .min(MAX_EPOCH);
+        // The rest is a jump, which lands no later than LAST_JUMP.
+        let target = start.saturating_add(n).min(LAST_JUMP.max(rotations));
         let mut round = 0;
         loop {
             let state = self.ring.load();
@@ -885,6 +890,15 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         self.insert_hash_then(self.hash_item(item), true, settling)
     }
 }
+
+/// The last epoch [`advance_by`](WindowedBloomFilter::advance_by) jumps to,
+/// 2^57: half of `MAX_LOADED_EPOCH`, so that a filter advanced as far as it
+/// goes still rotates 2^57 times (45 years at 100 million rotations a
+/// second) before its saves stop loading. (Before the review of issue 34,
+/// `advance_by(u64::MAX)` went to the last epoch, where nothing rotates: a
+/// time window's insert waited there for ever, and the filter's save did
+/// not load; test `a_time_window_advanced_as_far_as_it_goes_keeps_its_promise`.)
+const LAST_JUMP: u64 = MAX_EPOCH.div_ceil(4);
 
 /// Nanoseconds on `clock`, saturating.
 fn clock_nanos(clock: &Clock) -> i64 {
