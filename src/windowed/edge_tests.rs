@@ -157,3 +157,38 @@ fn a_time_window_advanced_as_far_as_it_goes_keeps_its_promise() {
         "an insert at the last epoch never returned"
     );
 }
+
+/// A `clear` (or `advance_by`) racing another call's `advance_by(n)`
+/// past `g`, which rotates `g` times and then jumps the epoch with nothing
+/// cleared: the clear counted the epochs the jump skipped as its
+/// rotations and returned with a slot cleared before its call, and filled
+/// since, uncleared. Staged: the other call rotates once, X is inserted,
+/// the clear reads its start, the other call rotates again and jumps, and
+/// the clear goes on. X must be gone (the same race is the loom model
+/// `a_clear_racing_another_calls_jump_forgets_what_came_before_it`).
+#[test]
+fn a_clear_racing_another_calls_jump_forgets_what_came_before_it() {
+    for g in [2, 4] {
+        let filter: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(1_000, 0.01)
+            .seed(5)
+            .generations(g)
+            .manual_rotation()
+            .build()
+            .unwrap();
+        // The other call's first g - 1 rotations.
+        for _ in 1..g {
+            filter.advance();
+        }
+        assert!(filter.insert(&1));
+        let start = filter.epoch();
+        // Its last rotation, then its jump.
+        filter.advance();
+        assert!(filter.ring.jump(filter.ring.load(), 1_000, None));
+        filter.advance_from(start, u64::from(g));
+        assert!(
+            !filter.contains(&1),
+            "{g} generations: an item inserted before clear() found after it (epoch {})",
+            filter.epoch()
+        );
+    }
+}

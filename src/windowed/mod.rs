@@ -566,7 +566,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             }
             if self.ring.load().epoch() == state.epoch() {
                 wait_round(round);
-                round += 1;
+                round = round.saturating_add(1);
             }
         }
     }
@@ -696,8 +696,10 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// was written (a slot no insert wrote since it was last cleared is
     /// skipped; a word that is 0 is not written), so ending the
     /// generations of an idle filter costs no more than its inserts did.
-    /// Rotations other threads complete meanwhile count among the `n` (the
-    /// epoch ends at least `n` past the one at the call, except that the
+    /// Rotations other threads complete meanwhile count among the `n`; the
+    /// epochs another call's jump skips do not (they cleared nothing), and
+    /// after such a jump this call rotates `g` times from where it landed
+    /// (the epoch ends at least `n` past the one at the call, except that the
     /// jump lands no later than 2^57, half of
     /// [`MAX_LOADED_EPOCH`](Self::MAX_LOADED_EPOCH): a filter advanced
     /// as far as it goes keeps rotating, and saves and loads, for
@@ -725,18 +727,33 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn advance_by(&self, n: u64) {
-        let start = self.ring.load().epoch();
+        self.advance_from(self.ring.load().epoch(), n);
+    }
+
+    /// [`advance_by`](Self::advance_by)`(n)` of a call that read the epoch
+    /// `start`.
+    fn advance_from(&self, mut start: u64, n: u64) {
+        let g = u64::from(self.generations());
         // Up to `g` rotations clear every slot once.
-        let rotations = start
-            .saturating_add(u64::from(self.generations()).min(n))
-            .min(MAX_EPOCH);
+        let mut rotations = start.saturating_add(g.min(n)).min(MAX_EPOCH);
         // The rest is a jump, which lands no later than LAST_JUMP.
-        let target = start.saturating_add(n).min(LAST_JUMP.max(rotations));
-        let mut round = 0;
+        let mut target = start.saturating_add(n).min(LAST_JUMP.max(rotations));
+        let mut round = 0u32;
         loop {
             let state = self.ring.load();
             if state.epoch() >= target {
-                return;
+                let jumped = self.ring.jumped_to();
+                if jumped <= start {
+                    return;
+                }
+                // Another call's jump landed after this one began: the
+                // epochs it skipped cleared nothing (slots it had cleared
+                // before may hold items inserted before this call). `g`
+                // rotations from where it landed clear every slot.
+                start = jumped;
+                rotations = jumped.saturating_add(g).min(MAX_EPOCH);
+                target = target.max(rotations);
+                continue;
             }
             if state.rotating() {
                 self.clear_chunks(u64::MAX);
@@ -745,13 +762,15 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             } else {
                 // Every slot cleared since `start`: the rest is a jump.
                 let end = self.next_end(state, self.now());
-                self.ring.jump(state, target, end);
+                if self.ring.jump(state, target, end) {
+                    return;
+                }
             }
             let after = self.ring.load();
             if after.epoch() == state.epoch() && after.rotating() {
                 // Another thread still clears a chunk of this rotation.
                 wait_round(round);
-                round += 1;
+                round = round.saturating_add(1);
             } else {
                 round = 0;
             }
