@@ -119,7 +119,7 @@ fn counting(c: &mut Criterion) {
     bench_subject(c, "bloomcraft-in-mutex", &mut theirs);
     drop(theirs);
     // The plain filter at the same capacity, for the insert ratio.
-    let mut plain = BloomFilter::<u64>::builder(ITEMS as usize, RATE)
+    let plain = BloomFilter::<u64>::builder(ITEMS as usize, RATE)
         .seed(SEED)
         .build()
         .unwrap();
@@ -153,7 +153,7 @@ fn insert_by_size(c: &mut Criterion) {
     for items in [100_000u64, 1_000_000, 10_000_000] {
         group.throughput(Throughput::Elements(items));
         let label = format!("{}k", items / 1000);
-        let mut counting = CountingBloomFilter::<u64>::builder(items as usize, RATE)
+        let counting = CountingBloomFilter::<u64>::builder(items as usize, RATE)
             .seed(SEED)
             .build()
             .unwrap();
@@ -169,7 +169,7 @@ fn insert_by_size(c: &mut Criterion) {
             })
         });
         drop(counting);
-        let mut plain = BloomFilter::<u64>::builder(items as usize, RATE)
+        let plain = BloomFilter::<u64>::builder(items as usize, RATE)
             .seed(SEED)
             .build()
             .unwrap();

@@ -3,12 +3,20 @@
 //! array sized exactly, over the window), the false-positive rate measured
 //! at the worst moment of the cycle (every generation full) over 1M absent
 //! probes beside the rate the sizing expects there, false negatives among
-//! the last window's items, and the forget horizon. Deterministic (fixed
-//! seeds, one thread); no timing.
+//! the last window's items, and the forget horizon; then the
+//! Age-Partitioned Bloom Filter's least memory at the rate, by
+//! CrowdStrike/apbf's own false-positive formula (k = 11, l = 46 and 19.66
+//! bits per window item at 1%), the peer `benches/windowed.rs` builds.
+//! Deterministic (fixed seeds, one thread); no timing.
 //!
 //! Run: `cargo run --release --example windowed_table [-- RATE]`
 
 use atomic_bloom::{Layout, WindowedBloomFilter};
+
+#[path = "../benches/common/window_peers.rs"]
+mod window_peers;
+
+use window_peers::{apbf_bits_per_item, apbf_least_memory, apbf_rate};
 
 const WINDOW: usize = 200_000;
 const PROBES: u64 = 1_000_000;
@@ -58,4 +66,11 @@ fn main() {
             filter.expected_fpr() * 100.0,
         );
     }
+    let (k, l) = apbf_least_memory(rate);
+    println!(
+        "\nAge-Partitioned Bloom Filter, its least memory within {rate} (CrowdStrike/apbf's \
+         formula): k = {k}, l = {l}, {:.2} bits per window item, {:.3}% by the formula",
+        apbf_bits_per_item(k, l),
+        apbf_rate(k, l) * 100.0
+    );
 }

@@ -40,9 +40,12 @@ unsafe impl Block for BitBlock {
         BitBlock(std::array::from_fn(|_| AtomicU64::new(0)))
     }
 
-    fn clear(&mut self) {
+    fn clear(&self) {
         for word in &self.0 {
-            // Relaxed: `&mut self` excludes every other access.
+            // Relaxed: the bits publish nothing; an insert that
+            // happens-after the clear sees the zero (coherence) and sets
+            // its bits after it, and one racing it may survive or not
+            // (`src/PROTOCOLS.md`, "Clear").
             word.store(0, Ordering::Relaxed);
         }
     }
@@ -446,7 +449,21 @@ impl BitArray {
         Ok((BitArray { blocks }, total))
     }
 
-    pub(crate) fn clear(&mut self) {
+    /// Sets every bit to 0, while others may insert and look up.
+    pub(crate) fn clear(&self) {
         self.blocks.clear();
+    }
+
+    /// Whether `other` holds the same bits, word by word (each word of
+    /// each array read once; a snapshot while others insert).
+    pub(crate) fn same_bits(&self, other: &BitArray) -> bool {
+        self.num_blocks() == other.num_blocks()
+            && self
+                .blocks
+                .iter()
+                .zip(other.blocks.iter())
+                .flat_map(|(ours, theirs)| ours.0.iter().zip(&theirs.0))
+                // Relaxed (both): a snapshot of bits that publish nothing.
+                .all(|(a, b)| a.load(Ordering::Relaxed) == b.load(Ordering::Relaxed))
     }
 }

@@ -9,13 +9,13 @@ use crate::block::BLOCK_BYTES;
 use crate::builder::BloomFilterBuilder;
 use crate::layout::{BlockIndex, CompactProbe, LineProbe, WordProbe};
 use crate::sizing::{self, Geometry, Scheme};
-use crate::{DefaultHasher, Error, Layout, Sizing};
+use crate::{AsItem, DefaultHasher, Error, Layout, Sizing};
 
 /// A fixed-capacity Bloom filter that any number of threads insert into and
 /// query at once, through `&self`.
 ///
 /// Built for a capacity and a target false-positive rate, it rounds its size
-/// up to a power of two of 64-byte blocks and reports what it really holds in
+/// up to a whole 64-byte block ([`Sizing`]) and reports what it really holds in
 /// [`capacity`](BloomFilter::capacity): the number of items at which the
 /// expected rate, computed for its blocked layout, reaches the target. All
 /// of an item's bits live in one cache line, and all come from one 64-bit
@@ -50,8 +50,8 @@ use crate::{DefaultHasher, Error, Layout, Sizing};
 ///
 /// # Consistency
 ///
-/// Bits only ever go from 0 to 1 (until [`clear`](BloomFilter::clear), which
-/// takes `&mut self`). An insert that *happens-before* a lookup (the thread
+/// Bits only ever go from 0 to 1, until [`clear`](BloomFilter::clear) (its
+/// own *Consistency* says what an insert racing it may see). An insert that *happens-before* a lookup (the thread
 /// joined, or handed over through a channel, a mutex or a release/acquire
 /// pair) is always seen: no false negatives. A lookup racing an insert of the
 /// same item may or may not see it. Under [`Layout::CacheLine`] two threads
@@ -270,8 +270,8 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     }
 
     /// Items at which the expected false-positive rate reaches the target,
-    /// after the size was rounded up (to a power of two of blocks, or to a
-    /// whole block with [`Sizing::Exact`](crate::Sizing)): at least the
+    /// after the size was rounded up (to a whole block, or to a power of two
+    /// of blocks with [`Sizing::PowerOfTwo`](crate::Sizing)): at least the
     /// capacity asked for, often more.
     ///
     /// # Example
@@ -311,8 +311,8 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         self.bits.memory_bytes()
     }
 
-    /// Bits in the bit array: whole 512-bit lines, a power of two of blocks
-    /// unless the filter was sized [`Exact`](crate::Sizing::Exact).
+    /// Bits in the bit array: whole 512-bit lines (a power of two of blocks
+    /// if the filter was sized [`PowerOfTwo`](crate::Sizing::PowerOfTwo)).
     ///
     /// # Example
     ///
@@ -374,7 +374,7 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
     /// ```
     /// use atomic_bloom::{BloomFilter, Sizing};
     /// let f: BloomFilter<u64> = BloomFilter::new(1000, 0.01)?;
-    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
+    /// assert_eq!(f.sizing(), Sizing::Exact);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sizing(&self) -> Sizing {
@@ -535,18 +535,35 @@ impl<T: ?Sized, S> BloomFilter<T, S> {
         Ok(())
     }
 
-    /// Removes every item.
+    /// Removes every item, while other threads may insert and look up.
+    ///
+    /// Every word is set to 0 with one store: O(size), and the array's
+    /// pages stay resident (clearing writes them).
+    ///
+    /// # Consistency
+    ///
+    /// An insert that happens-before the clear is gone after it; one that
+    /// happens-after it is kept, and is told it was new. An insert racing
+    /// the clear may be kept, gone, or, under [`Layout::CacheLine`] and
+    /// [`Layout::Compact`] where an item's bits span several words, kept in
+    /// part (then `contains` says no for it, as for any cleared item); its
+    /// `true` or `false` may describe either side of the clear. A lookup
+    /// racing a clear may see any of these.
     ///
     /// # Example
     ///
     /// ```
-    /// let mut f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// use std::sync::Arc;
+    /// use atomic_bloom::BloomFilter;
+    ///
+    /// let f: Arc<BloomFilter<u64>> = Arc::new(BloomFilter::new(1000, 0.01)?);
     /// f.insert(&1);
-    /// f.clear();
+    /// f.clear(); // through the Arc
     /// assert!(!f.contains(&1));
+    /// assert!(f.is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn clear(&mut self) {
+    pub fn clear(&self) {
         self.bits.clear();
     }
 
@@ -692,9 +709,64 @@ impl<T: ?Sized, S: fmt::Debug> fmt::Debug for BloomFilter<T, S> {
             .field("capacity", &self.capacity())
             .field("target_fpr", &self.target_rate)
             .field("num_hashes", &self.num_hashes())
+            .field("sizing", &self.sizing())
             .field("memory_bytes", &self.memory_bytes())
-            .field("len_estimate", &self.len_estimate())
             .field("hasher", &self.hasher)
-            .finish()
+            .finish_non_exhaustive()
+    }
+}
+
+/// Equal when built alike (layout, sizing, size, hashes per item, target
+/// rate and hasher: its seed) and holding the same bits: they then answer
+/// every lookup alike. Compares every word, O(size); a snapshot while
+/// others insert.
+///
+/// # Example
+///
+/// ```
+/// use atomic_bloom::BloomFilter;
+///
+/// let a: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(1).build()?;
+/// let b: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(1).build()?;
+/// a.insert("x");
+/// assert_ne!(a, b);
+/// b.insert("x");
+/// assert_eq!(a, b);
+/// assert_eq!(a, a.clone());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<T: ?Sized, S: PartialEq> PartialEq for BloomFilter<T, S> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+            || (self.geometry == other.geometry
+                && self.target_rate.to_bits() == other.target_rate.to_bits()
+                && self.hasher == other.hasher
+                && self.bits.same_bits(&other.bits))
+    }
+}
+
+impl<T: ?Sized, S: Eq> Eq for BloomFilter<T, S> {}
+
+/// Inserts every item, as [`insert`](BloomFilter::insert) one at a time
+/// would: the filter's own items, references to them, or their owners
+/// (`&String` into a filter of `str`; see [`AsItem`]). `extend` takes
+/// `&mut self` (the trait's signature); [`insert`](BloomFilter::insert)
+/// and [`par_insert`](BloomFilter::par_insert) take `&self`.
+///
+/// # Example
+///
+/// ```
+/// let mut seen: atomic_bloom::BloomFilter<str> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+/// let urls = vec!["https://a.example/".to_string(), "https://b.example/".to_string()];
+/// seen.extend(&urls);
+/// seen.extend(["https://c.example/"]);
+/// assert!(seen.contains("https://a.example/") && seen.contains("https://c.example/"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<T: ?Sized + Hash, S: BuildHasher, A: AsItem<T>> Extend<A> for BloomFilter<T, S> {
+    fn extend<I: IntoIterator<Item = A>>(&mut self, items: I) {
+        for item in items {
+            self.insert(item.as_item());
+        }
     }
 }

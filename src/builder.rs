@@ -126,17 +126,18 @@ impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
         self
     }
 
-    /// Chooses how the size is rounded (default [`Sizing::PowerOfTwo`]);
-    /// [`Sizing::Exact`] spends no more than a block over what the
-    /// capacity and rate need.
+    /// Chooses how the size is rounded: [`Sizing::Exact`] (the default)
+    /// spends no more than a block over what the capacity and rate need;
+    /// [`Sizing::PowerOfTwo`] rounds up to a power of two of blocks, up to
+    /// twice the memory, for a mask in place of a multiplication.
     ///
     /// # Example
     ///
     /// ```
     /// use atomic_bloom::{BloomFilter, Sizing};
     ///
-    /// let f: BloomFilter<str> = BloomFilter::builder(1000, 0.01).sizing(Sizing::Exact).build()?;
-    /// assert_eq!(f.sizing(), Sizing::Exact);
+    /// let f: BloomFilter<str> = BloomFilter::builder(1000, 0.01).sizing(Sizing::PowerOfTwo).build()?;
+    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sizing(mut self, sizing: Sizing) -> Self {
@@ -258,9 +259,9 @@ impl<T: ?Sized> CountingBloomFilterBuilder<T, DefaultHasher> {
 }
 
 impl<T: ?Sized, S> CountingBloomFilterBuilder<T, S> {
-    /// Chooses how the size is rounded (default [`Sizing::PowerOfTwo`]);
-    /// [`Sizing::Exact`] spends no more than a block over what the
-    /// capacity and rate need.
+    /// Chooses how the size is rounded: [`Sizing::Exact`] (the default)
+    /// spends no more than a block over what the capacity and rate need;
+    /// [`Sizing::PowerOfTwo`] rounds up to a power of two of blocks.
     ///
     /// # Example
     ///
@@ -268,8 +269,8 @@ impl<T: ?Sized, S> CountingBloomFilterBuilder<T, S> {
     /// use atomic_bloom::{CountingBloomFilter, Sizing};
     ///
     /// let f: CountingBloomFilter<u64> =
-    ///     CountingBloomFilter::builder(100_000, 0.01).sizing(Sizing::Exact).build()?;
-    /// assert_eq!(f.sizing(), Sizing::Exact);
+    ///     CountingBloomFilter::builder(100_000, 0.01).sizing(Sizing::PowerOfTwo).build()?;
+    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sizing(mut self, sizing: Sizing) -> Self {

@@ -29,9 +29,11 @@ unsafe impl Block for CounterBlock {
         CounterBlock(std::array::from_fn(|_| AtomicU8::new(0)))
     }
 
-    fn clear(&mut self) {
+    fn clear(&self) {
         for counter in &self.0 {
-            // Relaxed: `&mut self` excludes every other access.
+            // Relaxed: counters publish nothing; an update that
+            // happens-after the clear sees the zero (coherence), and one
+            // racing it may survive or not (`src/PROTOCOLS.md`, "Clear").
             counter.store(0, Ordering::Relaxed);
         }
     }
@@ -195,7 +197,28 @@ impl CounterArray {
         Ok((CounterArray { blocks }, total))
     }
 
-    pub(crate) fn clear(&mut self) {
+    /// Sets every counter to 0, while others may update and look up.
+    pub(crate) fn clear(&self) {
         self.blocks.clear();
+    }
+
+    /// A copy of the counters (each read once; updates racing it may or
+    /// may not be in it). Aborts if the allocator refuses, as `Vec::clone`.
+    pub(crate) fn snapshot(&self) -> Self {
+        CounterArray {
+            blocks: self.blocks.snapshot(),
+        }
+    }
+
+    /// Whether `other` holds the same counters (each read once).
+    pub(crate) fn same_counters(&self, other: &CounterArray) -> bool {
+        self.num_blocks() == other.num_blocks()
+            && self
+                .blocks
+                .iter()
+                .zip(other.blocks.iter())
+                .flat_map(|(ours, theirs)| ours.0.iter().zip(&theirs.0))
+                // Relaxed (both): a snapshot; counters publish nothing else.
+                .all(|(a, b)| a.load(Ordering::Relaxed) == b.load(Ordering::Relaxed))
     }
 }

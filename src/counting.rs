@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use crate::counters::CounterArray;
 use crate::layout::{BlockIndex, WordProbe};
 use crate::sizing::{self, Geometry};
-use crate::{CountingBloomFilterBuilder, DefaultHasher, Error, Sizing};
+use crate::{AsItem, CountingBloomFilterBuilder, DefaultHasher, Error, Sizing};
 
 /// A Bloom filter that forgets: `remove` takes an item back out, through
 /// `&self`, while other threads insert and query.
@@ -192,7 +192,7 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
     /// ```
     /// use atomic_bloom::{CountingBloomFilter, Sizing};
     /// let f: CountingBloomFilter<u64> = CountingBloomFilter::new(1000, 0.01)?;
-    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
+    /// assert_eq!(f.sizing(), Sizing::Exact);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sizing(&self) -> Sizing {
@@ -280,19 +280,32 @@ impl<T: ?Sized, S> CountingBloomFilter<T, S> {
         sizing::expected_rate(&self.geometry, self.len_estimate() as f64)
     }
 
-    /// Removes every item.
+    /// Removes every item, while other threads may update and look up.
+    ///
+    /// Every counter is set to 0 with one store: O(size).
+    ///
+    /// # Consistency
+    ///
+    /// An update that happens-before the clear is gone after it; one that
+    /// happens-after it counts from 0. An insert racing the clear may be
+    /// kept, gone, or kept in part (then `contains` says no for it). A
+    /// remove racing the clear is a remove of what the filter no longer
+    /// holds (see *Contract*): it may take one from a counter an item
+    /// inserted after the clear needs, so stop removing while you clear.
     ///
     /// # Example
     ///
     /// ```
-    /// let mut f: atomic_bloom::CountingBloomFilter<u64> =
-    ///     atomic_bloom::CountingBloomFilter::new(1000, 0.01)?;
+    /// use std::sync::Arc;
+    /// use atomic_bloom::CountingBloomFilter;
+    ///
+    /// let f: Arc<CountingBloomFilter<u64>> = Arc::new(CountingBloomFilter::new(1000, 0.01)?);
     /// f.insert(&1);
-    /// f.clear();
+    /// f.clear(); // through the Arc
     /// assert!(!f.contains(&1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn clear(&mut self) {
+    pub fn clear(&self) {
         self.counters.clear();
     }
 
@@ -424,10 +437,75 @@ impl<T: ?Sized, S: fmt::Debug> fmt::Debug for CountingBloomFilter<T, S> {
             .field("capacity", &self.capacity())
             .field("target_fpr", &self.target_rate)
             .field("num_hashes", &self.num_hashes())
+            .field("sizing", &self.sizing())
             .field("memory_bytes", &self.memory_bytes())
-            .field("blocks", &self.counters.num_blocks())
-            .field("len_estimate", &self.len_estimate())
             .field("hasher", &self.hasher)
-            .finish()
+            .finish_non_exhaustive()
+    }
+}
+
+/// A snapshot copy: holds every update that completed before `clone`
+/// began, and perhaps some that were in flight. Like `Vec::clone`, it
+/// aborts if the allocator refuses.
+impl<T: ?Sized, S: Clone> Clone for CountingBloomFilter<T, S> {
+    fn clone(&self) -> Self {
+        CountingBloomFilter {
+            counters: self.counters.snapshot(),
+            index: self.index,
+            geometry: self.geometry,
+            target_rate: self.target_rate,
+            hasher: self.hasher.clone(),
+            _item: PhantomData,
+        }
+    }
+}
+
+/// Equal when built alike (size, counters per item, target rate and
+/// hasher: its seed) and holding the same counters. Compares every
+/// counter, O(size); a snapshot while others update.
+///
+/// # Example
+///
+/// ```
+/// use atomic_bloom::CountingBloomFilter;
+///
+/// let a: CountingBloomFilter<u64> = CountingBloomFilter::builder(1000, 0.01).seed(1).build()?;
+/// let b = a.clone();
+/// assert_eq!(a, b);
+/// a.insert(&7);
+/// assert_ne!(a, b);
+/// a.remove(&7);
+/// assert_eq!(a, b);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<T: ?Sized, S: PartialEq> PartialEq for CountingBloomFilter<T, S> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+            || (self.geometry == other.geometry
+                && self.target_rate.to_bits() == other.target_rate.to_bits()
+                && self.hasher == other.hasher
+                && self.counters.same_counters(&other.counters))
+    }
+}
+
+impl<T: ?Sized, S: Eq> Eq for CountingBloomFilter<T, S> {}
+
+/// Inserts every item, as [`insert`](CountingBloomFilter::insert) one at
+/// a time would (see [`AsItem`] for what an item may be).
+///
+/// # Example
+///
+/// ```
+/// let mut f: atomic_bloom::CountingBloomFilter<str> =
+///     atomic_bloom::CountingBloomFilter::new(1000, 0.01)?;
+/// f.extend(&vec!["a".to_string(), "a".to_string()]);
+/// assert_eq!(f.count("a"), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<T: ?Sized + Hash, S: BuildHasher, A: AsItem<T>> Extend<A> for CountingBloomFilter<T, S> {
+    fn extend<I: IntoIterator<Item = A>>(&mut self, items: I) {
+        for item in items {
+            self.insert(item.as_item());
+        }
     }
 }

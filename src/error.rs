@@ -1,6 +1,10 @@
-//! The crate's one error type.
+//! The crate's one error type, the groups its variants fall in, and the
+//! I/O error it keeps as its source.
 
 use std::fmt;
+use std::io;
+
+use crate::sync::PlainArc;
 
 /// Everything that can go wrong when building, combining, saving or loading
 /// a filter.
@@ -8,13 +12,20 @@ use std::fmt;
 /// Every bad input has its own variant, and every message says what to do
 /// about it. Nothing in this crate panics or silently clamps on bad input.
 ///
+/// The variants fall into a few groups, which [`kind`](Error::kind) names:
+/// match on it to handle a whole group (bad parameters, filters that cannot
+/// be combined, memory, I/O, input that cannot be loaded), and on the
+/// variant where one case needs its own handling. An [`Error::Io`] keeps the
+/// [`std::io::Error`] it met as its [`source`](std::error::Error::source).
+///
 /// # Example
 ///
 /// ```
-/// use atomic_bloom::{BloomFilter, Error};
+/// use atomic_bloom::{BloomFilter, Error, ErrorKind};
 ///
 /// let err = BloomFilter::<str>::new(0, 0.01).unwrap_err();
 /// assert_eq!(err, Error::ZeroCapacity);
+/// assert_eq!(err.kind(), ErrorKind::Parameter);
 /// println!("{err}"); // capacity must be at least 1: pass the number of items ...
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +96,17 @@ pub enum Error {
         /// The share that was passed.
         share: f64,
     },
+    /// A scalable filter's first-stage share leaves its second stage a
+    /// rate under 1/1024 of the first stage's (see
+    /// [`first_stage_share`](crate::ScalableBloomFilterBuilder::first_stage_share)).
+    SecondStageTooDense {
+        /// The share that was passed.
+        share: f64,
+        /// The tightening ratio it was passed with.
+        tightening: f64,
+        /// The largest share that ratio allows.
+        max_share: f64,
+    },
     /// A scalable filter's memory limit is smaller than its first stage.
     MemoryLimitTooSmall {
         /// The limit that was set, in bytes.
@@ -119,12 +141,14 @@ pub enum Error {
         layout: crate::Layout,
     },
     /// Reading or writing a saved filter failed in the operating system
-    /// (file not found, permission denied, disk full, ...).
+    /// (file not found, permission denied, disk full, ...), or in the
+    /// reader or writer passed in.
     Io {
-        /// What kind of I/O error it was.
-        kind: std::io::ErrorKind,
-        /// The operating system's message.
-        message: String,
+        /// What kind of I/O error it was (`source.kind()`), to match on.
+        kind: io::ErrorKind,
+        /// The error itself: also what
+        /// [`source`](std::error::Error::source) returns.
+        source: IoError,
     },
     /// Loading: the input does not start with the format's magic bytes
     /// (`FORMAT.md`), so it is not a saved atomic-bloom filter.
@@ -290,6 +314,17 @@ impl fmt::Display for Error {
                 "first-stage share {share} is not strictly between 0 and 1: pass 0.8 to give \
                  the first stage 80% of the rate, or leave it unset for 1 - tightening ratio"
             ),
+            Error::SecondStageTooDense {
+                share,
+                tightening,
+                max_share,
+            } => write!(
+                f,
+                "first-stage share {share} at tightening ratio {tightening} leaves the second \
+                 stage a rate under 1/1024 of the first's: each of its items would cost over 14 \
+                 bits more, for under 0.021 bits saved an item in the first stage; pass a share \
+                 of at most {max_share} (0.99 passes at every ratio)"
+            ),
             Error::MemoryLimitTooSmall { limit, first_stage } => write!(
                 f,
                 "the memory limit of {limit} bytes is smaller than the first stage \
@@ -321,9 +356,9 @@ impl fmt::Display for Error {
                  or 8 for Layout::CacheLine or Layout::Word, 2 to 16 for Layout::Compact, or \
                  leave it unset for the layout's least memory"
             ),
-            Error::Io { kind, message } => write!(
+            Error::Io { kind, source } => write!(
                 f,
-                "I/O error ({kind:?}: {message}): check the path, its permissions and the free space"
+                "I/O error ({kind:?}: {source}): check the path, its permissions and the free space"
             ),
             Error::NotAFilter => write!(
                 f,
@@ -415,4 +450,187 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source.get()),
+            _ => None,
+        }
+    }
+}
+
+/// The group an [`Error`] falls in: what [`Error::kind`] returns, for code
+/// that handles a whole group alike.
+///
+/// # Example
+///
+/// ```
+/// use atomic_bloom::{BloomFilter, Error, ErrorKind};
+///
+/// fn open(path: &str) -> Result<BloomFilter<str>, Error> {
+///     match BloomFilter::load(path) {
+///         // No file yet, or one that cannot be read as a filter: start afresh.
+///         Err(err) if err.kind() == ErrorKind::Load => BloomFilter::new(1_000_000, 0.01),
+///         Err(Error::Io { kind: std::io::ErrorKind::NotFound, .. }) => {
+///             BloomFilter::new(1_000_000, 0.01)
+///         }
+///         other => other,
+///     }
+/// }
+/// let seen = open("/no/such/dir/seen.bloom")?;
+/// assert!(seen.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A constructor or builder was given a value it cannot build from (a
+    /// capacity of 0, a rate outside (0, 1), a growth option out of range,
+    /// a filter too large for the address space): fix the argument.
+    Parameter,
+    /// Two filters built differently were to be combined (`union`): build
+    /// both alike.
+    Incompatible,
+    /// The system could not provide what was needed: memory (the
+    /// allocator refused, or a scalable filter reached its memory limit) or
+    /// the entropy that seeds a filter.
+    Resource,
+    /// Reading or writing failed in the operating system or in the reader
+    /// or writer passed in: the variant is [`Error::Io`], and its
+    /// [`source`](std::error::Error::source) is the [`std::io::Error`].
+    Io,
+    /// The input being loaded is not a filter this build can read:
+    /// corrupt, cut short, of another kind or a newer format version.
+    Load,
+}
+
+impl Error {
+    /// The group this error falls in.
+    ///
+    /// Every variant belongs to exactly one group; a variant added later
+    /// joins one of them (the match below has no catch-all, so the
+    /// compiler asks for its group).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{BloomFilter, ErrorKind};
+    ///
+    /// let err = BloomFilter::<u64>::read_from(&b"not a filter"[..]).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::Load);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::ZeroCapacity
+            | Error::InvalidFalsePositiveRate { .. }
+            | Error::TooLarge { .. }
+            | Error::InvalidGrowthFactor { .. }
+            | Error::InvalidTighteningRatio { .. }
+            | Error::InvalidFirstStageShare { .. }
+            | Error::SecondStageTooDense { .. }
+            | Error::MemoryLimitTooSmall { .. }
+            | Error::ZeroWindow
+            | Error::InvalidWindowDuration { .. }
+            | Error::InvalidGenerations { .. } => ErrorKind::Parameter,
+            Error::SizeMismatch { .. }
+            | Error::HashCountMismatch { .. }
+            | Error::LayoutMismatch { .. }
+            | Error::HasherMismatch => ErrorKind::Incompatible,
+            Error::AllocationFailed { .. }
+            | Error::MemoryLimitReached { .. }
+            | Error::SeedUnavailable { .. } => ErrorKind::Resource,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::NotAFilter
+            | Error::UnsupportedVersion { .. }
+            | Error::WrongKind { .. }
+            | Error::UnknownKind { .. }
+            | Error::UnsupportedHashScheme { .. }
+            | Error::Truncated { .. }
+            | Error::ChecksumMismatch { .. }
+            | Error::LengthOverflow { .. }
+            | Error::ZeroHashes
+            | Error::ZeroStages
+            | Error::InvalidStoredRate { .. }
+            | Error::CountMismatch { .. }
+            | Error::InvalidField { .. }
+            | Error::EpochOutOfRange { .. }
+            | Error::InvalidItem { .. }
+            | Error::TrailingBytes => ErrorKind::Load,
+        }
+    }
+}
+
+/// The [`std::io::Error`] an [`Error::Io`] met, shared by the error's
+/// clones (an `io::Error` cannot be cloned). It derefs to the `io::Error`;
+/// two are equal when their kinds and messages are.
+///
+/// # Example
+///
+/// ```
+/// use std::error::Error as _;
+/// use atomic_bloom::{BloomFilter, Error};
+///
+/// let err = BloomFilter::<u64>::load("/no/such/dir/filter.bin").unwrap_err();
+/// let Error::Io { source, .. } = &err else { panic!("{err:?}") };
+/// assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+/// let io = err.source().unwrap().downcast_ref::<std::io::Error>().unwrap();
+/// assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+/// ```
+#[derive(Clone)]
+pub struct IoError(PlainArc<io::Error>);
+
+impl IoError {
+    /// The `io::Error`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let err = atomic_bloom::IoError::from(std::io::Error::other("disk on fire"));
+    /// assert_eq!(err.get().to_string(), "disk on fire");
+    /// ```
+    pub fn get(&self) -> &io::Error {
+        &self.0
+    }
+}
+
+impl From<io::Error> for IoError {
+    fn from(error: io::Error) -> Self {
+        IoError(PlainArc::new(error))
+    }
+}
+
+impl std::ops::Deref for IoError {
+    type Target = io::Error;
+
+    fn deref(&self) -> &io::Error {
+        &self.0
+    }
+}
+
+impl PartialEq for IoError {
+    fn eq(&self, other: &Self) -> bool {
+        PlainArc::ptr_eq(&self.0, &other.0)
+            || (self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string())
+    }
+}
+
+impl fmt::Debug for IoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for IoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl From<IoError> for Error {
+    fn from(source: IoError) -> Self {
+        Error::Io {
+            kind: source.kind(),
+            source,
+        }
+    }
+}

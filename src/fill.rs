@@ -185,6 +185,13 @@ impl FillMark {
         }
     }
 
+    /// Starts the count over: the filter was cleared.
+    fn reset(&self) {
+        self.tally.reset();
+        // Relaxed: as in `is_full`; 0 only makes the next check look.
+        self.next_rate_check.store(0, Ordering::Relaxed);
+    }
+
     /// Whether the tally is an eighth past the fill.
     pub(crate) fn is_overfull(&self) -> bool {
         self.estimated_set_bits() >= self.full_at_bits.saturating_add(self.full_at_bits / 8)
@@ -285,7 +292,9 @@ impl<T: ?Sized, S> Tracked<T, S> {
         Tracked { filter, mark }
     }
 
-    /// The filter, given back (its mark dropped).
+    /// The filter, given back (its mark dropped). Unused under loom, where
+    /// `src/scalable/copy.rs` is not built.
+    #[cfg_attr(atomic_bloom_loom, allow(dead_code))]
     pub(crate) fn into_filter(self) -> BloomFilter<T, S> {
         self.filter
     }
@@ -314,6 +323,14 @@ impl<T: ?Sized, S> Tracked<T, S> {
     #[inline(always)]
     pub(crate) fn prefetch_hash(&self, hash: u64) {
         self.filter.prefetch_hash(hash);
+    }
+
+    /// Clears the filter, then its count of set bits. An insert racing it
+    /// may leave bits the count missed, or a count of bits it cleared:
+    /// the fill trigger fires a little late or early.
+    pub(crate) fn clear(&self) {
+        self.filter.clear();
+        self.mark.reset();
     }
 
     /// Whether the filter reached its fill (see [`FillMark::is_full`]).

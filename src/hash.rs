@@ -3,7 +3,7 @@
 
 use std::hash::BuildHasher;
 
-use crate::Error;
+use crate::{Error, WyHash};
 
 /// The default [`BuildHasher`] of every filter: wyhash with a 64-bit seed.
 ///
@@ -85,11 +85,11 @@ impl std::fmt::Debug for DefaultHasher {
 }
 
 impl BuildHasher for DefaultHasher {
-    type Hasher = wyhash::WyHash;
+    type Hasher = WyHash;
 
     #[inline]
-    fn build_hasher(&self) -> wyhash::WyHash {
-        wyhash::WyHash::with_seed(self.seed)
+    fn build_hasher(&self) -> WyHash {
+        WyHash::with_seed(self.seed)
     }
 }
 

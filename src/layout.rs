@@ -75,8 +75,8 @@ pub enum Layout {
 ///
 /// | sizing | blocks | block of an item | memory over what the rate needs |
 /// |---|---|---|---|
-/// | [`PowerOfTwo`](Sizing::PowerOfTwo) (default) | a power of two | low bits of the hash (a mask) | 0 to 100% |
-/// | [`Exact`](Sizing::Exact) | any number | high half of hash × blocks (a multiply) | under one block |
+/// | [`Exact`](Sizing::Exact) (default) | any number | high half of hash × blocks (a multiply) | under one block |
+/// | [`PowerOfTwo`](Sizing::PowerOfTwo) | a power of two | low bits of the hash (a mask) | 0 to 100% |
 ///
 /// Either way [`capacity`](crate::BloomFilter::capacity) reports what the
 /// filter holds at its rate, and neither ever divides. `Exact` costs one
@@ -88,9 +88,10 @@ pub enum Layout {
 /// ```
 /// use atomic_bloom::{BloomFilter, Sizing};
 ///
-/// let rounded: BloomFilter<u64> = BloomFilter::new(1_000_000, 0.01)?;
-/// let exact: BloomFilter<u64> =
-///     BloomFilter::builder(1_000_000, 0.01).sizing(Sizing::Exact).build()?;
+/// let exact: BloomFilter<u64> = BloomFilter::new(1_000_000, 0.01)?;
+/// let rounded: BloomFilter<u64> =
+///     BloomFilter::builder(1_000_000, 0.01).sizing(Sizing::PowerOfTwo).build()?;
+/// assert_eq!(exact.sizing(), Sizing::Exact);
 /// assert!(exact.memory_bytes() < rounded.memory_bytes());
 /// assert!(exact.capacity() >= 1_000_000);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -98,10 +99,10 @@ pub enum Layout {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Sizing {
     /// A power of two of blocks; an item's block is its hash masked.
-    #[default]
     PowerOfTwo,
     /// As many blocks as the capacity and rate need; an item's block is the
     /// high half of the 128-bit product of its hash and the block count.
+    #[default]
     Exact,
 }
 

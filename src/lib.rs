@@ -16,8 +16,9 @@
 //! * [`WindowedBloomFilter`]: remembers the last `window` items (or the
 //!   last `T` of time) and forgets older ones on schedule: generations
 //!   rotated without locks.
-//! * [`Frontier`]: a crawler's to-visit queue that drops what it has seen:
-//!   a filter in front of a lock-free queue.
+//! * [`Frontier`]: a crawler's to-visit queue that drops what it has seen
+//!   and knows when the crawl is over: a filter in front of a lock-free
+//!   queue, and a count of the items in flight.
 //!
 //! # Example
 //!
@@ -40,18 +41,39 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Bulk insert
+//!
+//! `par_insert` (feature `rayon`, on by default) inserts the items of a
+//! rayon parallel iterator on rayon's thread pool, as the program holds
+//! them: a `Vec<String>` goes into a filter of `str` through `par_iter()`
+//! ([`AsItem`] says what an item may be). Every filter also takes
+//! `Extend`, and [`BloomFilter::insert_many`] works through a slice with
+//! the blocks of items ahead prefetched.
+//!
+//! ```
+//! use rayon::prelude::*;
+//! use atomic_bloom::BloomFilter;
+//!
+//! let seen: BloomFilter<str> = BloomFilter::new(1_000_000, 0.01)?;
+//! let urls: Vec<String> = (0..100_000).map(|i| format!("https://example.com/{i}")).collect();
+//! let new = seen.par_insert(urls.par_iter());
+//! assert!(new > 99_000);
+//! assert!(seen.contains("https://example.com/99999"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Accuracy
 //!
 //! Filters are sized with the exact expected false-positive rate of their
 //! blocked layout (plain Bloom formulas under-size blocked filters), then
-//! rounded up to a power of two of blocks, or to a whole block with
-//! [`Sizing::Exact`]; [`BloomFilter::capacity`] reports how many items the
+//! rounded up to a whole block ([`Sizing::Exact`], the default), or to a
+//! power of two of blocks ([`Sizing::PowerOfTwo`]); [`BloomFilter::capacity`] reports how many items the
 //! rounded filter holds at the target rate, and the measured rate at that
 //! many items stays at the target.
 //!
 //! # Memory
 //!
-//! [`Layout::Compact`] with [`Sizing::Exact`] takes the least: 9.9 bits per
+//! [`Layout::Compact`] (with the default [`Sizing::Exact`]) takes the least: 9.9 bits per
 //! item at 1% and 15.0 at 0.1%, within 4% of an unblocked filter. Arrays
 //! come from the allocator's zeroed path, so a large filter costs resident
 //! memory only where bits have been set.
@@ -61,23 +83,30 @@
 //!
 //! let lean: BloomFilter<str> = BloomFilter::builder(1_000_000, 0.01)
 //!     .layout(Layout::Compact)
-//!     .sizing(Sizing::Exact)
 //!     .build()?;
+//! assert_eq!(lean.sizing(), Sizing::Exact);
 //! assert!(lean.memory_bytes() < 1_250_000);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # Consistency
 //!
-//! Bits only go from 0 to 1. An insert that happens-before a lookup (through
-//! a join, a channel, a lock or any release/acquire pair) is always seen by
-//! it; a lookup that races an insert of the same item may or may not see it.
-//! Counts such as [`BloomFilter::len_estimate`] are snapshots.
+//! Bits only go from 0 to 1, until a `clear` (which also takes `&self`; its
+//! docs say what an insert racing it may see). An insert that
+//! happens-before a lookup (through a join, a channel, a lock or any
+//! release/acquire pair) is always seen by it; a lookup that races an
+//! insert of the same item may or may not see it. Counts such as
+//! [`BloomFilter::len_estimate`] are snapshots.
+//!
+//! Every filter is `Send + Sync`, `Clone` (a snapshot), `PartialEq` and
+//! `Eq` (built alike, with the same bits), `Extend` and `Debug` (which
+//! counts no bits).
 //!
 //! # Crate features
 //!
-//! * `rayon` (default): `par_insert` on every filter inserts from a rayon
-//!   parallel iterator.
+//! * `rayon` (on by default): `par_insert` on every filter inserts from a
+//!   rayon parallel iterator. Without it (`default-features = false`) the
+//!   crate does not depend on rayon.
 //! * `serde`: `Serialize` and `Deserialize` for every filter, as the bytes of
 //!   the saved-filter format and with the same checks as `read_from`.
 //!
@@ -116,38 +145,46 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs, missing_debug_implementations)]
 
+// The filters' own modules first: rustdoc lists a type's `impl` blocks in
+// the order their modules are declared, so each type's page opens with
+// the block that holds its constructors.
+mod bloom;
+mod counting;
+mod frontier;
+mod scalable;
+mod windowed;
+
 mod batch;
 mod bits;
 mod block;
-mod bloom;
 mod builder;
 mod counters;
-mod counting;
 mod error;
 mod fill;
-mod frontier;
 mod hash;
+mod item;
 mod layout;
 #[cfg(feature = "rayon")]
 mod parallel;
 mod persist;
-mod scalable;
 mod sizing;
 mod sync;
 mod tally;
-mod windowed;
 mod wire;
+mod wyhash_v1;
 
 pub use bloom::BloomFilter;
 pub use builder::{BloomFilterBuilder, CountingBloomFilterBuilder};
 pub use counting::CountingBloomFilter;
-pub use error::Error;
-pub use frontier::Frontier;
+pub use error::{Error, ErrorKind, IoError};
+pub use frontier::{Frontier, Taken};
 pub use hash::DefaultHasher;
+pub use item::AsItem;
 pub use layout::{Layout, Sizing};
 pub use persist::{FrontierItem, SaveCursor};
 pub use scalable::{ScalableBloomFilter, ScalableBloomFilterBuilder, StageStats};
 pub use windowed::{Rotation, WindowedBloomFilter, WindowedBloomFilterBuilder};
+pub use wyhash_v1::WyHash;
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]

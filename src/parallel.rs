@@ -1,11 +1,10 @@
 //! Bulk insert from a rayon parallel iterator (feature `rayon`, on by default).
 
-use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use rayon::iter::{IntoParallelIterator, ParallelIterator};
 
-use crate::{BloomFilter, CountingBloomFilter, ScalableBloomFilter, WindowedBloomFilter};
+use crate::{AsItem, BloomFilter, CountingBloomFilter, ScalableBloomFilter, WindowedBloomFilter};
 
 /// `par_insert` on a filter type whose `insert(&T) -> bool` says whether the
 /// item was new: one definition for every filter, with the type's example.
@@ -21,6 +20,10 @@ macro_rules! par_insert {
             #[doc = concat!("[`insert`](", stringify!($filter), "::insert)")]
             /// would say one at a time.
             ///
+            /// The items may be the filter's own (`u64` from a range), or
+            /// references to them or to their owners (`&String` for a
+            /// filter of `str`): anything [`AsItem<T>`](AsItem).
+            ///
             /// # Example
             ///
             /// ```
@@ -31,16 +34,22 @@ macro_rules! par_insert {
             /// let new = f.par_insert((0..10_000u64).into_par_iter());
             /// assert!(new > 9_900);
             /// assert!(f.contains(&9_999));
+            ///
+            /// // A crawler's URLs, as it holds them.
+            #[doc = concat!("let seen: ", stringify!($filter), "<str> = ", $example, ";")]
+            /// let urls: Vec<String> = (0..1_000).map(|i| format!("https://example.com/{i}")).collect();
+            /// seen.par_insert(urls.par_iter());
+            /// assert!(seen.contains("https://example.com/999"));
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
             pub fn par_insert<I>(&self, items: I) -> usize
             where
                 I: IntoParallelIterator,
-                I::Item: Borrow<T>,
+                I::Item: AsItem<T>,
             {
                 items
                     .into_par_iter()
-                    .map(|item| usize::from(self.insert(item.borrow())))
+                    .map(|item| usize::from(self.insert(item.as_item())))
                     .sum()
             }
         }

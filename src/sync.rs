@@ -1,5 +1,5 @@
-//! The one door to atomics, `Arc`, `Mutex`, `ArcSwap` and the frontier's
-//! queue.
+//! The one door to atomics, `Arc`, `Mutex`, `Condvar`, `ArcSwap` and the
+//! frontier's queue.
 //!
 //! Every other module takes its atomic types from here. In a normal build
 //! they are `std`'s (and `arc-swap`'s); when the crate is compiled with
@@ -11,27 +11,32 @@
 //!
 //! loom cannot see inside `arc-swap` or crossbeam's queue. Under the loom
 //! cfg `Queue` is a `Mutex<VecDeque>` with `SegQueue`'s methods, and [`ArcSwap`] is a
-//! stand-in over loom's `RwLock<Arc<T>>` with the same `load` /
-//! `compare_and_swap` semantics: `load` returns the current `Arc` and
-//! `compare_and_swap` replaces it only if it is still the expected one,
-//! returning what was there.
+//! stand-in over loom's `RwLock<Arc<T>>` with the same `load` / `store` /
+//! `compare_and_swap` semantics: `load` returns the current `Arc`, `store`
+//! replaces it, and `compare_and_swap` replaces it only if it is still the
+//! expected one, returning what was there.
 
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(atomic_bloom_loom))]
-pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// `std`'s `Arc` under every cfg: for shared ownership outside every
+/// protocol (an [`Error`](crate::Error)'s I/O source), which loom need not
+/// see and which may be made outside a model.
+pub(crate) use std::sync::Arc as PlainArc;
 
 #[cfg(not(atomic_bloom_loom))]
 pub(crate) use arc_swap::ArcSwap;
 #[cfg(not(atomic_bloom_loom))]
-pub(crate) use crossbeam::queue::SegQueue as Queue;
+pub(crate) use crossbeam_queue::SegQueue as Queue;
 
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom::sync::atomic::{
     fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 #[cfg(atomic_bloom_loom)]
-pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 #[cfg(atomic_bloom_loom)]
 pub(crate) use loom_arc_swap::ArcSwap;
@@ -256,7 +261,7 @@ pub(crate) fn thread_index() -> Option<usize> {
         .ok()
 }
 
-/// `crossbeam::queue::SegQueue`'s `push`, `pop` and `len`, over a loom
+/// `crossbeam_queue::SegQueue`'s `push`, `pop` and `len`, over a loom
 /// mutex: loom cannot see crossbeam's own synchronization.
 #[cfg(atomic_bloom_loom)]
 mod loom_queue {
@@ -295,7 +300,8 @@ mod loom_arc_swap {
 
     use loom::sync::{Arc, RwLock};
 
-    /// `arc_swap::ArcSwap`'s `load` and `compare_and_swap`, over a loom lock.
+    /// `arc_swap::ArcSwap`'s `load`, `store` and `compare_and_swap`, over a
+    /// loom lock.
     pub(crate) struct ArcSwap<T> {
         current: RwLock<Arc<T>>,
     }
@@ -319,6 +325,11 @@ mod loom_arc_swap {
 
         pub(crate) fn load(&self) -> Guard<T> {
             Guard(Arc::clone(&self.current.read().unwrap()))
+        }
+
+        /// Replaces the current value with `new`, whatever it is.
+        pub(crate) fn store(&self, new: Arc<T>) {
+            *self.current.write().unwrap() = new;
         }
 
         /// Stores `new` if the current value is `expected`; returns the value

@@ -6,7 +6,7 @@
 //! ([`FillMark`](crate::fill::FillMark)): the bit array itself keeps no
 //! count, so an insert's only shared writes are to the filter's own words.
 
-use crossbeam::utils::CachePadded;
+use crossbeam_utils::CachePadded;
 
 use crate::sync::{thread_ticket, AtomicUsize, Ordering};
 
@@ -59,6 +59,16 @@ impl ThreadTally {
         SlotAdd {
             before,
             after: before.wrapping_add(amount),
+        }
+    }
+
+    /// Sets every slot to 0 (the tally's filter was cleared). An add
+    /// racing it may or may not be kept.
+    pub(crate) fn reset(&self) {
+        for slot in self.slots.iter() {
+            // Relaxed: an independent tally, as in `add`; a fill trigger
+            // that reads it a few adds off only fires a little early or late.
+            slot.store(0, Ordering::Relaxed);
         }
     }
 

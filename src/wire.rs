@@ -31,10 +31,7 @@ pub(crate) fn page_checksum(index: usize, page: &[u8]) -> u32 {
 fn io_error(error: io::Error, part: &'static str) -> Error {
     match error.kind() {
         io::ErrorKind::UnexpectedEof => Error::Truncated { section: part },
-        kind => Error::Io {
-            kind,
-            message: error.to_string(),
-        },
+        _ => Error::from(crate::IoError::from(error)),
     }
 }
 

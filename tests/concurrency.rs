@@ -151,7 +151,7 @@ fn union_holds_both_and_clone_is_a_snapshot() {
 #[test]
 fn clear_empties_the_filter() {
     for layout in LAYOUTS {
-        let mut f = url_filter(1_000, layout, 6);
+        let f = url_filter(1_000, layout, 6);
         f.insert("a");
         assert!(!f.is_empty());
         f.clear();

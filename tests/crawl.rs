@@ -168,34 +168,23 @@ fn reachable(web: &SyntheticWeb) -> HashSet<String> {
 }
 
 /// Crawls `web` with `threads` workers sharing `frontier`, as the example
-/// does; returns every URL popped, in no order.
+/// does: each takes a page with `wait_take`, pushes its links (the borrowed
+/// form: a `String` is made only for a new link) while it holds the page,
+/// and stops at `None`; returns every URL taken, in no order.
 fn crawl(web: &SyntheticWeb, frontier: &Frontier<String>, threads: usize) -> Vec<String> {
-    // Relaxed throughout: the count only says when to stop (see the example).
-    let pending = AtomicUsize::new(0);
     for start in web.start_urls() {
-        pending.fetch_add(1, Ordering::Relaxed);
-        if !frontier.push(start) {
-            pending.fetch_sub(1, Ordering::Relaxed);
-        }
+        frontier.push(start);
     }
     let worker = || {
         let mut visited = Vec::new();
-        loop {
-            let Some(page) = frontier.pop() else {
-                if pending.load(Ordering::Relaxed) == 0 {
-                    return visited;
-                }
-                thread::yield_now();
-                continue;
-            };
-            let links = links_of(web, &page);
-            pending.fetch_add(links.len(), Ordering::Relaxed);
-            let rejected = (links.into_iter().map(|link| frontier.push(link)))
-                .filter(|&accepted| !accepted)
-                .count();
-            pending.fetch_sub(rejected + 1, Ordering::Relaxed);
-            visited.push(page);
+        while let Some(page) = frontier.wait_take() {
+            for link in links_of(web, &page) {
+                frontier.push_ref(link.as_str());
+            }
+            visited.push(page.clone());
         }
+        assert!(frontier.is_finished());
+        visited
     };
     thread::scope(|scope| {
         let workers: Vec<_> = (0..threads).map(|_| scope.spawn(worker)).collect();
@@ -275,6 +264,30 @@ fn cache_line_layout_crawl_visits_nearly_every_reachable_page() {
         twice * 100 <= web.page_count(),
         "{twice} URLs visited twice"
     );
+}
+
+/// A scalable and a windowed frontier (a window past the web's size)
+/// also tell their workers when the crawl is over: every worker stops,
+/// nothing is left queued, and nearly every page was visited.
+#[test]
+fn scalable_and_windowed_frontiers_say_when_the_crawl_is_over() {
+    let (web, reachable) = test_web();
+    let frontiers: [Frontier<String>; 2] = [
+        Frontier::scalable(64, RATE).expect("a valid filter"),
+        Frontier::windowed(2 * reachable.len(), RATE).expect("a valid filter"),
+    ];
+    for frontier in &frontiers {
+        let visited = crawl(&web, frontier, 4);
+        let counts = visits(&visited);
+        assert!(frontier.is_finished() && frontier.is_empty());
+        assert!(counts.keys().all(|page| reachable.contains(*page)));
+        assert!(
+            counts.len() as f64 >= (1.0 - 2.0 * RATE) * reachable.len() as f64,
+            "{} of {} visited",
+            counts.len(),
+            reachable.len()
+        );
+    }
 }
 
 #[test]

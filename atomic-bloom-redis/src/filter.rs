@@ -54,7 +54,7 @@ impl Options {
     /// (their bits cost little: at most about 120 KB more, at a rate of one
     /// in a million); larger ones are built at the rate asked, which the
     /// library's sizing keeps on average, so that `MEMORY USAGE` stays
-    /// under RedisBloom's (README, Memory).
+    /// under RedisBloom's (atomic-bloom-redis/README.md, "Memory and speed").
     ///
     /// A scaling filter's first stage runs at `FIRST_STAGE_SHARE` of its
     /// rate: the share is given back here, so that the stage a sample at

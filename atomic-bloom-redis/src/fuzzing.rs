@@ -169,9 +169,8 @@ fn use_bloom(mut bloom: Bloom) {
 
 /// A windowed key's record (a `RESTORE` payload's value, its RDB string,
 /// what `WBF.LOADCHUNK` gathers), whole and in two chunks cut where its
-/// first byte says: refused, or a filter that loads alike both ways, takes
-/// adds, answers them, rotates by a clock (its end kept in range however
-/// far the record said), and saves and reloads alike.
+/// first byte says: refused, or a filter that loads alike both ways, then
+/// is used as the server uses a key (`use_windowed`).
 pub fn windowed_record(data: &[u8]) {
     let Ok(windowed) = Windowed::read_record(data, 0, Some(CAP)) else {
         return;
@@ -188,27 +187,93 @@ pub fn windowed_record(data: &[u8]) {
             .unwrap_or_else(|_| panic!("the second chunk completes it"));
         assert_eq!(chunked.filter.epoch(), windowed.filter.epoch());
     }
-    use_windowed(windowed);
+    use_windowed(windowed, u64::from(crc32c::crc32c(data)));
 }
 
-fn use_windowed(mut windowed: Windowed) {
+/// Reads back what `windowed` writes at `saved_at`, on a clock at
+/// `loaded_at` (another process's: only the time left travels).
+fn reload(windowed: &Windowed, saved_at: i64, loaded_at: i64) -> Windowed {
+    let mut record = Vec::new();
+    windowed
+        .write_record(&mut record, saved_at)
+        .expect("a Vec takes it");
+    Windowed::read_record(record.as_slice(), loaded_at, None).expect("its own record loads")
+}
+
+fn answers(windowed: &Windowed, items: &[Vec<u8>]) -> Vec<bool> {
+    items
+        .iter()
+        .map(|item| windowed.filter.contains(item))
+        .collect()
+}
+
+/// What the server does with a loaded key: adds (each then found), saves
+/// it and reads it back elsewhere (the same answers, epoch and time left),
+/// rotates it by a clock a day on (at most `g` generations), has a copy
+/// follow those rotations as a replica does (`WBF.ADVANCE`: the same
+/// answers), survives hostile clocks and `WBF.ADVANCE` arguments (`knob`),
+/// ends every generation (nothing added is found then), and saves and
+/// reloads alike.
+fn use_windowed(mut windowed: Windowed, knob: u64) {
+    let generations = u64::from(windowed.filter.generations());
     let items: Vec<Vec<u8>> = (0..ITEMS).map(item).collect();
     for item in &items {
         windowed.filter.insert(item);
         assert!(windowed.filter.contains(item), "an added item is missing");
     }
-    // A day later by the clock: the end stays in range, rotations are few.
-    let epoch = windowed.filter.epoch();
-    windowed.rotate_due(86_400_000);
-    let generations = u64::from(windowed.filter.generations());
-    assert!(windowed.filter.epoch() - epoch <= generations);
-    let answers: Vec<bool> = items.iter().map(|i| windowed.filter.contains(i)).collect();
-    let mut record = Vec::new();
-    windowed
-        .write_record(&mut record, 86_400_000)
-        .expect("a Vec takes it");
-    let copy = Windowed::read_record(record.as_slice(), 0, None).expect("its own record loads");
+    let _ = crate::windowed::WindowValue::Ready(reload(&windowed, 0, 0)).memory_bytes();
+    // Saved at 5 s on this clock, loaded at a day on another's.
+    let (saved_at, elsewhere) = (5_000, 86_400_000);
+    let mut copy = reload(&windowed, saved_at, elsewhere);
     assert_eq!(copy.filter.epoch(), windowed.filter.epoch());
-    let again: Vec<bool> = items.iter().map(|i| copy.filter.contains(i)).collect();
-    assert_eq!(again, answers, "a reload answers otherwise");
+    assert_eq!(answers(&copy, &items), answers(&windowed, &items));
+    if windowed.is_timed() {
+        let (span, left) = (windowed.span_ms(), windowed.left_ms(saved_at));
+        let kept = left.clamp(-span.saturating_mul(generations as i64), span);
+        assert_eq!(
+            copy.left_ms(elsewhere),
+            kept,
+            "the time left changed on the way"
+        );
+    }
+    // A day later by this clock: at most g rotations.
+    let epoch = windowed.filter.epoch();
+    let later = saved_at + 86_400_000;
+    windowed.rotate_due(later);
+    assert!(windowed.filter.epoch().wrapping_sub(epoch) <= generations);
+    // The copy follows them, as a replica follows its primary.
+    let followed = copy.follow(windowed.filter.epoch(), windowed.left_ms(later), elsewhere);
+    assert_eq!(followed.is_ok(), windowed.is_timed(), "{followed:?}");
+    if windowed.is_timed() {
+        assert_eq!(copy.filter.epoch(), windowed.filter.epoch());
+        assert_eq!(answers(&copy, &items), answers(&windowed, &items));
+    }
+    // Hostile clocks and arguments: refused or applied, never a panic.
+    let mut hostile = reload(&windowed, later, i64::MAX - (knob as i64 & 0xffff));
+    let steps = knob % (generations + 2);
+    let _ = hostile.follow(
+        hostile.filter.epoch().wrapping_add(steps),
+        knob as i64,
+        i64::MIN,
+    );
+    hostile.rotate_due(i64::MAX);
+    hostile.rotate_due(i64::MIN);
+    hostile.end_in(i64::MIN, i64::MAX);
+    let _ = hostile.left_ms(i64::MIN);
+    // Every generation ends: nothing added is found.
+    for _ in 0..generations {
+        windowed.filter.advance();
+    }
+    let kept = items
+        .iter()
+        .filter(|item| windowed.filter.contains(item))
+        .count();
+    assert_eq!(kept, 0, "items outlived {generations} rotations");
+    let copy = reload(&windowed, later, 0);
+    assert_eq!(copy.filter.epoch(), windowed.filter.epoch());
+    assert_eq!(
+        answers(&copy, &items),
+        answers(&windowed, &items),
+        "a reload answers otherwise"
+    );
 }

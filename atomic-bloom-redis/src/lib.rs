@@ -27,6 +27,10 @@
 //! and replies), `command_info.rs` (ACL categories,
 //! key specs, docs), `args.rs` (numbers, options, module arguments),
 //! `config.rs` (the server configs and the defaults they set),
+//! `replica.rs` (a primary's or an AOF's command that cannot be applied:
+//! no filter rather than a different one; RedisBloom's streams create as
+//! RedisBloom did), `refused.rs` (the keys whose replayed creation was
+//! refused here),
 //! `windowed/` (a windowed key's value, its record and its type),
 //! `redisbloom/` (RedisBloom's own filters, its type, hashing and
 //! encodings, served as RedisBloom serves them), `data_type.rs` (the
@@ -51,6 +55,8 @@ mod filter;
 pub mod fuzzing;
 mod record;
 mod redisbloom;
+mod refused;
+mod replica;
 mod value;
 mod wbf_commands;
 mod windowed;
@@ -67,7 +73,8 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     ctx.set_module_options(redis_module::raw::ModuleOptions::HANDLE_IO_ERRORS);
     let loaded = args::load_defaults(args)
         .and_then(|defaults| config::register(ctx, &defaults))
-        .and_then(|()| command_info::register(ctx));
+        .and_then(|()| command_info::register(ctx))
+        .and_then(|()| refused::subscribe(ctx));
     match loaded {
         Ok(()) => {
             let defaults = config::defaults();

@@ -3,16 +3,19 @@
 //! conventions.
 //!
 //! * `WBF.RESERVE key error_rate window [TIME seconds] [GENERATIONS g]`
-//! * `WBF.ADD key item`, `WBF.MADD key item [item ...]` (creating the key
-//!   with the module's defaults, as `BF.ADD` does)
+//! * `WBF.ADD key item`, `WBF.MADD key item [item ...]` (a client's
+//!   creating the key with the module's defaults, as `BF.ADD` does)
 //! * `WBF.EXISTS key item`, `WBF.MEXISTS key item [item ...]`
 //! * `WBF.INFO key`
 //!
 //! Replication: effects, never clocks. A new key travels as a
 //! `WBF.RESERVE` with its `SEED` and generations, adds as a `WBF.MADD` of
 //! every item (an item added again moves into the current generation, so
-//! repeats change the filter too). A count window rotates by inserts, the
-//! same on every copy. A time window rotates by the primary's clock only:
+//! repeats change the filter too); where the replica (or the replay)
+//! cannot build the filter, it holds none, and refuses and logs the adds
+//! that follow rather than make one of its defaults (`replica.rs`). A
+//! count window rotates by inserts, the same on every copy. A time window
+//! rotates by the primary's clock only:
 //! on a primary, every command on a key first performs the rotations that
 //! are due and propagates them as `WBF.ADVANCE key epoch left_ms` (reach
 //! that epoch; the current generation ends `left_ms` from now), which
@@ -29,6 +32,7 @@ use crate::args::{error, new_seed, parse_f64, parse_i64};
 use crate::commands::{reply_bools, reply_fields};
 use crate::config::{self, MAX_CAPACITY, MAX_ERROR_RATE};
 use crate::filter::{NO_MEMORY, OVER_LIMIT};
+use crate::replica::{self, creation_refused, is_replayed, not_held};
 use crate::windowed::data_type::WINDOWED_TYPE;
 use crate::windowed::{server_ms, Loading, WindowOptions, WindowValue, Windowed, MAX_TIME_MS};
 
@@ -39,16 +43,9 @@ const INTERNAL: &str = "ERR this command is sent by a primary to its replicas an
 /// The longest `TIME`, in seconds.
 const MAX_TIME_SECONDS: i64 = (MAX_TIME_MS / 1000) as i64;
 
-/// Whether the command comes from the primary (a replica's stream) or the
-/// AOF, not from a client.
-fn is_replayed(ctx: &Context) -> bool {
-    ctx.get_flags()
-        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
-}
-
-/// The server's clock, when this command may rotate time windows by it: a
-/// client's command on a primary. Replicas and replays follow their
-/// primary's `WBF.ADVANCE` instead.
+/// The server's monotonic clock (`server_ms`), when this command may
+/// rotate time windows by it: a client's command on a primary. Replicas
+/// and replays follow their primary's `WBF.ADVANCE` instead.
 fn primary_clock(ctx: &Context) -> Option<i64> {
     let following = ContextFlags::REPLICATED | ContextFlags::LOADING | ContextFlags::SLAVE;
     (!ctx.get_flags().intersects(following)).then(server_ms)
@@ -167,6 +164,7 @@ fn create<'a>(
     }
     let options = windowed.options;
     key.set_value(&WINDOWED_TYPE, WindowValue::Ready(windowed))?;
+    replica::created(ctx, key_name);
     replicate_creation(ctx, key_name, &options);
     match value_mut(key)? {
         Some(WindowValue::Ready(windowed)) => Ok(windowed),
@@ -214,6 +212,7 @@ fn catch_up(ctx: &Context, key: &RedisString, windowed: &mut Windowed, clock: Op
 /// Adds `items` to the filter under `key_name`, creating it if missing.
 fn add_items(
     ctx: &Context,
+    command: &str,
     key_name: &RedisString,
     items: &[&[u8]],
 ) -> Result<Vec<bool>, RedisError> {
@@ -224,6 +223,7 @@ fn add_items(
             windowed
         }
         Some(WindowValue::Loading(_)) => return Err(error(LOADING)),
+        None if is_replayed(ctx) => return Err(not_held(ctx, command, key_name)),
         None => create(ctx, key_name, &key, default_options())?,
     };
     let answers = items
@@ -243,13 +243,22 @@ fn items(args: &[RedisString], from: usize) -> Vec<&[u8]> {
 }
 
 /// `WBF.RESERVE key error_rate window [TIME seconds] [GENERATIONS g]`.
+/// A replayed one that fails is logged (`replica.rs`).
 pub(crate) fn wbf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let options = reserve_options(&args)?;
     let key = ctx.open_key_writable(&args[1]);
     if value_mut(&key)?.is_some() {
-        return Err(error("ERR item exists"));
+        return Err(creation_refused(
+            ctx,
+            "WBF.RESERVE",
+            &args[1],
+            error("ERR item exists"),
+            false,
+        ));
     }
-    create(ctx, &args[1], &key, options)?;
+    // Not remembered (`replica.rs`): a replayed WBF add never creates.
+    create(ctx, &args[1], &key, options)
+        .map_err(|refused| creation_refused(ctx, "WBF.RESERVE", &args[1], refused, false))?;
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
@@ -258,7 +267,7 @@ pub(crate) fn wbf_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
-    let answers = add_items(ctx, &args[1], &items(&args, 2))?;
+    let answers = add_items(ctx, "WBF.ADD", &args[1], &items(&args, 2))?;
     Ok(RedisValue::Bool(answers[0]))
 }
 
@@ -267,7 +276,7 @@ pub(crate) fn wbf_madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    let answers = add_items(ctx, &args[1], &items(&args, 2))?;
+    let answers = add_items(ctx, "WBF.MADD", &args[1], &items(&args, 2))?;
     Ok(reply_bools(ctx, &answers))
 }
 
@@ -403,7 +412,7 @@ pub(crate) fn wbf_advance(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
             windowed.follow(epoch, left, server_ms()).map_err(error)?
         }
         Some(WindowValue::Loading(_)) => return Err(error(LOADING)),
-        None => return Err(error(NOT_FOUND)),
+        None => return Err(not_held(ctx, "WBF.ADVANCE", &args[1])),
     }
     ctx.replicate_verbatim();
     Ok(RedisValue::SimpleStringStatic("OK"))

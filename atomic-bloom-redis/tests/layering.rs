@@ -6,13 +6,15 @@
 use std::path::Path;
 
 /// The module's top-level files and folders, in the order `lib.rs` states.
-const ORDER: [&str; 14] = [
+const ORDER: [&str; 16] = [
     "fuzzing",
     "wbf_commands",
     "commands",
     "command_info",
     "args",
     "config",
+    "replica",
+    "refused",
     "windowed",
     "redisbloom",
     "data_type",

@@ -192,3 +192,174 @@ fn restore_holds_to_the_memory_limit_and_a_replica_follows_its_primary() {
         );
     }
 }
+
+/// A replica that cannot build a filter its primary built (here: its
+/// address space is 3 GiB, the primary's 4 to 5 GB filters are allocated
+/// lazily there) holds no filter under that key, and logs why: the
+/// primary's adds that follow never create one there with the replica's
+/// defaults and a seed of its own (they did: `Window` 100 against the
+/// primary's 1,000,000,000, and a `BF` key of 100 items). Other keys go on
+/// replicating. Then the primary's AOF, replayed by a server as short of
+/// memory, holds the same: no key, never a default one.
+#[test]
+fn a_replica_that_cannot_build_a_filter_holds_none_and_never_a_default_one() {
+    for kind in KINDS {
+        let primary = Server::start(kind, &[], &["--appendonly", "yes"]);
+        let replica = Server::start_with_address_space(kind, 3 << 30);
+        let (mut p, mut r) = (primary.connect(), replica.connect());
+        let _: String = redis::cmd("REPLICAOF")
+            .arg(&["127.0.0.1", &primary.port.to_string()])
+            .query(&mut r)
+            .unwrap();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: no sync");
+        let _: String = redis::cmd("WBF.RESERVE")
+            .arg(&["wbig", "0.0000001", "1000000000"])
+            .query(&mut p)
+            .unwrap();
+        let _: String = redis::cmd("BF.RESERVE")
+            .arg(&["bbig", "0.0000001", "1000000000"])
+            .query(&mut p)
+            .unwrap();
+        let sent = items("big", 0..50);
+        let _: Vec<bool> = redis::cmd("WBF.MADD")
+            .arg("wbig")
+            .arg(&sent)
+            .query(&mut p)
+            .unwrap();
+        let _: bool = redis::cmd("WBF.ADD")
+            .arg(&["wbig", "one more"])
+            .query(&mut p)
+            .unwrap();
+        let _: Vec<bool> = redis::cmd("BF.MADD")
+            .arg("bbig")
+            .arg(&sent)
+            .query(&mut p)
+            .unwrap();
+        let _: bool = redis::cmd("BF.ADD")
+            .arg(&["bbig", "one more"])
+            .query(&mut p)
+            .unwrap();
+        // Keys the replica can build, made by an add with the defaults.
+        let _: bool = redis::cmd("WBF.ADD")
+            .arg(&["wsmall", "a"])
+            .query(&mut p)
+            .unwrap();
+        let _: bool = redis::cmd("BF.ADD")
+            .arg(&["bsmall", "a"])
+            .query(&mut p)
+            .unwrap();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
+        for key in ["wbig", "bbig"] {
+            let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut r).unwrap();
+            assert_eq!(
+                exists, 0,
+                "{kind:?}: the replica holds a filter under {key} that is not its primary's"
+            );
+            assert!(
+                replica.log().contains(&format!("'{key}'")),
+                "{kind:?}: the replica's log does not say why it holds no {key}:\n{}",
+                replica.log()
+            );
+        }
+        for key in ["wsmall", "bsmall"] {
+            assert_eq!(
+                dump_payload(&mut r, key),
+                dump_payload(&mut p, key),
+                "{kind:?}: {key}"
+            );
+        }
+        // The replica restarts from its own RDB and resyncs in part: it
+        // remembers nothing of what it refused, and its primary's adds to
+        // `bbig` still never create it there.
+        let mut replica = replica;
+        replica.stop(true);
+        replica.push_extra(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+        replica.launch().expect("the replica restarts");
+        let mut r = replica.connect();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: no resync");
+        assert!(
+            primary.info("stats").contains("sync_partial_ok:1"),
+            "{kind:?}: not a partial resync"
+        );
+        let _: bool = redis::cmd("BF.ADD")
+            .arg(&["bbig", "after a restart"])
+            .query(&mut p)
+            .unwrap();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
+        let exists: i64 = redis::cmd("EXISTS").arg("bbig").query(&mut r).unwrap();
+        assert_eq!(exists, 0, "{kind:?}: a bbig of its own after a restart");
+        // Renamed on the primary, the filters the replica could not build
+        // go on under new names: the adds to those never create them there
+        // either (this server never sees a RENAME of a key it does not
+        // hold). The old names, free again, take new filters as any key.
+        for (from, to) in [("bbig", "bbig2"), ("wbig", "wbig2")] {
+            let _: String = redis::cmd("RENAME").arg(&[from, to]).query(&mut p).unwrap();
+        }
+        let _: bool = redis::cmd("BF.ADD")
+            .arg(&["bbig2", "renamed"])
+            .query(&mut p)
+            .unwrap();
+        let _: Vec<bool> = redis::cmd("BF.MADD")
+            .arg("bbig2")
+            .arg(&sent)
+            .query(&mut p)
+            .unwrap();
+        let _: bool = redis::cmd("WBF.ADD")
+            .arg(&["wbig2", "renamed"])
+            .query(&mut p)
+            .unwrap();
+        let _: bool = redis::cmd("BF.ADD")
+            .arg(&["bbig", "a new filter"])
+            .query(&mut p)
+            .unwrap();
+        assert!(replica_caught_up(&mut p, &mut r), "{kind:?}: fell behind");
+        for key in ["wbig2", "bbig2"] {
+            let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut r).unwrap();
+            assert_eq!(
+                exists, 0,
+                "{kind:?}: the replica holds a filter under {key} that is not its primary's"
+            );
+        }
+        assert_eq!(
+            dump_payload(&mut r, "bbig"),
+            dump_payload(&mut p, "bbig"),
+            "{kind:?}: the new bbig"
+        );
+        // The primary's AOF (never rewritten: its commands as sent),
+        // replayed by a server whose allocations fail the same way.
+        let mut short = Server::unlaunched(kind, &[], &["--appendonly", "yes"]);
+        short.set_address_space(3 << 30);
+        let from = primary.dir.join("appendonlydir");
+        let to = short.dir.join("appendonlydir");
+        std::fs::create_dir_all(&to).unwrap();
+        for file in std::fs::read_dir(&from).unwrap() {
+            let file = file.unwrap();
+            std::fs::copy(file.path(), to.join(file.file_name())).unwrap();
+        }
+        short.launch().expect("the server starts from the AOF");
+        let mut s = short.connect();
+        for key in ["wbig", "wbig2", "bbig2"] {
+            let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut s).unwrap();
+            assert_eq!(
+                exists, 0,
+                "{kind:?}: the AOF replay made a {key} of its own"
+            );
+        }
+        // Each refused creation is logged (the refused adds, at most one
+        // line in ten seconds).
+        for key in ["wbig", "bbig"] {
+            assert!(
+                short.log().contains(&format!("RESERVE '{key}'")),
+                "{kind:?}: the replay's log does not say why it holds no {key}:\n{}",
+                short.log()
+            );
+        }
+        for key in ["wsmall", "bsmall", "bbig"] {
+            assert_eq!(
+                dump_payload(&mut s, key),
+                dump_payload(&mut p, key),
+                "{kind:?}: {key} replayed"
+            );
+        }
+    }
+}

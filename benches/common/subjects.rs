@@ -12,7 +12,7 @@ use std::sync::{Mutex, RwLock};
 use atomic_bloom::{
     BloomFilter, CountingBloomFilter, DefaultHasher, Frontier, Layout, ScalableBloomFilter,
 };
-use crossbeam::queue::SegQueue;
+use crossbeam_queue::SegQueue;
 use dashmap::DashSet;
 use growable_bloom_filter::GrowableBloom;
 
@@ -134,7 +134,7 @@ pub struct OurFrontier {
 
 impl OurFrontier {
     pub fn new(items: usize) -> Self {
-        let mut filter = bloom(items, Layout::Word);
+        let filter = bloom(items, Layout::Word);
         // Writes every word: the pages are faulted in here, untimed.
         filter.clear();
         OurFrontier {

@@ -26,12 +26,55 @@ use std::sync::{Arc, RwLock};
 use arc_swap::ArcSwap;
 use atomic_bloom::DefaultHasher;
 
-/// The APBF configuration for a 1% rate with the least memory per
-/// remembered item, from the paper's false-positive formula (CrowdStrike's
-/// `CalculateFalsePositiveRate`): k = 10, l = 24 gives 0.96% at
-/// 20.4 bits per item of the window it always remembers, `l g`.
-pub const APBF_K: usize = 10;
-pub const APBF_L: usize = 24;
+/// Their constant, as they write it (log2 e, truncated): a slice of a
+/// generation of `g` items takes `⌈1.442695 k g⌉` bits.
+#[allow(clippy::approx_constant)]
+pub const APBF_BITS_PER_SLICE_ITEM: f64 = 1.442695;
+
+/// The APBF setting with the least memory per remembered item at a rate
+/// of at most `rate`, by their false-positive formula ([`apbf_rate`]):
+/// `(k, l)`. It takes `1.442695 k (k + l) / l` bits per item of the window
+/// it always remembers, `l g` ([`apbf_bits_per_item`]). For each `k` the
+/// largest `l` within the rate is the cheapest (the rate only rises with
+/// `l`, the bits only fall), and no `l` takes `k` under `1.442695 k` bits,
+/// which ends the search. At 1%: k = 11, l = 46, 19.66 bits at 0.995%
+/// (k = 12, l = 88 takes 19.67; k = 10, l = 24, 20.44). At 0.1%: k = 16,
+/// l = 140, 25.72. `tests/window_peers.rs` checks both against a
+/// bottom-up evaluation of the formula of its own.
+pub fn apbf_least_memory(rate: f64) -> (usize, usize) {
+    let mut best = (0, 0, f64::INFINITY);
+    for k in 1.. {
+        if APBF_BITS_PER_SLICE_ITEM * k as f64 >= best.2 {
+            break;
+        }
+        // The largest l within the rate: doubling, then halving.
+        if apbf_rate(k, 1) > rate {
+            continue;
+        }
+        let mut high = 2;
+        while apbf_rate(k, high) <= rate {
+            high *= 2;
+        }
+        let mut low = high / 2;
+        while high - low > 1 {
+            let middle = (low + high) / 2;
+            if apbf_rate(k, middle) <= rate {
+                low = middle;
+            } else {
+                high = middle;
+            }
+        }
+        if apbf_bits_per_item(k, low) < best.2 {
+            best = (k, low, apbf_bits_per_item(k, low));
+        }
+    }
+    (best.0, best.1)
+}
+
+/// Bits per window item of an APBF of `k + l` slices, a large window.
+pub fn apbf_bits_per_item(k: usize, l: usize) -> f64 {
+    APBF_BITS_PER_SLICE_ITEM * (k * (k + l)) as f64 / l as f64
+}
 
 /// Their false-positive formula, for the record.
 pub fn apbf_rate(k: usize, l: usize) -> f64 {
@@ -77,14 +120,12 @@ struct ApbfState {
 }
 
 impl Apbf {
-    /// An APBF that always remembers the last `window` items: `g =
-    /// ⌈window / l⌉`.
-    pub fn new(window: usize, hasher: DefaultHasher) -> Self {
-        let (k, l) = (APBF_K, APBF_L);
+    /// An APBF that always remembers the last `window` items at `rate`,
+    /// in its least memory ([`apbf_least_memory`]): `g = ⌈window / l⌉`.
+    pub fn new(window: usize, rate: f64, hasher: DefaultHasher) -> Self {
+        let (k, l) = apbf_least_memory(rate);
         let g = window.div_ceil(l);
-        // Their constant, as they write it (log2 e, truncated).
-        #[allow(clippy::approx_constant)]
-        let m = (1.442695 * (k * g) as f64).ceil() as usize;
+        let m = (APBF_BITS_PER_SLICE_ITEM * (k * g) as f64).ceil() as usize;
         let h = k + l;
         Apbf {
             k,

@@ -8,10 +8,11 @@
 //! cargo run --release --example crawl -- --help        # every option
 //! ```
 //!
-//! Each worker pops a URL from the frontier, fetches the page, finds its
-//! links, resolves them against the page's URL and pushes them back; the
-//! frontier drops every URL it has seen before, so each page is fetched
-//! once. The web is generated from `--seed` as it is fetched (`web.rs`), so
+//! Each worker takes a URL from the frontier (`wait_take`), fetches the
+//! page, finds its links, resolves them against the page's URL and pushes
+//! them back while it still holds the page; the frontier drops every URL it
+//! has seen before, so each page is fetched once, and tells the workers when
+//! nothing is queued and no worker holds a page: the crawl is over. The web is generated from `--seed` as it is fetched (`web.rs`), so
 //! nothing has to be downloaded; `--dir` crawls a directory of HTML files
 //! through `file://` URLs instead (`site.rs`).
 //!
@@ -44,7 +45,6 @@ mod web;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -121,9 +121,6 @@ enum LayoutArg {
 struct Crawl<'a> {
     site: &'a Site,
     frontier: &'a Frontier<String>,
-    /// URLs queued or being processed, or about to be pushed: 0 only when
-    /// the crawl is over.
-    pending: AtomicUsize,
     exact: Option<ExactRecord>,
     /// `--revisit-after`: the page count, the stop, the exact last visits.
     revisits: Option<Revisits>,
@@ -182,45 +179,25 @@ impl Crawl<'_> {
     fn worker(&self) -> Tally {
         let mut tally = Tally::default();
         let mut found = Vec::new();
-        let mut idle = 0u32;
         let mut done = 0;
-        loop {
+        // `None`: nothing is queued and no worker holds a page, whose links
+        // could still come. A page is held until `url` drops, after its
+        // links were pushed.
+        while let Some(url) = self.frontier.wait_take() {
             if self.revisits.as_ref().is_some_and(Revisits::stopped) {
-                self.progress.inc((done % PROGRESS_EVERY) as u64);
-                return tally;
+                break;
             }
-            let Some(url) = self.frontier.pop() else {
-                // Relaxed: the count only says when to stop. Each page's
-                // links are counted before they are pushed and the page
-                // after, so it is 0 only once no work is left, and then
-                // stays 0; the URLs themselves pass through the queue.
-                if self.pending.load(Ordering::Relaxed) == 0 {
-                    self.progress.inc((done % PROGRESS_EVERY) as u64);
-                    return tally;
-                }
-                idle += 1;
-                if idle < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    thread::yield_now();
-                }
-                continue;
-            };
-            idle = 0;
             if let Some(revisits) = &self.revisits {
                 if !revisits.visit(&url, &mut tally.gaps) {
                     continue;
                 }
             }
             self.visit(&url, &mut found, &mut tally);
-            // Relaxed: see above; a push and its pop order the two counts.
-            self.pending.fetch_add(found.len(), Ordering::Relaxed);
-            let mut rejected = 0;
             for link in found.drain(..) {
-                rejected += usize::from(!self.offer(link, &mut tally));
+                // The resolved link owns its `String` already: `push` moves
+                // it (`push_ref` would copy it).
+                self.offer(link, &mut tally);
             }
-            // Relaxed: see above. Releases the rejected links and this page.
-            self.pending.fetch_sub(rejected + 1, Ordering::Relaxed);
             done += 1;
             if done % PROGRESS_EVERY == 0 {
                 self.progress.inc(PROGRESS_EVERY as u64);
@@ -228,6 +205,8 @@ impl Crawl<'_> {
                     .set_message(format!("{} queued", self.frontier.len()));
             }
         }
+        self.progress.inc((done % PROGRESS_EVERY) as u64);
+        tally
     }
 }
 
@@ -284,20 +263,15 @@ fn run(args: &Args) -> Result<(), String> {
     let crawl = Crawl {
         site: &site,
         frontier: &frontier,
-        pending: AtomicUsize::new(0),
         exact: args.verify.then(ExactRecord::new),
         revisits,
         progress: spinner(),
     };
     let mut tally = Tally::default();
-    let start = site.start_urls();
-    // Relaxed: the workers start after this (a spawn orders it).
-    crawl.pending.fetch_add(start.len(), Ordering::Relaxed);
-    let rejected: usize = (start.into_iter())
-        .map(|url| usize::from(!crawl.offer(url, &mut tally)))
-        .sum();
-    // Relaxed: as above.
-    crawl.pending.fetch_sub(rejected, Ordering::Relaxed);
+    // Before the workers start: they stop once nothing is pending.
+    for url in site.start_urls() {
+        crawl.offer(url, &mut tally);
+    }
 
     let started = Instant::now();
     let joined: Vec<_> = thread::scope(|scope| {

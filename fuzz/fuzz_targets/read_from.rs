@@ -5,7 +5,7 @@
 //! fuzzing build takes any checksum (`src/wire.rs`), so the fuzzer reaches
 //! the fields behind them.
 //!
-//! Run from the repository root (see README.md):
+//! Run from the repository root (docs/TESTING.md, Fuzzing):
 //! `RUSTC_BOOTSTRAP=1 cargo fuzz run read_from -- -max_total_time=60`
 
 #![no_main]

@@ -2,7 +2,7 @@
 //! chain that takes adds (growing within a cap), answers them, and dumps and
 //! loads back alike.
 //!
-//! Run from the repository root (README.md, Fuzzing):
+//! Run from the repository root (docs/TESTING.md, Fuzzing):
 //! `RUSTC_BOOTSTRAP=1 cargo fuzz run redisbloom_header -- -max_total_time=60`
 
 #![no_main]

@@ -2,7 +2,7 @@
 //! file or `RESTORE` brings it: refused, or a chain used as the header target
 //! uses it.
 //!
-//! Run from the repository root (README.md, Fuzzing):
+//! Run from the repository root (docs/TESTING.md, Fuzzing):
 //! `RUSTC_BOOTSTRAP=1 cargo fuzz run redisbloom_rdb -- -max_total_time=60`
 
 #![no_main]

@@ -1,1 +1,1 @@
-//! loom models live in tests/; see README.md.
+//! loom models live in tests/; how to run them: docs/TESTING.md.

@@ -8,6 +8,7 @@
 #![cfg(atomic_bloom_loom)]
 
 use atomic_bloom::{BloomFilter, Frontier, Layout};
+use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -56,5 +57,49 @@ fn an_accepted_push_is_popped_exactly_once() {
             vec![&1]
         );
         assert!(!frontier.push(1), "popped items stay seen");
+    });
+}
+
+/// Two workers crawl a frontier seeded with one item, whose page links to a
+/// second: each takes with `wait_take` until it returns `None`, pushes the
+/// link while it holds the first item, and counts what it processed before
+/// dropping the item. A worker told `None` while an item is queued or
+/// still held (which may yet push) finds the count short. Fails when an
+/// item counts as done at its take instead of at its guard's drop (a
+/// worker is told `None` while the other holds the seed), and when the
+/// count's decrement is `Relaxed` (`None` then does not happen-after the
+/// processing). Without the fences between a sleeper's count and its look,
+/// and a waker's change and its look at the sleepers, a wake-up is lost and
+/// both workers sleep for ever: loom reports a deadlock.
+#[test]
+fn wait_take_never_returns_none_while_a_taken_item_can_still_push() {
+    loom::model(|| {
+        let frontier = Arc::new(frontier());
+        let processed = Arc::new(AtomicUsize::new(0));
+        assert!(frontier.push(0));
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let (frontier, processed) = (Arc::clone(&frontier), Arc::clone(&processed));
+                thread::spawn(move || {
+                    while let Some(item) = frontier.wait_take() {
+                        if *item == 0 {
+                            frontier.push(1);
+                        }
+                        processed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // What this worker knows was processed when told `None`.
+                    processed.load(Ordering::Relaxed)
+                })
+            })
+            .collect();
+        for worker in workers {
+            let seen_at_none = worker.join().unwrap();
+            assert_eq!(
+                seen_at_none, 2,
+                "None while an item was queued or in flight"
+            );
+        }
+        assert!(frontier.is_finished());
+        assert_eq!(frontier.len(), 0);
     });
 }

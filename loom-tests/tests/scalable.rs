@@ -132,3 +132,100 @@ fn two_inserts_that_fill_a_stage_together_grow_it_once() {
         assert!(filter.contains(&first) && filter.contains(&second));
     });
 }
+
+/// A clear racing a growth: one thread inserts an item that fills the
+/// first stage and grows the filter; the other clears it. The clear clears
+/// stage 0 and then publishes a list of it alone, so a growth survives the
+/// clear only if it came from an insert that loaded that list, whose bits
+/// landed after the clearing: a second stage means the item is there.
+/// Fails when the clear clears the stages in place and keeps the list (the
+/// growth's compare-and-swap then succeeds on it, after the item's bits
+/// were cleared), and when it publishes the list before clearing stage 0.
+#[test]
+fn a_growth_survives_a_racing_clear_only_with_its_item() {
+    loom::model(|| {
+        let filter = Arc::new(filter(1));
+        let grower = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || {
+                filter.insert(&1);
+            })
+        };
+        filter.clear();
+        grower.join().unwrap();
+        let stages = filter.stages();
+        assert!(stages <= 2);
+        if stages == 2 {
+            assert!(
+                filter.contains(&1),
+                "a stage appended for an item the clear removed"
+            );
+        }
+    });
+}
+
+/// A filter whose first stage fills at one set bit, and whose memory limit
+/// holds two stages and not three, grown to two stages, with items `101..`
+/// up to `last` (exclusive) inserted into the second.
+fn near_its_memory_limit(last: u64) -> ScalableBloomFilter<u64> {
+    let probe = filter(1);
+    probe.insert(&100);
+    assert_eq!(probe.stages(), 2);
+    let filter = ScalableBloomFilter::builder(1, 0.5)
+        .seed(SEED)
+        .memory_limit(probe.memory_bytes())
+        .__first_stage_fill_bits(1)
+        .build()
+        .unwrap();
+    filter.insert(&100);
+    for item in 101..last {
+        filter.insert(&item);
+    }
+    assert_eq!(filter.stages(), 2);
+    filter
+}
+
+/// A clear racing a growth that the memory limit refuses: the clear frees
+/// the second stage, so the filter must be able to grow again after it.
+/// The refused growth records its error only while its stage list is still
+/// the filter's, checked under the error's mutex that the clear takes
+/// after publishing its list. Fails when the growth records its error
+/// without that check: recorded after the clear reset it, the error stops
+/// every later growth, and an item that fills the first stage again leaves
+/// the filter at one stage.
+#[test]
+fn a_growth_refused_while_a_clear_runs_does_not_stop_later_growth() {
+    // The item whose insert fills the second stage, and so is refused its
+    // growth (found in a model of one thread: loom's atomics live only in
+    // models).
+    let found = std::sync::Arc::new(std::sync::Mutex::new(0));
+    let setup = std::sync::Arc::clone(&found);
+    // The set-up inserts a few dozen items, one thread: more branches than
+    // loom's default allows, none of them a choice between threads.
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.check(move || {
+        let filter = near_its_memory_limit(101);
+        let mut item = 101;
+        while filter.growth_error().is_none() {
+            filter.insert(&item);
+            item += 1;
+        }
+        *setup.lock().unwrap() = item - 1;
+    });
+    let refused_item = *found.lock().unwrap();
+    builder.check(move || {
+        let filter = Arc::new(near_its_memory_limit(refused_item));
+        assert!(filter.growth_error().is_none());
+        let refused = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || {
+                filter.insert(&refused_item);
+            })
+        };
+        filter.clear();
+        refused.join().unwrap();
+        filter.insert(&2_000); // fills stage 0 (again)
+        assert_eq!(filter.stages(), 2, "the cleared filter did not grow");
+    });
+}

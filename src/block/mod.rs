@@ -33,8 +33,9 @@ pub(crate) unsafe trait Block: Sized {
     #[cfg(atomic_bloom_loom)]
     fn zero() -> Self;
 
-    /// Sets every unit to zero; the caller holds the array exclusively.
-    fn clear(&mut self);
+    /// Sets every unit to zero, each with one store; others may be
+    /// updating and reading the block meanwhile.
+    fn clear(&self);
 
     /// Sets every unit to `source`'s (each read once); the caller holds
     /// this block exclusively.
@@ -173,9 +174,10 @@ impl<B: Block> Blocks<B> {
         Ok(copy)
     }
 
-    /// Sets every block to zero.
-    pub(crate) fn clear(&mut self) {
-        self.blocks.as_mut_slice().iter_mut().for_each(B::clear);
+    /// Sets every block to zero, block by block, while others may use
+    /// them.
+    pub(crate) fn clear(&self) {
+        self.iter().for_each(B::clear);
     }
 
     /// Writes every block, a chunk of bytes at a time; returns the number of

@@ -1,19 +1,23 @@
 //! `Frontier`: a crawler's to-visit queue that drops what it has seen.
 
 mod seen;
+mod work;
 
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 pub(crate) use seen::Seen;
+pub use work::Taken;
+use work::Work;
 
 use crate::sync::{AtomicBool, Ordering, Queue};
 use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter, WindowedBloomFilter};
 
 /// A crawler's to-visit queue: [`push`](Self::push) drops an item that was
-/// pushed before, [`pop`](Self::pop) hands out the others, and every
-/// worker thread shares one `Arc<Frontier<String>>`.
+/// pushed before, [`wait_take`](Self::wait_take) hands out the others and
+/// says when the crawl is over, and every worker thread shares one
+/// `Arc<Frontier<String>>`.
 ///
 /// It is a Bloom filter of everything ever pushed in front of crossbeam's
 /// lock-free `SegQueue`. Popping does not forget: an item is pushed at most
@@ -49,29 +53,59 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter, Wind
 ///
 /// # Example
 ///
+/// Workers take a page, push the links they find on it, and stop when
+/// nothing is queued and no other worker holds a page.
+///
 /// ```
 /// use std::sync::Arc;
 /// use atomic_bloom::Frontier;
 ///
 /// let frontier: Arc<Frontier<String>> = Arc::new(Frontier::new(1_000_000, 0.01)?);
-/// assert!(frontier.push("https://example.com/".to_string()));
-/// assert!(!frontier.push("https://example.com/".to_string())); // seen: dropped
-/// assert_eq!(frontier.pop().as_deref(), Some("https://example.com/"));
-/// assert!(frontier.seen("https://example.com/"));
-/// assert!(!frontier.push("https://example.com/".to_string())); // popped, still seen
-/// assert!(frontier.is_empty());
+/// frontier.push("https://example.com/0".to_string()); // before the workers start
+/// let workers: Vec<_> = (0..4)
+///     .map(|_| {
+///         let frontier = Arc::clone(&frontier);
+///         std::thread::spawn(move || {
+///             let mut fetched = 0;
+///             while let Some(page) = frontier.wait_take() {
+///                 fetched += 1;
+///                 let n: u32 = page.rsplit('/').next().unwrap().parse().unwrap();
+///                 for link in [2 * n + 1, 2 * n + 2].into_iter().filter(|&link| link < 1000) {
+///                     frontier.push(format!("https://example.com/{link}"));
+///                 }
+///             } // `page` drops here: done, after its links were pushed
+///             fetched
+///         })
+///     })
+///     .collect();
+/// let fetched: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+/// assert_eq!(fetched, 1000);
+/// assert!(frontier.is_finished());
+/// assert!(!frontier.push("https://example.com/7".to_string())); // seen: dropped
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// # Consistency
 ///
-/// An accepted push is in the queue before `push` returns, so a pop that
+/// An accepted push is in the queue before `push` returns, so a take that
 /// happens after it can take it. The queue is FIFO in the order pushes
 /// complete, and so FIFO per producer. [`len`](Self::len) and the
 /// filter's figures are snapshots.
+///
+/// An item is *pending* from its accepted push until it is done: when its
+/// [`Taken`] drops, or when [`pop`](Self::pop) hands it out.
+/// [`is_finished`](Self::is_finished) and [`wait_take`](Self::wait_take)'s
+/// `None` say that at some instant no item was pending; once so, it stays
+/// so unless a push comes from outside the workers (a page's links, pushed
+/// while its `Taken` lives, keep the crawl going). So push the first items
+/// before the workers start, or before they call `wait_take`. When
+/// `wait_take` returns `None`, everything the workers did before dropping
+/// their items happens-before it.
 pub struct Frontier<T, S = DefaultHasher> {
     seen: Seen<T, S>,
     queue: Queue<T>,
+    /// The pending count and where `wait_take` sleeps.
+    work: Work,
     /// Set once the filter passed its capacity; the warning is logged once.
     over_capacity: AtomicBool,
 }
@@ -223,11 +257,91 @@ impl<T, S> Frontier<T, S> {
             over_capacity: AtomicBool::new(seen.is_over_capacity()),
             seen,
             queue: Queue::new(),
+            work: Work::new(),
         }
     }
 
     /// Takes the oldest queued item, or `None` when the queue is empty at
-    /// this instant (other workers may still push).
+    /// this instant (other workers may still push). The item counts as in
+    /// flight until the [`Taken`] drops: push what it leads to first.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u32> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// frontier.push(1);
+    /// let one = frontier.take().unwrap();
+    /// assert_eq!(*one, 1);
+    /// assert!(frontier.take().is_none());
+    /// assert!(!frontier.is_finished());
+    /// drop(one);
+    /// assert!(frontier.is_finished());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn take(&self) -> Option<Taken<'_, T>> {
+        // Acquire inside crossbeam: the item's contents come with it.
+        let item = self.queue.pop()?;
+        Some(Taken::new(item, &self.work))
+    }
+
+    /// Takes the oldest queued item, waiting for one if the queue is empty
+    /// while other items are in flight; `None` once nothing is queued and
+    /// nothing in flight: the crawl is over (see *Consistency*).
+    ///
+    /// It looks again a few times, a spin-loop hint apart, then sleeps
+    /// until a push or the last item in flight wakes it: no busy loop.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u32> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// frontier.push(1);
+    /// let one = frontier.wait_take().unwrap();
+    /// std::thread::scope(|scope| {
+    ///     // Nothing queued, but 1 is in flight: the waiter waits.
+    ///     let waiter = scope.spawn(|| frontier.wait_take().map(|item| *item));
+    ///     frontier.push(*one + 1);
+    ///     drop(one);
+    ///     assert_eq!(waiter.join().unwrap(), Some(2));
+    /// });
+    /// assert!(frontier.wait_take().is_none()); // nothing queued or in flight
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_take(&self) -> Option<Taken<'_, T>> {
+        for _ in 0..work::SPINS {
+            if let Some(taken) = self.take() {
+                return Some(taken);
+            }
+            if self.work.is_finished() {
+                return None;
+            }
+            std::hint::spin_loop();
+        }
+        self.work.sleep_until(|| self.take())
+    }
+
+    /// Whether nothing is queued and nothing in flight: every accepted item
+    /// was taken and its [`Taken`] dropped, or popped (see *Consistency*).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<u32> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// assert!(frontier.is_finished()); // nothing pushed yet
+    /// frontier.push(1);
+    /// assert!(!frontier.is_finished());
+    /// drop(frontier.take());
+    /// assert!(frontier.is_finished());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_finished(&self) -> bool {
+        self.work.is_finished()
+    }
+
+    /// Takes the oldest queued item as done at once (no guard), or `None`
+    /// when the queue is empty at this instant. Since the item is done,
+    /// [`wait_take`](Self::wait_take) may call the crawl over before its
+    /// links are pushed: use [`take`](Self::take) for that.
     ///
     /// # Example
     ///
@@ -242,7 +356,9 @@ impl<T, S> Frontier<T, S> {
     /// ```
     pub fn pop(&self) -> Option<T> {
         // Acquire inside crossbeam: the item's contents come with it.
-        self.queue.pop()
+        let item = self.queue.pop()?;
+        self.work.done();
+        Some(item)
     }
 
     /// Items queued now (a snapshot).
@@ -283,9 +399,9 @@ impl<T, S> Frontier<T, S> {
     ///
     /// ```
     /// let frontier: atomic_bloom::Frontier<u64> = atomic_bloom::Frontier::new(1_000, 0.01)?;
-    /// for i in 0..1_000u64 { frontier.push(i); }
+    /// for i in 0..500u64 { frontier.push(i); }
     /// assert!(!frontier.is_over_capacity());
-    /// for i in 1_000..10_000u64 { frontier.push(i); }
+    /// for i in 500..10_000u64 { frontier.push(i); }
     /// assert!(frontier.is_over_capacity());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -404,24 +520,29 @@ impl<T, S> Frontier<T, S> {
         &self.seen
     }
 
-    /// Pops every queued item, in queue order.
+    /// Pops every queued item, in queue order, for [`requeue`](Self::requeue)
+    /// to put back: they stay pending meanwhile, so no `wait_take` calls
+    /// the crawl over while a save holds them.
     pub(crate) fn take_queued(&self) -> Vec<T> {
-        std::iter::from_fn(|| self.pop()).collect()
+        // Acquire inside crossbeam: the items' contents come with them.
+        std::iter::from_fn(|| self.queue.pop()).collect()
     }
 
     /// Queues `items` in order, without the filter: they were accepted by
-    /// it before.
+    /// it before, and are pending already.
     pub(crate) fn requeue(&self, items: impl IntoIterator<Item = T>) {
         for item in items {
             // Release inside crossbeam: the item is published with the slot.
             self.queue.push(item);
         }
+        self.work.wake_all();
     }
 
-    /// A frontier over a loaded filter with `items` queued; over capacity
-    /// already if its fixed filter is full.
+    /// A frontier over a loaded filter with `items` queued (and pending);
+    /// over capacity already if its fixed filter is full.
     pub(crate) fn from_loaded(seen: Seen<T, S>, items: Vec<T>) -> Self {
         let frontier = Frontier::from_seen(seen);
+        frontier.work.accepted(items.len());
         frontier.requeue(items);
         frontier
     }
@@ -447,10 +568,49 @@ impl<T: Hash, S: BuildHasher> Frontier<T, S> {
         }
         let new = inserted.new;
         if new {
-            // Release inside crossbeam: hands the item to the popper.
-            self.queue.push(item);
+            self.enqueue(item);
         }
         new
+    }
+
+    /// Queues `item` unless it was pushed before, as [`push`](Self::push)
+    /// does, making the owned item (`to_owned`) only when it is new: most
+    /// of a crawl's links were seen before, and cost a hash and a lookup.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// assert!(frontier.push_ref("https://a.example/"));
+    /// assert!(!frontier.push_ref("https://a.example/")); // no String made
+    /// assert_eq!(frontier.pop().as_deref(), Some("https://a.example/"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn push_ref<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ToOwned<Owned = T> + Hash + ?Sized,
+    {
+        // `Borrow` promises equal hashes for the owned and borrowed forms.
+        let inserted = self.seen.insert(item);
+        if inserted.over_capacity {
+            self.note_over_capacity();
+        }
+        let new = inserted.new;
+        if new {
+            self.enqueue(item.to_owned());
+        }
+        new
+    }
+
+    /// Queues an item the filter accepted: pending first, then queued,
+    /// then a sleeping `wait_take` woken.
+    #[inline]
+    fn enqueue(&self, item: T) {
+        self.work.accepted(1);
+        // Release inside crossbeam: hands the item to the taker.
+        self.queue.push(item);
+        self.work.queued();
     }
 
     /// Whether `item` was pushed before (or is a false positive). Takes any
@@ -474,10 +634,30 @@ impl<T: Hash, S: BuildHasher> Frontier<T, S> {
     }
 }
 
+/// Pushes every item, as [`push`](Frontier::push) one at a time would:
+/// those seen before are dropped.
+///
+/// # Example
+///
+/// ```
+/// let mut frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(100, 0.01)?;
+/// frontier.extend(["a".to_string(), "b".to_string(), "a".to_string()]);
+/// assert_eq!(frontier.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<T: Hash, S: BuildHasher> Extend<T> for Frontier<T, S> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        for item in items {
+            self.push(item);
+        }
+    }
+}
+
 impl<T, S: fmt::Debug> fmt::Debug for Frontier<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut out = f.debug_struct("Frontier");
         out.field("queued", &self.len())
+            .field("finished", &self.is_finished())
             .field("filter", &self.seen)
             .field("over_capacity", &self.is_over_capacity())
             .finish()

@@ -15,9 +15,11 @@ pub(crate) fn save<V: Saved>(value: &V, path: &Path) -> Result<(), Error> {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = path.file_name().ok_or_else(|| Error::Io {
-        kind: std::io::ErrorKind::InvalidInput,
-        message: format!("{} names no file", path.display()),
+    let name = path.file_name().ok_or_else(|| {
+        Error::from(crate::IoError::from(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} names no file", path.display()),
+        )))
     })?;
     // Saves running at once get different names; `create_new` refuses a
     // clash rather than clobber another save's file.

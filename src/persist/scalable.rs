@@ -249,7 +249,9 @@ saving_methods! {
         ///
         /// As [`BloomFilter::read_from`](crate::BloomFilter::read_from), and
         /// [`Error::ZeroStages`], [`Error::InvalidGrowthFactor`],
-        /// [`Error::InvalidTighteningRatio`], [`Error::InvalidFirstStageShare`].
+        /// [`Error::InvalidTighteningRatio`], [`Error::InvalidFirstStageShare`],
+        /// [`Error::SecondStageTooDense`] (options the builder refuses too:
+        /// FORMAT.md says why).
         fn read_from;
     }
 }

@@ -126,6 +126,18 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
     /// 0.77%. (The Valkey module uses 0.8: a new key costs less than
     /// RedisBloom's, and one grown 1000x still less than its 289 KB.)
     ///
+    /// At most so much that the second stage's rate, `(1 - share) ·
+    /// (1 - ratio) / share` of the first's, is 1/1024 of it or more: every
+    /// share up to 0.99 at every tightening ratio (up to 0.995 at 0.8). A
+    /// stage at rate `p` takes about `log2(1/p) / ln 2` bits an item, so
+    /// raising the share from `s` towards 1 saves the first stage at most
+    /// `log2(1/s) / ln 2` bits an item (0.021 from 0.99), and costs the
+    /// second `log2` of the ratio's fall over `ln 2`, without bound: at `1 -
+    /// 2^-53` and a rate of 0.99 its rate is near 2e-17, and in the word
+    /// layout a filter of 4 KB planned a second stage of 1.1 TB (18 PB at a
+    /// growth factor of 32768). The bound keeps a second stage's item within
+    /// about 14.4 bits of a first stage's.
+    ///
     /// # Example
     ///
     /// ```
@@ -158,17 +170,18 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
         self
     }
 
-    /// How every stage's size is rounded (default [`Sizing::PowerOfTwo`]);
-    /// with [`Sizing::Exact`] a stage takes no more than a block over what
-    /// its capacity and rate need.
+    /// How every stage's size is rounded: with [`Sizing::Exact`] (the
+    /// default) a stage takes no more than a block over what its capacity
+    /// and rate need; [`Sizing::PowerOfTwo`] rounds each up to a power of
+    /// two of blocks.
     ///
     /// # Example
     ///
     /// ```
     /// use atomic_bloom::{ScalableBloomFilter, Sizing};
     /// let f: ScalableBloomFilter<u64> =
-    ///     ScalableBloomFilter::builder(100, 0.01).sizing(Sizing::Exact).build()?;
-    /// assert_eq!(f.sizing(), Sizing::Exact);
+    ///     ScalableBloomFilter::builder(100, 0.01).sizing(Sizing::PowerOfTwo).build()?;
+    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sizing(mut self, sizing: Sizing) -> Self {
@@ -277,6 +290,8 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
     /// [`Error::InvalidGrowthFactor`] (not in [1, 32768]),
     /// [`Error::InvalidTighteningRatio`] (outside [0.8, 0.9]),
     /// [`Error::InvalidFirstStageShare`] (not in (0, 1)),
+    /// [`Error::SecondStageTooDense`] (a share that leaves the second
+    /// stage a rate under 1/1024 of the first's),
     /// [`Error::TooLarge`], [`Error::MemoryLimitTooSmall`] (the first stage
     /// alone passes the limit), [`Error::AllocationFailed`],
     /// [`Error::SeedUnavailable`].

@@ -66,12 +66,18 @@ pub(super) const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
 /// The largest growth factor (RedisBloom's largest `EXPANSION`).
 pub(crate) const MAX_GROWTH_FACTOR: u32 = 32768;
 
+/// The least a second stage's rate may be, as a share of the first
+/// stage's: ten halvings, so that an item costs it at most about
+/// `log2(1024) / ln 2 = 14.4` bits more than one of the first (see
+/// [`first_stage_share`](super::ScalableBloomFilterBuilder::first_stage_share)).
+const MIN_SECOND_STAGE_RATIO: f64 = 1.0 / 1024.0;
+
 /// How the filter grows: stage `i` holds `initial_capacity · growth^i` items
 /// at rate `rate · (1 - tightening) · tightening^i` (Almeida et al.), or,
 /// with a first-stage share `f`, stage 0 at `rate · f` and stage `i ≥ 1` at
 /// `rate · (1 - f) · (1 - tightening) · tightening^(i-1)`. Either way the
 /// rates of all stages sum to `rate`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct GrowthPlan {
     pub(crate) initial_capacity: usize,
     /// The total rate the user asked for.
@@ -109,6 +115,20 @@ impl GrowthPlan {
             .filter(|share| !(*share > 0.0 && *share < 1.0))
         {
             return Err(Error::InvalidFirstStageShare { share });
+        }
+        if let Some(share) = self.first_share {
+            // The second stage's rate over the first's is
+            // (1 - share)(1 - tightening) / share; at least the ratio above
+            // while the share is at most this.
+            let rest = 1.0 - self.tightening;
+            let max_share = rest / (rest + MIN_SECOND_STAGE_RATIO);
+            if share > max_share {
+                return Err(Error::SecondStageTooDense {
+                    share,
+                    tightening: self.tightening,
+                    max_share,
+                });
+            }
         }
         Ok(())
     }
@@ -287,8 +307,8 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// Allocates the stage after `current`'s newest and publishes the
     /// longer list if `current` is still the list (else another thread
     /// grew it, which serves as well). A failure is recorded for
-    /// [`growth_error`](Self::growth_error) and returned; a success clears
-    /// the record.
+    /// [`growth_error`](Self::growth_error), unless a clear replaced
+    /// `current` meanwhile, and returned; a success clears the record.
     pub(super) fn append_stage(&self, current: &Arc<StageList<T>>) -> Result<(), Error> {
         let index = current.len();
         let stage = self
@@ -313,9 +333,17 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 Ok(())
             }
             Err(error) => {
-                *lock(&self.growth_error) = Some(error.clone());
-                // Release: whoever sees the flag finds the error stored.
-                self.growth_failed.store(true, Ordering::Release);
+                let mut recorded = lock(&self.growth_error);
+                // A clear that replaced `current` meanwhile made room: its
+                // error stands for a list that is gone. Checked under the
+                // mutex, which the clear takes after its store, so a clear
+                // either finds this record and resets it, or comes first
+                // and is seen here.
+                if Arc::ptr_eq(&self.list(), current) {
+                    *recorded = Some(error.clone());
+                    // Release: whoever sees the flag finds the error stored.
+                    self.growth_failed.store(true, Ordering::Release);
+                }
                 Err(error)
             }
         }

@@ -1,12 +1,18 @@
 //! `ScalableBloomFilter`: a filter that grows without a capacity guess,
 //! lock-free, keeping the total rate it promised.
 
+// Rustdoc lists a type's `impl` blocks module by module, children before
+// the parent's own: the constructors' module comes first, so the type's
+// page opens with them.
+mod constructors;
+
 mod builder;
+mod clear;
 #[cfg(not(atomic_bloom_loom))]
 mod copy;
 mod growth;
+mod impls;
 
-use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 use std::ops::Deref;
@@ -24,7 +30,7 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, Sizing};
 /// when no capacity can be guessed: a crawler of an unknown web, an id
 /// allocator.
 ///
-/// It is a list of stages, each a power-of-two Bloom filter. Stage `i` holds
+/// It is a list of stages, each a Bloom filter. Stage `i` holds
 /// `c0 · s^i` items at rate `p0 · r^i`, with growth `s` (2 or 4) and
 /// tightening `r` (0.8 to 0.9). The first stage's rate is `p0 = P (1 - r)`,
 /// so the rates of all the stages, however many there are, sum to at most
@@ -106,48 +112,6 @@ fn lock<V>(mutex: &Mutex<V>) -> crate::sync::MutexGuard<'_, V> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl<T: ?Sized> ScalableBloomFilter<T, DefaultHasher> {
-    /// A scalable filter whose first stage holds about `initial_capacity`
-    /// items, at a total false-positive rate `rate`, growth 2, tightening
-    /// 0.85, a random seed and a 1 GiB memory limit.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZeroCapacity`], [`Error::InvalidFalsePositiveRate`],
-    /// [`Error::TooLarge`], [`Error::AllocationFailed`],
-    /// [`Error::SeedUnavailable`], [`Error::MemoryLimitTooSmall`].
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
-    ///     atomic_bloom::ScalableBloomFilter::new(1_000, 0.001)?;
-    /// assert_eq!(f.stages(), 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn new(initial_capacity: usize, rate: f64) -> Result<Self, Error> {
-        Self::builder(initial_capacity, rate).build()
-    }
-
-    /// A builder: growth factor, tightening ratio, layout, seed or hasher,
-    /// memory limit.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let f: atomic_bloom::ScalableBloomFilter<str> =
-    ///     atomic_bloom::ScalableBloomFilter::builder(1_000, 0.01)
-    ///         .growth_factor(4)
-    ///         .tightening_ratio(0.9)
-    ///         .seed(7)
-    ///         .build()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn builder(initial_capacity: usize, rate: f64) -> ScalableBloomFilterBuilder<T> {
-        ScalableBloomFilterBuilder::new(initial_capacity, rate)
-    }
-}
-
 impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     pub(crate) fn from_parts(plan: GrowthPlan, hasher: S) -> Result<Self, Error> {
         let (first, bytes) = plan.allocate(0, plan.geometry(0)?, 0)?;
@@ -175,6 +139,29 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         filters: Vec<BloomFilter<T, ()>>,
         hasher: S,
     ) -> Result<Self, Error> {
+        if filters.is_empty() {
+            return Err(Error::ZeroStages);
+        }
+        let filter = Self::from_filters(plan, filters, hasher);
+        if let Some(limit) = plan
+            .memory_limit
+            .filter(|&limit| filter.memory_bytes() > limit)
+        {
+            return Err(Error::InvalidField {
+                field: "memory limit (smaller than the stages)",
+                value: limit as u64,
+            });
+        }
+        plan.size_ahead(filter.stages());
+        Ok(filter)
+    }
+
+    /// A filter over `filters`, oldest first.
+    ///
+    /// # Panics
+    ///
+    /// If `filters` is empty: callers check.
+    fn from_filters(plan: GrowthPlan, filters: Vec<BloomFilter<T, ()>>, hasher: S) -> Self {
         let mut stages = Vec::with_capacity(filters.len());
         let mut memory_bytes = 0usize;
         for (index, filter) in filters.into_iter().enumerate() {
@@ -187,20 +174,13 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             memory_bytes = memory_bytes.saturating_add(stage.memory_bytes());
             stages.push(Arc::new(stage));
         }
-        if let Some(limit) = plan.memory_limit.filter(|&limit| memory_bytes > limit) {
-            return Err(Error::InvalidField {
-                field: "memory limit (smaller than the stages)",
-                value: limit as u64,
-            });
-        }
-        plan.size_ahead(stages.len());
-        let newest = stages.pop().ok_or(Error::ZeroStages)?;
+        let newest = stages.pop().expect("callers pass at least one stage");
         let list = StageList {
             older: stages,
             newest,
             memory_bytes,
         };
-        Ok(ScalableBloomFilter {
+        ScalableBloomFilter {
             stages: ArcSwap::from_pointee(list),
             plan,
             growing: AtomicBool::new(false),
@@ -208,7 +188,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             growth_error: Mutex::new(None),
             hasher,
             _item: PhantomData,
-        })
+        }
     }
 
     pub(crate) fn plan(&self) -> &GrowthPlan {
@@ -444,7 +424,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     /// ```
     /// let f: atomic_bloom::ScalableBloomFilter<u64> =
     ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
-    /// assert_eq!(f.sizing(), atomic_bloom::Sizing::PowerOfTwo);
+    /// assert_eq!(f.sizing(), atomic_bloom::Sizing::Exact);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sizing(&self) -> Sizing {
@@ -616,20 +596,5 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
     #[inline]
     pub fn hash_item(&self, item: &T) -> u64 {
         self.hasher.hash_one(item)
-    }
-}
-
-impl<T: ?Sized, S: fmt::Debug> fmt::Debug for ScalableBloomFilter<T, S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ScalableBloomFilter")
-            .field("stages", &self.stages())
-            .field("capacity", &self.capacity())
-            .field("len_estimate", &self.len_estimate())
-            .field("memory_bytes", &self.memory_bytes())
-            .field("estimated_fpr", &self.estimated_fpr())
-            .field("plan", &self.plan)
-            .field("growth_error", &self.growth_error())
-            .field("hasher", &self.hasher)
-            .finish()
     }
 }

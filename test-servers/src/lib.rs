@@ -145,6 +145,8 @@ pub struct Server {
     /// An address-space limit for the process (`prlimit --as`), in bytes:
     /// what makes a large allocation fail on any machine.
     address_space: Option<u64>,
+    /// Environment variables for the process (`LD_PRELOAD` of libfaketime).
+    env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -175,6 +177,7 @@ impl Server {
             with_module: true,
             other_module: None,
             address_space: None,
+            env: Vec::new(),
         }
     }
 
@@ -211,6 +214,7 @@ impl Server {
             None => Command::new(server_binary(self.kind)),
         };
         command
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--dir", &self.dir.to_string_lossy()])
             .args(["--save", "", "--appendonly", "no"])
@@ -268,6 +272,19 @@ impl Server {
             .find_map(|line| line.strip_prefix("used_memory_rss:"))
             .and_then(|value| value.trim().parse().ok())
             .expect("used_memory_rss in INFO memory")
+    }
+
+    /// Sets an environment variable of the process from the next
+    /// [`launch`](Self::launch) on.
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.env.retain(|(set, _)| set != name);
+        self.env.push((name.to_string(), value.to_string()));
+    }
+
+    /// Limits the address space of the process from the next
+    /// [`launch`](Self::launch) on to `bytes` (util-linux's `prlimit`).
+    pub fn set_address_space(&mut self, bytes: u64) {
+        self.address_space = Some(bytes);
     }
 
     /// Configuration for the next [`launch`](Self::launch).

@@ -380,6 +380,17 @@ impl Client {
         wire: &mut Wire,
         commands: &[ShardCommand],
     ) -> Vec<Result<Value, Error>> {
+        self.execute_carrying(wire, commands, true).await
+    }
+
+    /// [`execute`](Self::execute), with what rides on the next pipeline in
+    /// front only if `carry`.
+    async fn execute_carrying(
+        &self,
+        wire: &mut Wire,
+        commands: &[ShardCommand],
+        carry: bool,
+    ) -> Vec<Result<Value, Error>> {
         let deadline = wire.now() + self.config.retry_for;
         let mut pause = FIRST_PAUSE;
         let mut immediate_tries = 0;
@@ -387,7 +398,11 @@ impl Client {
             (0..commands.len()).map(|_| None).collect();
         let mut waiting: Vec<usize> = (0..commands.len()).collect();
         loop {
-            let carried = wire.piggyback.len().min(PIGGYBACK_PER_PIPELINE);
+            let carried = if carry {
+                wire.piggyback.len().min(PIGGYBACK_PER_PIPELINE)
+            } else {
+                0
+            };
             let mut pipeline: Vec<ShardCommand> = Vec::new();
             let mut carriers = Vec::with_capacity(carried);
             for entry in &wire.piggyback[..carried] {
@@ -517,6 +532,11 @@ impl Client {
         wire: &mut Wire,
         queue: bool,
     ) -> Vec<Result<Vec<bool>, Error>> {
+        // Before the batches, not after their answers: a call dropped
+        // there (a cancelled future) would leave answered batches in
+        // `wire.sending`, to be sent again behind their own
+        // acknowledgements, which delete the answers they would find.
+        self.send_excess_piggyback(wire).await;
         let config = &self.config;
         let settings = scripts::OfferSettings {
             capacity: (config.capacity / config.shards).max(1),
@@ -558,7 +578,6 @@ impl Client {
                 Ok(flags.iter().map(|&flag| flag == b'1').collect())
             }));
         }
-        self.send_excess_piggyback(wire).await;
         answers
     }
 
@@ -573,7 +592,8 @@ impl Client {
     /// Sends what waits to ride on a pipeline beyond what the next one
     /// carries (a call of more than that many batches leaves as many
     /// acknowledgements): otherwise each such call would add more than the
-    /// next one takes, and they would pile up on both sides.
+    /// next one takes, and they would pile up on both sides. Called before
+    /// a call's batches go, never after their answers came back.
     async fn send_excess_piggyback(&self, wire: &mut Wire) {
         let mut rounds = wire.piggyback.len() / PIGGYBACK_PER_PIPELINE;
         while rounds > 0 && wire.piggyback.len() > PIGGYBACK_PER_PIPELINE {
@@ -795,11 +815,18 @@ impl Client {
             scripts::Mark::Idle
         };
         let command = scripts::state(&fleet.control, &fleet.clients, &self.id, mark, lease_ms);
-        self.run(
-            wire,
-            &[(self.fleet_route(), fleet.clients.clone(), command)],
-        )
-        .await?;
+        // A busy mark goes alone: what rides on pipelines (lease ends,
+        // give-backs) moves work, which a client does only under a mark
+        // that lives, and carried in front of the mark it would run first,
+        // or on another node without it (the fleet's node cut off).
+        let outcomes = self
+            .execute_carrying(
+                wire,
+                &[(self.fleet_route(), fleet.clients.clone(), command)],
+                !busy,
+            )
+            .await;
+        outcomes.into_iter().collect::<Result<Vec<_>, _>>()?;
         Ok(())
     }
 

@@ -247,6 +247,28 @@ pub(crate) struct FrontierCore {
     held_per_shard: usize,
 }
 
+/// A URL a push has yet to buffer (it waits for the client's busy mark,
+/// or for room): buffered all the same if the push is dropped first (a
+/// cancelled future), so that the next call sends it, as every call leaves
+/// what it began to the next. The push held the wire until then, so no
+/// check of this client runs meanwhile; the buffer may exceed
+/// `max_buffered` by the pushes dropped so.
+struct Pushing<'a> {
+    core: &'a FrontierCore,
+    url: Option<String>,
+    hash: Option<u64>,
+}
+
+impl Drop for Pushing<'_> {
+    fn drop(&mut self) {
+        if let Some(url) = self.url.take() {
+            let shard = self.core.client.shard_of(&url);
+            let mut outbox = lock(&self.core.outboxes[shard]);
+            self.core.put(&mut outbox, url, self.hash);
+        }
+    }
+}
+
 /// Marks a check's idling over when dropped: a check dropped mid-way (its
 /// future cancelled) leaves the mark unsure, for the next call to send
 /// again.
@@ -344,18 +366,9 @@ impl FrontierCore {
         if outbox.held() >= self.held_per_shard {
             return Buffered::Full(url, shard);
         }
-        if let (Some(local), Some(hash)) = (client.local.as_ref(), hash) {
-            if !local.insert_hash(hash) {
-                client.count_answered_locally(1);
-                return Buffered::Seen;
-            }
+        if !self.put(&mut outbox, url, hash) {
+            return Buffered::Seen;
         }
-        // Numbered under the outbox's lock, after the local filter's bit.
-        let seq = self.order.number();
-        if outbox.items.is_empty() {
-            outbox.first_seq = seq;
-        }
-        outbox.items.push(url);
         let since = *outbox.since.get_or_insert(now);
         let due = outbox.items.len() >= client.config.batch_size
             || now.saturating_duration_since(since) >= client.config.linger;
@@ -365,6 +378,25 @@ impl FrontierCore {
         }
     }
 
+    /// Adds `url` (local hash `hash`) to `outbox`, its shard's, unless the
+    /// local filter holds it: whether it did.
+    fn put(&self, outbox: &mut Outbox, url: String, hash: Option<u64>) -> bool {
+        let client = &self.client;
+        if let (Some(local), Some(hash)) = (client.local.as_ref(), hash) {
+            if !local.insert_hash(hash) {
+                client.count_answered_locally(1);
+                return false;
+            }
+        }
+        // Numbered under the outbox's lock, after the local filter's bit.
+        let seq = self.order.number();
+        if outbox.items.is_empty() {
+            outbox.first_seq = seq;
+        }
+        outbox.items.push(url);
+        true
+    }
+
     /// The rest of a push, through the wire.
     pub(crate) fn push_slow<'a>(
         &'a self,
@@ -372,11 +404,20 @@ impl FrontierCore {
         left: PushLeft,
     ) -> Call<'a, Result<bool, Error>> {
         Call::new(wire.port(), async move {
-            let (mut url, hash) = match left {
+            let (url, hash) = match left {
                 PushLeft::Due(shard) => return self.send(wire, &[shard]).await.map(|()| true),
                 PushLeft::Url(url, hash) => (url, hash),
             };
+            let mut pushing = Pushing {
+                core: self,
+                url: Some(url),
+                hash,
+            };
             loop {
+                let url = pushing
+                    .url
+                    .take()
+                    .expect("a push holds its URL until buffered");
                 match self.buffer(url, hash, wire.now()) {
                     Buffered::Seen => return Ok(false),
                     Buffered::Queued { due: None } => return Ok(true),
@@ -384,12 +425,19 @@ impl FrontierCore {
                         return self.send(wire, &[shard]).await.map(|()| true)
                     }
                     Buffered::NotReady(back) => {
-                        self.busy(wire).await?;
-                        url = back;
+                        pushing.url = Some(back);
+                        if let Err(error) = self.busy(wire).await {
+                            // Not taken: the caller pushes it again.
+                            pushing.url = None;
+                            return Err(error);
+                        }
                     }
                     Buffered::Full(back, shard) => {
-                        self.send(wire, &[shard]).await?;
-                        url = back;
+                        pushing.url = Some(back);
+                        if let Err(error) = self.send(wire, &[shard]).await {
+                            pushing.url = None;
+                            return Err(error);
+                        }
                     }
                 }
             }

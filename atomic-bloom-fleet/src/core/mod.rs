@@ -20,6 +20,8 @@ mod failure;
 pub(crate) mod frontier;
 mod keys;
 mod link;
+#[cfg(test)]
+mod model_tests;
 pub(crate) mod resp;
 mod scripts;
 pub(crate) mod seen;

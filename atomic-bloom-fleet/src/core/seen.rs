@@ -18,6 +18,15 @@ pub(crate) struct Book {
     unresolved: Vec<Batch>,
 }
 
+impl Book {
+    /// Forgets the answers of `items`, returned to a caller.
+    fn taken(&mut self, items: &HashSet<&str>) {
+        for item in items {
+            self.recovered.remove(*item);
+        }
+    }
+}
+
 /// Offers `items` to the fleet: `true` for each item no process offered
 /// before (see `FleetSeen::insert_many`).
 pub(crate) fn insert_many<'a, I: AsRef<str> + Sync>(
@@ -58,10 +67,15 @@ async fn insert<I: AsRef<str>>(
     let mut answers = vec![false; items.len()];
     let mut local_hashes = vec![0; if local.is_some() { items.len() } else { 0 }];
     let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); client.keys.len()];
+    // Answers from the book leave it only when this call returns them: a
+    // call that fails on its own batches, or is dropped, leaves them for
+    // the next (their items are in the local filter already).
+    let mut from_book: HashSet<&str> = HashSet::new();
     for (at, item) in items.iter().enumerate() {
         let item = item.as_ref();
-        if let Some(answer) = wire.book.recovered.remove(item) {
-            answers[at] = answer;
+        if let Some(&answer) = wire.book.recovered.get(item) {
+            // A repeat within `items` is answered `false`.
+            answers[at] = from_book.insert(item) && answer;
             continue;
         }
         if let Some(local) = local {
@@ -90,6 +104,7 @@ async fn insert<I: AsRef<str>>(
         }
     }
     if wire.sending.is_empty() {
+        wire.book.taken(&from_book);
         return Ok(answers);
     }
     let outcomes = client.offer(wire, false).await;
@@ -100,6 +115,7 @@ async fn insert<I: AsRef<str>>(
         return Err(error.expect("some batch failed"));
     }
     wire.sending.clear();
+    wire.book.taken(&from_book);
     for (ats, flags) in positions.into_iter().zip(outcomes) {
         for (&at, new) in ats.iter().zip(flags.expect("checked above")) {
             answers[at] = new;

@@ -278,7 +278,8 @@ impl FleetFrontier {
     /// shard's buffer is full and cannot be sent: the URL was not taken;
     /// push it again later. The same error when the URL filled a batch that
     /// could not be sent: the URL is buffered, and pushing it again answers
-    /// `Ok(false)`.
+    /// `Ok(false)`. A push dropped before it returns (a cancelled future)
+    /// keeps its URL, for the next call to send.
     pub async fn push(&self, url: String) -> Result<bool, Error> {
         let left = match self.core.push(url, Instant::now()) {
             Push::Answered(accepted) => return Ok(accepted),

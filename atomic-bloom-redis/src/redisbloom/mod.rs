@@ -3,7 +3,9 @@
 //! so that a filter that came from RedisBloom (its RDB, its `BF.SCANDUMP`
 //! stream) answers every item exactly as RedisBloom would, keeps growing
 //! as RedisBloom grows it, and saves back in RedisBloom's own encoding.
-//! New filters are still this module's own (`value.rs`).
+//! New filters are this module's own (`value.rs`), but for those a
+//! RedisBloom stream (its AOF, a RedisBloom primary) creates when replayed
+//! here: those are RedisBloom's, made as it makes them ([`Chain::new`]).
 //!
 //! The facts, from RedisBloom's sources (read, not copied: its licence is
 //! RSALv2/SSPLv1/AGPLv3; its `deps/bloom` is BSD and MurmurHash2 public
@@ -315,7 +317,35 @@ pub(crate) enum ChainAdd {
     Failed,
 }
 
+/// What RedisBloom makes a new filter from (`bfCreateChain`): the first
+/// link's capacity and the chain's error rate, its growth (kept as given,
+/// even when `NONSCALING`, as RedisBloom keeps it) and whether it scales.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ChainOptions {
+    pub(crate) capacity: u64,
+    pub(crate) error_rate: f64,
+    pub(crate) growth: u32,
+    pub(crate) nonscaling: bool,
+}
+
 impl Chain {
+    /// A new, empty chain as RedisBloom's `BF.RESERVE`, `BF.ADD` and
+    /// `BF.INSERT` make one (`SB_NewChain` with `FORCE64 | NOROUND`): one
+    /// link of `capacity` items at half the error rate (the whole rate when
+    /// `NONSCALING`).
+    ///
+    /// # Errors
+    ///
+    /// [`ChainError::Invalid`] for options RedisBloom would not build
+    /// ("could not create filter"), [`ChainError::OutOfMemory`] when the
+    /// allocator refuses the bits.
+    pub(crate) fn new(options: &ChainOptions) -> Result<Chain, ChainError> {
+        let flags = FORCE64 | NOROUND | if options.nonscaling { NO_SCALING } else { 0 };
+        let tightening = if options.nonscaling { 1.0 } else { TIGHTENING };
+        let shape = Shape::of(options.capacity, options.error_rate * tightening, flags)?;
+        Chain::checked(vec![Link::from_shape(shape)?], 0, flags, options.growth)
+    }
+
     /// A chain read from a header or an RDB, its fields checked as
     /// RedisBloom checks a chain it loads, and against this module's
     /// bounds; its `links` come from [`Link::with_zeroed_bits`], which

@@ -5,9 +5,10 @@
 //! A count window rotates by inserts, inside the library: the same adds in
 //! the same order rotate a replica's copy and an AOF replay alike. A time
 //! window is built with `manual_rotation()` and rotates only when the
-//! commands say so (`rotate_due`, on a primary, by the server's clock;
-//! `follow`, on a replica or in an AOF replay, to the primary's epoch), so
-//! that nothing but the primary's clock ever makes a key forget.
+//! commands say so (`rotate_due`, on a primary, by the server's monotonic
+//! clock; `follow`, on a replica or in an AOF replay, to the primary's
+//! epoch), so that nothing but the primary's clock ever makes a key forget,
+//! and no step of a wall clock does.
 //!
 //! Generations: the library's compact layout (each generation its own
 //! compact array: the least memory, 17.3 bits per window item at 1% with
@@ -49,8 +50,8 @@ pub(crate) struct Windowed {
     pub(crate) filter: WindowedBloomFilter<[u8]>,
     /// As built: `generations` is always `Some`.
     pub(crate) options: WindowOptions,
-    /// Time windows: the server's time (ms since the Unix epoch, its
-    /// clock) at which the current generation ends. 0 for count windows.
+    /// Time windows: when the current generation ends, on the server's
+    /// monotonic clock (`server_ms`, ms). 0 for count windows.
     pub(crate) next_rotation_ms: i64,
 }
 
@@ -73,7 +74,7 @@ pub(crate) struct Loading {
 
 impl Windowed {
     /// A new, empty filter of `options`, its first generation starting at
-    /// `now_ms` (server time).
+    /// `now_ms` (`server_ms`).
     ///
     /// # Errors
     ///
@@ -211,9 +212,24 @@ impl WindowValue {
     }
 }
 
-/// The server's clock: milliseconds since the Unix epoch
-/// (`RedisModule_Milliseconds`).
+/// The server's monotonic clock, in milliseconds from an origin of its
+/// own (`RedisModule_MonotonicMicroseconds`, Redis 7.0 and Valkey): the
+/// wall clock steps (NTP, `date -s`, a resumed VM), and a 2 h step forward
+/// of it forgot an item a moment old in a 1 h window, one of 5 h back kept
+/// items 5 h too long. Its readings mean nothing outside this process:
+/// only differences are kept, and what is saved is the time a generation
+/// has left (`record.rs`). A server without it (and the fuzz targets,
+/// outside any server) gets the process's own monotonic clock.
 pub(crate) fn server_ms() -> i64 {
-    // Safety: filled in at load, in every server this module loads into.
-    unsafe { redis_module::raw::RedisModule_Milliseconds.map_or(0, |now| now()) }
+    // Safety: filled in at load (or left unset by a server without it),
+    // never changed after.
+    match unsafe { redis_module::raw::RedisModule_MonotonicMicroseconds } {
+        // Safety: the server's function, which takes nothing.
+        Some(now) => i64::try_from(unsafe { now() } / 1000).unwrap_or(i64::MAX),
+        None => {
+            static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+            let origin = *ORIGIN.get_or_init(std::time::Instant::now);
+            i64::try_from(origin.elapsed().as_millis()).unwrap_or(i64::MAX)
+        }
+    }
 }

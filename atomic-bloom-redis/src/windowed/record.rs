@@ -18,8 +18,11 @@
 //! | 52 | 8 | length of the filter's bytes that follow |
 //! | 60 | 4 | CRC-32C of bytes 0..60 |
 //!
-//! All integers little-endian. The time left is relative to the save: a
-//! key loaded later continues where it stopped (time spent saved does not
+//! All integers little-endian. The time left is relative to the save,
+//! never an instant of a clock (the server keeps time by its monotonic
+//! clock, whose origin is its own: a record carried to another server, or
+//! read back after a restart, means "this many ms left" there too): a key
+//! loaded later continues where it stopped (time spent saved does not
 //! count as passed, as an AOF replayed later replays the primary's
 //! rotations and no more).
 
