@@ -9,7 +9,7 @@
 //! cursor that names the rotation; whoever clears the last chunk publishes
 //! `E + 1`.
 
-use crossbeam::utils::CachePadded;
+use crossbeam_utils::CachePadded;
 
 use crate::sync::{fence, thread_index, AtomicU64, Ordering};
 use crate::tally::SLOTS;
@@ -477,22 +477,29 @@ impl Ring {
         counted + self.base_count(epoch)
     }
 
+    /// Sets the rotating flag of `state` if it is still current and no
+    /// rotation is under way: true for the one caller that does, which
+    /// then owns the ring until it publishes the next state (a rotation,
+    /// `begin`, or a jump, `jump`).
+    fn take(&self, state: State) -> bool {
+        self.state
+            .compare_exchange(
+                State::of(state.epoch(), state.slot(), false).0,
+                State::of(state.epoch(), state.slot(), true).0,
+                // AcqRel: one thread begins each rotation or jump; Acquire
+                // sees the previous rotation's completion (its done count,
+                // its resets).
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
     /// Begins the rotation from `epoch` to `epoch + 1` if none is under
     /// way and `epoch` is still current; `end` is the new generation's
     /// end (time windows). True if this call began it.
     pub(crate) fn begin(&self, state: State, end: Option<i64>) -> bool {
-        if state.epoch() >= MAX_EPOCH {
-            return false;
-        }
-        let began = self.state.compare_exchange(
-            State::of(state.epoch(), state.slot(), false).0,
-            State::of(state.epoch(), state.slot(), true).0,
-            // AcqRel: one thread begins each rotation; Acquire sees the
-            // previous rotation's completion (its done count, its resets).
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
-        if began.is_err() {
+        if state.epoch() >= MAX_EPOCH || !self.take(state) {
             return false;
         }
         let (next, slot) = (state.epoch() + 1, self.next_slot(state.slot()));
@@ -589,17 +596,7 @@ impl Ring {
     /// windows). True if this call made the jump.
     pub(crate) fn jump(&self, state: State, target: u64, end: Option<i64>) -> bool {
         let target = target.min(MAX_EPOCH);
-        if target <= state.epoch() {
-            return false;
-        }
-        let began = self.state.compare_exchange(
-            State::of(state.epoch(), state.slot(), false).0,
-            State::of(state.epoch(), state.slot(), true).0,
-            // AcqRel: as in `begin`.
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
-        if began.is_err() {
+        if target <= state.epoch() || !self.take(state) {
             return false;
         }
         let slot = (target % u64::from(self.generations)) as u32;
