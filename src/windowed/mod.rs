@@ -25,7 +25,7 @@ use ring::{MAX_CHUNKS, MAX_EPOCH};
 use crate::bits::BitArray;
 use crate::sizing::WindowGeometry;
 use crate::sync::{wait_round, Arc, Ordering};
-use crate::{DefaultHasher, Error};
+use crate::{AsItem, DefaultHasher, Error};
 
 /// A clock: monotonic time since a fixed instant, shared by a filter and
 /// its clones (their generations' ends are instants of it).
@@ -1084,8 +1084,10 @@ impl<T: ?Sized, S: PartialEq> PartialEq for WindowedBloomFilter<T, S> {
 impl<T: ?Sized, S: Eq> Eq for WindowedBloomFilter<T, S> {}
 
 /// Inserts every item, as [`insert`](WindowedBloomFilter::insert) one at a
-/// time would. `extend` takes `&mut self` (the trait's signature);
-/// [`insert`](WindowedBloomFilter::insert) takes `&self`.
+/// time would: the filter's own items, references to them, or their owners
+/// (`&String` into a filter of `str`; see [`AsItem`]). `extend` takes
+/// `&mut self` (the trait's signature); [`insert`](WindowedBloomFilter::insert)
+/// takes `&self`.
 ///
 /// # Example
 ///
@@ -1093,13 +1095,15 @@ impl<T: ?Sized, S: Eq> Eq for WindowedBloomFilter<T, S> {}
 /// let mut recent: atomic_bloom::WindowedBloomFilter<str> =
 ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
 /// recent.extend(["msg-1", "msg-2"]);
-/// assert!(recent.contains("msg-1") && recent.contains("msg-2"));
+/// let ids = vec!["msg-3".to_string()];
+/// recent.extend(&ids);
+/// assert!(recent.contains("msg-1") && recent.contains("msg-2") && recent.contains("msg-3"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-impl<'a, T: ?Sized + Hash + 'a, S: BuildHasher> Extend<&'a T> for WindowedBloomFilter<T, S> {
-    fn extend<I: IntoIterator<Item = &'a T>>(&mut self, items: I) {
+impl<T: ?Sized + Hash, S: BuildHasher, A: AsItem<T>> Extend<A> for WindowedBloomFilter<T, S> {
+    fn extend<I: IntoIterator<Item = A>>(&mut self, items: I) {
         for item in items {
-            self.insert(item);
+            self.insert(item.as_item());
         }
     }
 }
