@@ -23,6 +23,7 @@ use ring::{Counted, Ring, State};
 use ring::{MAX_CHUNKS, MAX_EPOCH};
 
 use crate::bits::BitArray;
+use crate::item_methods::item_methods;
 use crate::sizing::WindowGeometry;
 use crate::sync::{wait_round, Arc, Ordering};
 use crate::{AsItem, DefaultHasher, Error};
@@ -982,37 +983,14 @@ impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
         self.insert_hash_if_new(self.hash_item(item))
     }
 
-    /// Whether `item` may have been inserted within the window: always
-    /// true for an item inserted within it, true for others at about the
-    /// filter's false-positive rate.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let w: atomic_bloom::WindowedBloomFilter<[u8]> =
-    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
-    /// w.insert(b"key");
-    /// assert!(w.contains(b"key"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[inline]
-    pub fn contains(&self, item: &T) -> bool {
-        self.contains_hash(self.hash_item(item))
-    }
-
-    /// The 64-bit hash all of `item`'s positions come from.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let w: atomic_bloom::WindowedBloomFilter<str> =
-    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
-    /// assert_eq!(w.hash_item("a"), w.hash_item("a"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[inline]
-    pub fn hash_item(&self, item: &T) -> u64 {
-        self.hasher.hash_one(item)
+    item_methods! {
+        "WindowedBloomFilter";
+        /// Whether `item` may have been inserted within the window: always
+        /// true for an item inserted within it, true for others at about the
+        /// filter's false-positive rate.
+        fn contains;
+        /// The 64-bit hash all of `item`'s positions come from.
+        fn hash_item;
     }
 }
 
