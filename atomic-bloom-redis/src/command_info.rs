@@ -94,12 +94,30 @@ struct Command {
     summary: &'static str,
     complexity: &'static str,
     since: &'static str,
+    signature: Signature,
+}
+
+/// How a command is called: its arity, its one key's spec flags, its ACL
+/// categories beside `bloom` and its arguments.
+struct Signature {
     arity: c_int,
-    /// Its one key's spec flags.
     key_flags: u32,
-    /// ACL categories beside `bloom`.
     categories: &'static str,
     args: &'static [Arg],
+}
+
+const fn signature(
+    arity: c_int,
+    key_flags: u32,
+    categories: &'static str,
+    args: &'static [Arg],
+) -> Signature {
+    Signature {
+        arity,
+        key_flags,
+        categories,
+        args,
+    }
 }
 
 const READ: u32 = raw::REDISMODULE_CMD_KEY_RO;
@@ -107,52 +125,50 @@ const READ_ACCESS: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_
 const WRITE_INSERT: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT;
 const WRITE_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
 
+// The item commands, alike in `BF.*` and `WBF.*`.
+/// `ADD key item`: the filter made if need be.
+const ADD: Signature = signature(3, WRITE_INSERT, "write", &[KEY, ITEM]);
+/// `MADD key item [item ...]`: the filter made if need be.
+const MADD: Signature = signature(-3, WRITE_INSERT, "write", &[KEY, ITEMS]);
+/// `EXISTS key item`.
+const EXISTS: Signature = signature(3, READ_ACCESS, "read", &[KEY, ITEM]);
+/// `MEXISTS key item [item ...]`.
+const MEXISTS: Signature = signature(-3, READ_ACCESS, "read", &[KEY, ITEMS]);
+
 const COMMANDS: [Command; 18] = [
     Command {
         name: "bf.reserve",
         summary: "Creates a new Bloom Filter",
         complexity: "O(1)",
         since: "1.0.0",
-        arity: -4,
-        key_flags: WRITE_INSERT,
-        categories: "write fast",
-        args: &[
+        signature: signature(-4, WRITE_INSERT, "write fast", &[
             KEY,
             arg("error_rate", Kind::Double),
             arg("capacity", Kind::Integer),
             option("expansion", "EXPANSION", &[arg("expansion", Kind::Integer)]),
             flag("nonscaling", "NONSCALING"),
-        ],
+        ]),
     },
     Command {
         name: "bf.add",
         summary: "Adds an item to a Bloom Filter",
         complexity: "O(k), where k is the number of hash functions used by the last sub-filter",
         since: "1.0.0",
-        arity: 3,
-        key_flags: WRITE_INSERT,
-        categories: "write",
-        args: &[KEY, ITEM],
+        signature: ADD,
     },
     Command {
         name: "bf.madd",
         summary: "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist",
         complexity: "O(k * n), where k is the number of hash functions and n is the number of items",
         since: "1.0.0",
-        arity: -3,
-        key_flags: WRITE_INSERT,
-        categories: "write",
-        args: &[KEY, ITEMS],
+        signature: MADD,
     },
     Command {
         name: "bf.insert",
         summary: "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist",
         complexity: "O(k * n), where k is the number of hash functions and n is the number of items",
         since: "1.0.0",
-        arity: -4,
-        key_flags: WRITE_INSERT,
-        categories: "write",
-        args: &[
+        signature: signature(-4, WRITE_INSERT, "write", &[
             KEY,
             option("capacity", "CAPACITY", &[arg("capacity", Kind::Integer)]),
             option("error", "ERROR", &[arg("error", Kind::Double)]),
@@ -164,37 +180,28 @@ const COMMANDS: [Command; 18] = [
                 ..arg("items", Kind::Token)
             },
             ITEMS,
-        ],
+        ]),
     },
     Command {
         name: "bf.exists",
         summary: "Checks whether an item exists in a Bloom Filter",
         complexity: "O(k), where k is the number of hash functions used by the last sub-filter",
         since: "1.0.0",
-        arity: 3,
-        key_flags: READ_ACCESS,
-        categories: "read",
-        args: &[KEY, ITEM],
+        signature: EXISTS,
     },
     Command {
         name: "bf.mexists",
         summary: "Checks whether one or more items exist in a Bloom Filter",
         complexity: "O(k * n), where k is the number of hash functions and n is the number of items",
         since: "1.0.0",
-        arity: -3,
-        key_flags: READ_ACCESS,
-        categories: "read",
-        args: &[KEY, ITEMS],
+        signature: MEXISTS,
     },
     Command {
         name: "bf.info",
         summary: "Returns information about a Bloom Filter",
         complexity: "O(1)",
         since: "1.0.0",
-        arity: -2,
-        key_flags: READ,
-        categories: "read fast",
-        args: &[
+        signature: signature(-2, READ, "read fast", &[
             KEY,
             Arg {
                 optional: true,
@@ -207,37 +214,28 @@ const COMMANDS: [Command; 18] = [
                 ],
                 ..arg("single_value", Kind::OneOf)
             },
-        ],
+        ]),
     },
     Command {
         name: "bf.card",
         summary: "Returns the cardinality of a Bloom filter",
         complexity: "O(1)",
         since: "2.4.4",
-        arity: 2,
-        key_flags: READ,
-        categories: "read fast",
-        args: &[KEY],
+        signature: signature(2, READ, "read fast", &[KEY]),
     },
     Command {
         name: "bf.scandump",
         summary: "Begins an incremental save of the bloom filter",
         complexity: "O(n), where n is the capacity",
         since: "1.0.0",
-        arity: 3,
-        key_flags: READ_ACCESS,
-        categories: "read",
-        args: &[KEY, arg("iterator", Kind::Integer)],
+        signature: signature(3, READ_ACCESS, "read", &[KEY, arg("iterator", Kind::Integer)]),
     },
     Command {
         name: "bf.loadchunk",
         summary: "Restores a filter previously saved using SCANDUMP",
         complexity: "O(n), where n is the capacity",
         since: "1.0.0",
-        arity: 4,
-        key_flags: WRITE_UPDATE,
-        categories: "write",
-        args: &[KEY, arg("iterator", Kind::Integer), arg("data", Kind::Text)],
+        signature: signature(4, WRITE_UPDATE, "write", &[KEY, arg("iterator", Kind::Integer), arg("data", Kind::Text)]),
     },
     Command {
         name: "wbf.reserve",
@@ -245,10 +243,7 @@ const COMMANDS: [Command; 18] = [
                   (or every item added in the last TIME seconds) and forgets older ones",
         complexity: "O(1)",
         since: "1.0.0",
-        arity: -4,
-        key_flags: WRITE_INSERT,
-        categories: "write fast",
-        args: &[
+        signature: signature(-4, WRITE_INSERT, "write fast", &[
             KEY,
             arg("error_rate", Kind::Double),
             arg("window", Kind::Integer),
@@ -259,17 +254,14 @@ const COMMANDS: [Command; 18] = [
                 &[arg("generations", Kind::Integer)],
             ),
             option("seed", "SEED", &[arg("seed", Kind::Integer)]),
-        ],
+        ]),
     },
     Command {
         name: "wbf.add",
         summary: "Adds an item to a windowed Bloom filter, creating it if it does not exist",
         complexity: "O(k), where k is the number of hash functions",
         since: "1.0.0",
-        arity: 3,
-        key_flags: WRITE_INSERT,
-        categories: "write",
-        args: &[KEY, ITEM],
+        signature: ADD,
     },
     Command {
         name: "wbf.madd",
@@ -277,20 +269,14 @@ const COMMANDS: [Command; 18] = [
                   not exist",
         complexity: "O(k * n), where k is the number of hash functions and n the number of items",
         since: "1.0.0",
-        arity: -3,
-        key_flags: WRITE_INSERT,
-        categories: "write",
-        args: &[KEY, ITEMS],
+        signature: MADD,
     },
     Command {
         name: "wbf.exists",
         summary: "Checks whether an item was added to a windowed Bloom filter within its window",
         complexity: "O(k), where k is the number of hash functions",
         since: "1.0.0",
-        arity: 3,
-        key_flags: READ_ACCESS,
-        categories: "read",
-        args: &[KEY, ITEM],
+        signature: EXISTS,
     },
     Command {
         name: "wbf.mexists",
@@ -298,20 +284,14 @@ const COMMANDS: [Command; 18] = [
                   within its window",
         complexity: "O(k * n), where k is the number of hash functions and n the number of items",
         since: "1.0.0",
-        arity: -3,
-        key_flags: READ_ACCESS,
-        categories: "read",
-        args: &[KEY, ITEMS],
+        signature: MEXISTS,
     },
     Command {
         name: "wbf.info",
         summary: "Returns information about a windowed Bloom filter",
         complexity: "O(1)",
         since: "1.0.0",
-        arity: 2,
-        key_flags: READ,
-        categories: "read",
-        args: &[KEY],
+        signature: signature(2, READ, "read", &[KEY]),
     },
     Command {
         name: "wbf.advance",
@@ -319,24 +299,18 @@ const COMMANDS: [Command; 18] = [
                   replicas and the AOF only)",
         complexity: "O(m), where m is the size of the generations cleared",
         since: "1.0.0",
-        arity: 4,
-        key_flags: WRITE_UPDATE,
-        categories: "write",
-        args: &[
+        signature: signature(4, WRITE_UPDATE, "write", &[
             KEY,
             arg("epoch", Kind::Integer),
             arg("left_ms", Kind::Integer),
-        ],
+        ]),
     },
     Command {
         name: "wbf.loadchunk",
         summary: "Restores a windowed Bloom filter a chunk at a time (an AOF rewrite's)",
         complexity: "O(c), where c is the size of the chunk",
         since: "1.0.0",
-        arity: 4,
-        key_flags: WRITE_UPDATE,
-        categories: "write",
-        args: &[KEY, arg("offset", Kind::Integer), arg("data", Kind::Text)],
+        signature: signature(4, WRITE_UPDATE, "write", &[KEY, arg("offset", Kind::Integer), arg("data", Kind::Text)]),
     },
 ];
 
@@ -441,9 +415,9 @@ pub(crate) fn register(ctx: &Context) -> Result<(), String> {
         }
         if let Some(set_categories) = set_categories {
             let categories = if with_bloom {
-                format!("{} bloom", command.categories)
+                format!("{} bloom", command.signature.categories)
             } else {
-                command.categories.to_string()
+                command.signature.categories.to_string()
             };
             let categories = CString::new(categories).expect("no NUL");
             // Safety: a command handle of this module, during load.
@@ -461,7 +435,7 @@ pub(crate) fn register(ctx: &Context) -> Result<(), String> {
             // Safety: the all-zero spec is the terminator the server looks
             // for; the first is filled in field by field.
             let mut key_specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { std::mem::zeroed() };
-            key_specs[0].flags = u64::from(command.key_flags);
+            key_specs[0].flags = u64::from(command.signature.key_flags);
             key_specs[0].begin_search_type =
                 raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
             key_specs[0].bs.index.pos = 1;
@@ -477,9 +451,9 @@ pub(crate) fn register(ctx: &Context) -> Result<(), String> {
                 since: arena.text(command.since),
                 history: ptr::null_mut(),
                 tips: ptr::null(),
-                arity: command.arity,
+                arity: command.signature.arity,
                 key_specs: key_specs.as_mut_ptr(),
-                args: arena.args(command.args),
+                args: arena.args(command.signature.args),
             };
             // Safety: every pointer in `info` lives in `arena` or on this
             // stack frame until the call returns; the server copies them.

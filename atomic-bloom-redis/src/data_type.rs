@@ -1,6 +1,6 @@
 //! The module's data type: how the server saves, loads, rewrites, measures,
 //! copies and frees a key's value. Every path through bytes goes through
-//! the record of `record.rs`, whose checksums turn a corrupt RDB payload or
+//! the record of `record/`, whose checksums turn a corrupt RDB payload or
 //! `RESTORE` into a refused load, never into a filter.
 
 use std::io::{self, Read, Write};

@@ -1,4 +1,4 @@
-//! `BF.SCANDUMP` and `BF.LOADCHUNK`: a key's record (`record.rs`) cut into
+//! `BF.SCANDUMP` and `BF.LOADCHUNK`: a key's record (`record/`) cut into
 //! chunks, and put back together.
 //!
 //! The iterator is RedisBloom's: `BF.SCANDUMP key 0` starts, every reply is

@@ -35,8 +35,9 @@
 //! `redisbloom/` (RedisBloom's own filters, its type, hashing and
 //! encodings, served as RedisBloom serves them), `data_type.rs` (the
 //! server's callbacks), `value.rs` (a key's value: a filter, or a dump
-//! still loading), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `record.rs`
-//! (a filter's bytes), `filter.rs` (a key's filter) and `alloc.rs` (the
+//! still loading), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `record/`
+//! (a filter's bytes; its `envelope.rs`, what they share with a windowed
+//! key's), `filter.rs` (a key's filter) and `alloc.rs` (the
 //! server's allocator, alignment honoured).
 
 #![deny(unsafe_op_in_unsafe_fn)]

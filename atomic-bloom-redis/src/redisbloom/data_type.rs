@@ -32,12 +32,12 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     raw::save_unsigned(io, u64::from(chain.options));
     raw::save_unsigned(io, u64::from(chain.growth));
     for link in &chain.links {
-        raw::save_unsigned(io, link.entries);
-        raw::save_double(io, link.error);
-        raw::save_unsigned(io, u64::from(link.hashes));
-        raw::save_double(io, link.bpe);
-        raw::save_unsigned(io, link.bits);
-        raw::save_unsigned(io, u64::from(link.n2));
+        raw::save_unsigned(io, link.shape.entries);
+        raw::save_double(io, link.shape.error);
+        raw::save_unsigned(io, u64::from(link.shape.hashes));
+        raw::save_double(io, link.shape.bpe);
+        raw::save_unsigned(io, link.shape.bits);
+        raw::save_unsigned(io, u64::from(link.shape.n2));
         raw::save_slice(io, &link.data);
         raw::save_unsigned(io, link.size);
     }

@@ -93,12 +93,7 @@ struct Hash {
 /// One sub-filter of a chain: RedisBloom's `struct bloom` and its item
 /// count.
 pub(crate) struct Link {
-    pub(crate) entries: u64,
-    pub(crate) error: f64,
-    pub(crate) hashes: u32,
-    pub(crate) bpe: f64,
-    pub(crate) bits: u64,
-    pub(crate) n2: u8,
+    pub(crate) shape: Shape,
     /// Items added to this link.
     pub(crate) size: u64,
     /// `bits / 8` bytes.
@@ -128,8 +123,9 @@ fn logb(x: f64) -> f64 {
     ((x.to_bits() >> 52) & 0x7ff) as f64 - 1023.0
 }
 
-/// The fields of a link, as `bloom_init` works them out from an item count,
-/// an error rate and the chain's options: everything but the bits.
+/// The fields of a link but its item count and bits: read from an
+/// encoding, or as `bloom_init` works them out from an item count, an error
+/// rate and the chain's options ([`Shape::of`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Shape {
     pub(crate) entries: u64,
@@ -138,11 +134,14 @@ pub(crate) struct Shape {
     pub(crate) bpe: f64,
     pub(crate) bits: u64,
     pub(crate) n2: u8,
-    /// `bits / 8`: whole 64-bit words.
-    pub(crate) bytes: u64,
 }
 
 impl Shape {
+    /// `bits / 8`: for a shape [`Shape::of`] made, whole 64-bit words.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bits / 8
+    }
+
     /// The link RedisBloom's `bloom_init(entries, error, options)` makes,
     /// its arithmetic checked: an item count, bit count or bit exponent
     /// that overflows (RedisBloom's C wraps or shifts by 64) is refused,
@@ -189,7 +188,6 @@ impl Shape {
             bpe,
             bits: bytes * 8,
             n2,
-            bytes,
         })
     }
 }
@@ -198,34 +196,30 @@ impl Link {
     /// A new, empty link of `shape`, within this module's bounds.
     fn from_shape(shape: Shape) -> Result<Link, ChainError> {
         Link {
-            entries: shape.entries,
-            error: shape.error,
-            hashes: shape.hashes,
-            bpe: shape.bpe,
-            bits: shape.bits,
-            n2: shape.n2,
+            shape,
             size: 0,
             data: Box::new([]),
         }
-        .with_zeroed_bits(shape.bytes)
+        .with_zeroed_bits(shape.bytes())
     }
 
     /// Checks a link's fields, for bits `data_bytes` long, as RedisBloom's
     /// `bloom_validate_integrity` does, and this module's bounds on hashes
     /// and bytes.
     fn validate_fields(&self, data_bytes: u64) -> Result<(), ChainError> {
-        let n2_fits = self.n2 == 0 || (self.n2 <= 63 && self.bits >= 1u64 << self.n2);
-        let valid = self.error > 0.0
-            && self.error < 1.0
-            && self.n2 <= 63
+        let shape = &self.shape;
+        let n2_fits = shape.n2 == 0 || (shape.n2 <= 63 && shape.bits >= 1u64 << shape.n2);
+        let valid = shape.error > 0.0
+            && shape.error < 1.0
+            && shape.n2 <= 63
             && n2_fits
-            && self.bits != 0
-            && data_bytes.checked_mul(8) == Some(self.bits)
-            && f64::from(self.hashes) == (LN2 * self.bpe).ceil();
+            && shape.bits != 0
+            && data_bytes.checked_mul(8) == Some(shape.bits)
+            && f64::from(shape.hashes) == (LN2 * shape.bpe).ceil();
         if !valid {
             return Err(ChainError::Invalid("link fields RedisBloom would refuse"));
         }
-        if self.hashes > MAX_HASHES || data_bytes > MAX_LINK_BYTES {
+        if shape.hashes > MAX_HASHES || data_bytes > MAX_LINK_BYTES {
             return Err(ChainError::Invalid(
                 "a link larger than any RedisBloom makes",
             ));
@@ -264,17 +258,17 @@ impl Link {
 
     /// The modulus of bit positions.
     fn modulus(&self) -> u64 {
-        if self.n2 > 0 {
-            1u64 << self.n2
+        if self.shape.n2 > 0 {
+            1u64 << self.shape.n2
         } else {
-            self.bits
+            self.shape.bits
         }
     }
 
     /// The bit positions of `hash` in this link.
     fn positions(&self, hash: Hash) -> impl Iterator<Item = u64> {
         let modulus = self.modulus();
-        (0..u64::from(self.hashes))
+        (0..u64::from(self.shape.hashes))
             .map(move |i| hash.a.wrapping_add(i.wrapping_mul(hash.b)) % modulus)
     }
 
@@ -409,7 +403,7 @@ impl Chain {
     /// `entries · growth` items at half the error rate.
     fn next_shape(&self) -> Result<Shape, ChainError> {
         let last = self.links.last().ok_or(ChainError::Invalid("no links"))?;
-        self.shape_after(last.entries, last.error)
+        self.shape_after(last.shape.entries, last.shape.error)
     }
 
     /// The shape of the link after one of `entries` items at `error`.
@@ -430,7 +424,7 @@ impl Chain {
         let full = self
             .links
             .last()
-            .is_some_and(|last| last.size >= last.entries);
+            .is_some_and(|last| last.size >= last.shape.entries);
         if full {
             if self.options & NO_SCALING != 0 {
                 return ChainAdd::Full;
@@ -447,7 +441,7 @@ impl Chain {
             // Measured before anything is allocated: a link past the cap
             // (up to a terabyte) is never made, let alone made and dropped
             // at every add.
-            let bytes = (self.memory_bytes() as u64).saturating_add(shape.bytes);
+            let bytes = (self.memory_bytes() as u64).saturating_add(shape.bytes());
             if cap.is_some_and(|cap| bytes > cap as u64) {
                 return ChainAdd::OverLimit;
             }
@@ -471,7 +465,7 @@ impl Chain {
     pub(crate) fn capacity(&self) -> u64 {
         self.links
             .iter()
-            .fold(0u64, |sum, link| sum.saturating_add(link.entries))
+            .fold(0u64, |sum, link| sum.saturating_add(link.shape.entries))
     }
 
     /// Bytes, as RedisBloom counts them for `BF.INFO` and `MEMORY USAGE`:

@@ -8,7 +8,7 @@
 //! as a string, and its item count. Every count is checked against what
 //! the input holds before anything is allocated for it.
 
-use super::{Chain, ChainError, Link, MAX_LINKS};
+use super::{Chain, ChainError, Link, Shape, MAX_LINKS};
 
 /// RedisBloom's encoding version, which this module writes and reads (and
 /// every older one).
@@ -97,13 +97,16 @@ pub(crate) fn load(input: &mut impl RdbInput, encver: i32) -> Result<Chain, Chai
         if (data.len() as f64) < (bits as f64 / 8.0).ceil() {
             return Err(ChainError::Invalid("bits shorter than the link says"));
         }
-        let mut link = Link {
+        let shape = Shape {
             entries,
             error,
             hashes,
             bpe,
             bits,
             n2,
+        };
+        let mut link = Link {
+            shape,
             size: 0,
             data: Box::new([]),
         }

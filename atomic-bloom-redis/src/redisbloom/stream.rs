@@ -9,7 +9,7 @@
 //! error (f64), bits per entry (f64), hashes (u32), entries (u64) and n2
 //! (u8).
 
-use super::{Chain, ChainError, Link, MAX_LINKS};
+use super::{Chain, ChainError, Link, Shape, MAX_LINKS};
 
 /// Bytes of the header before the links.
 const HEADER_FIXED_BYTES: usize = 8 + 4 + 4 + 4;
@@ -30,13 +30,13 @@ impl Chain {
         out.extend_from_slice(&self.growth.to_le_bytes());
         for link in &self.links {
             out.extend_from_slice(&(link.data.len() as u64).to_le_bytes());
-            out.extend_from_slice(&link.bits.to_le_bytes());
+            out.extend_from_slice(&link.shape.bits.to_le_bytes());
             out.extend_from_slice(&link.size.to_le_bytes());
-            out.extend_from_slice(&link.error.to_le_bytes());
-            out.extend_from_slice(&link.bpe.to_le_bytes());
-            out.extend_from_slice(&link.hashes.to_le_bytes());
-            out.extend_from_slice(&link.entries.to_le_bytes());
-            out.push(link.n2);
+            out.extend_from_slice(&link.shape.error.to_le_bytes());
+            out.extend_from_slice(&link.shape.bpe.to_le_bytes());
+            out.extend_from_slice(&link.shape.hashes.to_le_bytes());
+            out.extend_from_slice(&link.shape.entries.to_le_bytes());
+            out.push(link.shape.n2);
         }
         out
     }
@@ -76,12 +76,17 @@ impl Chain {
             let data_bytes = u64_of(take(8));
             let bits = u64_of(take(8));
             let link_size = u64_of(take(8));
-            let error = f64::from_bits(u64_of(take(8)));
-            let bpe = f64::from_bits(u64_of(take(8)));
-            let hashes = u32_of(take(4));
-            let entries = u64_of(take(8));
-            let n2 = take(1)[0];
-            fields.push((data_bytes, bits, link_size, error, bpe, hashes, entries, n2));
+            // The rest in the header's order (a literal's fields are
+            // evaluated as written).
+            let shape = Shape {
+                bits,
+                error: f64::from_bits(u64_of(take(8))),
+                bpe: f64::from_bits(u64_of(take(8))),
+                hashes: u32_of(take(4)),
+                entries: u64_of(take(8)),
+                n2: take(1)[0],
+            };
+            fields.push((data_bytes, link_size, shape));
         }
         let claimed = fields
             .iter()
@@ -92,18 +97,13 @@ impl Chain {
             }
         }
         let mut links = Vec::with_capacity(fields.len());
-        for (data_bytes, bits, link_size, error, bpe, hashes, entries, n2) in fields {
-            let shape = Link {
-                entries,
-                error,
-                hashes,
-                bpe,
-                bits,
-                n2,
+        for (data_bytes, link_size, shape) in fields {
+            let link = Link {
+                shape,
                 size: link_size,
                 data: Box::new([]),
             };
-            links.push(shape.with_zeroed_bits(data_bytes)?);
+            links.push(link.with_zeroed_bits(data_bytes)?);
         }
         Chain::checked(links, size, options, growth)
     }

@@ -26,41 +26,24 @@
 //! count as passed, as an AOF replayed later replays the primary's
 //! rotations and no more).
 
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 
 use atomic_bloom::WindowedBloomFilter;
 
 use super::{Loading, WindowOptions, Windowed, GENERATIONS, MAX_TIME_MS};
+use crate::record::envelope::{Fields, Layout};
 
-const MAGIC: [u8; 8] = *b"ABWINDO1";
-const VERSION: u16 = 1;
 /// Bytes of the envelope.
 pub(crate) const RECORD_ENVELOPE_BYTES: usize = 64;
+const LAYOUT: Layout<RECORD_ENVELOPE_BYTES> = Layout {
+    magic: *b"ABWINDO1",
+    version: 1,
+    foreign: "not a windowed atomic-bloom record",
+    short: "shorter than 64 bytes",
+};
 
 /// Why a record did not load (for the server's log).
-#[derive(Debug)]
-pub(crate) enum RecordError {
-    Envelope(&'static str),
-    Filter(atomic_bloom::Error),
-    Mismatch(&'static str),
-    Io(io::Error),
-    OverLimit,
-}
-
-impl std::fmt::Display for RecordError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RecordError::Envelope(why) => write!(f, "bad windowed envelope: {why}"),
-            RecordError::Filter(error) => write!(f, "bad windowed filter: {error}"),
-            RecordError::Mismatch(why) => write!(f, "inconsistent windowed record: {why}"),
-            RecordError::Io(error) => write!(f, "read failed: {error}"),
-            RecordError::OverLimit => f.write_str(
-                "the filter would pass bf-memory-limit-per-filter: raise the limit (CONFIG SET) \
-                 to restore it",
-            ),
-        }
-    }
-}
+pub(crate) type RecordError = crate::record::envelope::RecordError<true>;
 
 /// The fields of an envelope.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -76,54 +59,38 @@ pub(crate) struct Envelope {
 impl Envelope {
     fn encode(&self) -> [u8; RECORD_ENVELOPE_BYTES] {
         let mut out = [0u8; RECORD_ENVELOPE_BYTES];
-        out[0..8].copy_from_slice(&MAGIC);
-        out[8..10].copy_from_slice(&VERSION.to_le_bytes());
         out[12..20].copy_from_slice(&self.window.to_le_bytes());
         out[20..28].copy_from_slice(&self.error_rate.to_bits().to_le_bytes());
         out[28..32].copy_from_slice(&self.generations.to_le_bytes());
         out[36..44].copy_from_slice(&self.time_ms.to_le_bytes());
         out[44..52].copy_from_slice(&self.left_ms.to_le_bytes());
-        out[52..60].copy_from_slice(&self.filter_bytes.to_le_bytes());
-        let crc = crc32c::crc32c(&out[..60]);
-        out[60..64].copy_from_slice(&crc.to_le_bytes());
+        LAYOUT.seal(&mut out, self.filter_bytes);
         out
     }
 
     /// Decodes and checks an envelope.
     pub(crate) fn decode(bytes: &[u8]) -> Result<Envelope, RecordError> {
-        let bytes: &[u8; RECORD_ENVELOPE_BYTES] = bytes
-            .get(..RECORD_ENVELOPE_BYTES)
-            .and_then(|head| head.try_into().ok())
-            .ok_or(RecordError::Envelope("shorter than 64 bytes"))?;
-        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-        let u16_at = |at: usize| u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap());
-        if bytes[0..8] != MAGIC {
-            return Err(RecordError::Envelope("not a windowed atomic-bloom record"));
-        }
-        if u32_at(60) != crc32c::crc32c(&bytes[..60]) {
-            return Err(RecordError::Envelope("checksum mismatch"));
-        }
-        if u16_at(8) != VERSION {
-            return Err(RecordError::Envelope("unsupported record version"));
-        }
-        if u16_at(10) != 0 || u32_at(32) != 0 {
+        Self::from_fields(LAYOUT.open(bytes)?)
+    }
+
+    /// Checks and takes this record's own fields.
+    fn from_fields(fields: Fields<'_, RECORD_ENVELOPE_BYTES>) -> Result<Envelope, RecordError> {
+        if fields.u16_at(10) != 0 || fields.u32_at(32) != 0 {
             return Err(RecordError::Envelope("reserved bytes set"));
         }
         Ok(Envelope {
-            window: u64_at(12),
-            error_rate: f64::from_bits(u64_at(20)),
-            generations: u32_at(28),
-            time_ms: u64_at(36),
-            left_ms: u64_at(44) as i64,
-            filter_bytes: u64_at(52),
+            window: fields.u64_at(12),
+            error_rate: f64::from_bits(fields.u64_at(20)),
+            generations: fields.u32_at(28),
+            time_ms: fields.u64_at(36),
+            left_ms: fields.u64_at(44) as i64,
+            filter_bytes: fields.filter_bytes(),
         })
     }
 
     /// Bytes of the whole record.
     pub(crate) fn record_bytes(&self) -> u64 {
-        self.filter_bytes
-            .saturating_add(RECORD_ENVELOPE_BYTES as u64)
+        LAYOUT.record_bytes(self.filter_bytes)
     }
 }
 
@@ -160,35 +127,16 @@ impl Windowed {
     /// would take more than `filter_cap` bytes is refused from its
     /// envelope, before its filter is read.
     pub(crate) fn read_record<R: Read>(
-        mut input: R,
+        input: R,
         now_ms: i64,
         filter_cap: Option<usize>,
     ) -> Result<Windowed, RecordError> {
-        let mut head = [0u8; RECORD_ENVELOPE_BYTES];
-        input
-            .read_exact(&mut head)
-            .map_err(|error| match error.kind() {
-                io::ErrorKind::UnexpectedEof => RecordError::Envelope("shorter than 64 bytes"),
-                _ => RecordError::Io(error),
-            })?;
-        let envelope = Envelope::decode(&head)?;
-        if filter_cap.is_some_and(|cap| envelope.filter_bytes > cap as u64) {
-            return Err(RecordError::OverLimit);
-        }
-        let mut filter_input = input.take(envelope.filter_bytes);
-        let filter = WindowedBloomFilter::<[u8]>::read_from(&mut filter_input)
-            .map_err(RecordError::Filter)?;
-        if filter_input.limit() != 0 {
-            return Err(RecordError::Mismatch(
-                "filter shorter than the envelope says",
-            ));
-        }
-        let mut rest = [0u8; 1];
-        match filter_input.into_inner().read(&mut rest) {
-            Ok(0) => {}
-            Ok(_) => return Err(RecordError::Mismatch("bytes after the filter")),
-            Err(error) => return Err(RecordError::Io(error)),
-        }
+        let (envelope, filter) = LAYOUT.read_record(
+            input,
+            filter_cap,
+            Envelope::from_fields,
+            |_, filter_input| WindowedBloomFilter::<[u8]>::read_from(filter_input),
+        )?;
         let timed = envelope.time_ms > 0;
         let rotation_matches = if timed {
             filter.rotation() == atomic_bloom::Rotation::Manual

@@ -18,47 +18,25 @@
 //!
 //! All integers little-endian.
 
-use std::io::{self, Read, Write};
+pub(crate) mod envelope;
+
+use std::io::{Read, Write};
 
 use atomic_bloom::{BloomFilter, SaveCursor, ScalableBloomFilter};
 
 use crate::filter::{Bloom, Filter, Options};
+pub(crate) use envelope::RecordError;
+use envelope::{Fields, Layout};
 
-pub(crate) const MAGIC: [u8; 8] = *b"ABREDIS1";
-pub(crate) const VERSION: u16 = 1;
 pub(crate) const ENVELOPE_BYTES: usize = 56;
+const LAYOUT: Layout<ENVELOPE_BYTES> = Layout {
+    magic: *b"ABREDIS1",
+    version: 1,
+    foreign: "not an atomic-bloom-redis record",
+    short: "shorter than 56 bytes",
+};
+pub(crate) const MAGIC: [u8; 8] = LAYOUT.magic;
 const NONSCALING: u16 = 1;
-
-/// Why a record did not load: the texts go to the server's log.
-#[derive(Debug)]
-pub(crate) enum RecordError {
-    /// The envelope is short, not ours, of another version, or its
-    /// checksum does not match.
-    Envelope(&'static str),
-    /// The filter's bytes did not load (the library says why).
-    Filter(atomic_bloom::Error),
-    /// The envelope's fields disagree with the filter.
-    Mismatch(&'static str),
-    /// Reading the input failed.
-    Io(io::Error),
-    /// The filter would pass `bf-memory-limit-per-filter`.
-    OverLimit,
-}
-
-impl std::fmt::Display for RecordError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RecordError::Envelope(why) => write!(f, "bad envelope: {why}"),
-            RecordError::Filter(error) => write!(f, "bad filter: {error}"),
-            RecordError::Mismatch(why) => write!(f, "inconsistent record: {why}"),
-            RecordError::Io(error) => write!(f, "read failed: {error}"),
-            RecordError::OverLimit => f.write_str(
-                "the filter would pass bf-memory-limit-per-filter: raise the limit (CONFIG SET) \
-                 to restore it",
-            ),
-        }
-    }
-}
 
 /// The fields of an envelope.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -72,8 +50,6 @@ pub(crate) struct Envelope {
 impl Envelope {
     pub(crate) fn encode(&self) -> [u8; ENVELOPE_BYTES] {
         let mut out = [0u8; ENVELOPE_BYTES];
-        out[0..8].copy_from_slice(&MAGIC);
-        out[8..10].copy_from_slice(&VERSION.to_le_bytes());
         let flags = if self.options.expansion.is_none() {
             NONSCALING
         } else {
@@ -84,36 +60,23 @@ impl Envelope {
         out[20..28].copy_from_slice(&self.options.capacity.to_le_bytes());
         out[28..36].copy_from_slice(&self.options.error_rate.to_bits().to_le_bytes());
         out[36..40].copy_from_slice(&self.options.expansion.unwrap_or(0).to_le_bytes());
-        out[44..52].copy_from_slice(&self.filter_bytes.to_le_bytes());
-        let crc = crc32c::crc32c(&out[..52]);
-        out[52..56].copy_from_slice(&crc.to_le_bytes());
+        LAYOUT.seal(&mut out, self.filter_bytes);
         out
     }
 
     /// Decodes and checks an envelope; the seed is not in it (the filter's
     /// bytes carry it) and reads as 0.
     pub(crate) fn decode(bytes: &[u8]) -> Result<Envelope, RecordError> {
-        let bytes: &[u8; ENVELOPE_BYTES] = bytes
-            .get(..ENVELOPE_BYTES)
-            .and_then(|head| head.try_into().ok())
-            .ok_or(RecordError::Envelope("shorter than 56 bytes"))?;
-        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-        let u16_at = |at: usize| u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap());
-        if bytes[0..8] != MAGIC {
-            return Err(RecordError::Envelope("not an atomic-bloom-redis record"));
-        }
-        if u32_at(52) != crc32c::crc32c(&bytes[..52]) {
-            return Err(RecordError::Envelope("checksum mismatch"));
-        }
-        if u16_at(8) != VERSION {
-            return Err(RecordError::Envelope("unsupported record version"));
-        }
-        let flags = u16_at(10);
-        if flags & !NONSCALING != 0 || u32_at(40) != 0 {
+        Self::from_fields(LAYOUT.open(bytes)?)
+    }
+
+    /// Checks and takes this record's own fields.
+    fn from_fields(fields: Fields<'_, ENVELOPE_BYTES>) -> Result<Envelope, RecordError> {
+        let flags = fields.u16_at(10);
+        if flags & !NONSCALING != 0 || fields.u32_at(40) != 0 {
             return Err(RecordError::Envelope("unknown flags"));
         }
-        let expansion = u32_at(36);
+        let expansion = fields.u32_at(36);
         let expansion = if flags & NONSCALING != 0 {
             if expansion != 0 {
                 return Err(RecordError::Envelope("NONSCALING with an expansion"));
@@ -124,19 +87,19 @@ impl Envelope {
         };
         Ok(Envelope {
             options: Options {
-                capacity: u64_at(20),
-                error_rate: f64::from_bits(u64_at(28)),
+                capacity: fields.u64_at(20),
+                error_rate: f64::from_bits(fields.u64_at(28)),
                 expansion,
                 seed: 0,
             },
-            items: u64_at(12),
-            filter_bytes: u64_at(44),
+            items: fields.u64_at(12),
+            filter_bytes: fields.filter_bytes(),
         })
     }
 
     /// Bytes of the whole record.
     pub(crate) fn record_bytes(&self) -> u64 {
-        self.filter_bytes.saturating_add(ENVELOPE_BYTES as u64)
+        LAYOUT.record_bytes(self.filter_bytes)
     }
 }
 
@@ -185,43 +148,23 @@ impl Bloom {
     /// take more than `filter_cap` bytes is refused from its envelope,
     /// before its filter is read.
     pub(crate) fn read_record_within<R: Read>(
-        mut input: R,
+        input: R,
         filter_cap: Option<usize>,
     ) -> Result<Bloom, RecordError> {
-        let mut head = [0u8; ENVELOPE_BYTES];
-        input
-            .read_exact(&mut head)
-            .map_err(|error| match error.kind() {
-                io::ErrorKind::UnexpectedEof => RecordError::Envelope("shorter than 56 bytes"),
-                _ => RecordError::Io(error),
-            })?;
-        let envelope = Envelope::decode(&head)?;
-        if filter_cap.is_some_and(|cap| envelope.filter_bytes > cap as u64) {
-            return Err(RecordError::OverLimit);
-        }
-        let mut filter_input = input.take(envelope.filter_bytes);
-        let filter = match envelope.options.expansion {
-            // Full by its bits alone, as the filter it was saved from.
-            Some(_) => Filter::Scaling(
-                ScalableBloomFilter::read_from(&mut filter_input)
-                    .map_err(RecordError::Filter)?
-                    .with_exact_fill(),
-            ),
-            None => Filter::Fixed(
-                BloomFilter::read_from(&mut filter_input).map_err(RecordError::Filter)?,
-            ),
-        };
-        if filter_input.limit() != 0 {
-            return Err(RecordError::Mismatch(
-                "filter shorter than the envelope says",
-            ));
-        }
-        let mut rest = [0u8; 1];
-        match filter_input.into_inner().read(&mut rest) {
-            Ok(0) => {}
-            Ok(_) => return Err(RecordError::Mismatch("bytes after the filter")),
-            Err(error) => return Err(RecordError::Io(error)),
-        }
+        let (envelope, filter) = LAYOUT.read_record(
+            input,
+            filter_cap,
+            Envelope::from_fields,
+            |envelope, filter_input| {
+                Ok(match envelope.options.expansion {
+                    // Full by its bits alone, as the filter it was saved from.
+                    Some(_) => Filter::Scaling(
+                        ScalableBloomFilter::read_from(filter_input)?.with_exact_fill(),
+                    ),
+                    None => Filter::Fixed(BloomFilter::read_from(filter_input)?),
+                })
+            },
+        )?;
         let seed = match &filter {
             Filter::Scaling(filter) => filter.hasher().seed(),
             Filter::Fixed(filter) => filter.hasher().seed(),
