@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 use crate::bits::{BitArray, TurnedOn};
 use crate::block::BLOCK_BYTES;
 use crate::builder::BloomFilterBuilder;
+use crate::item_methods::item_methods;
 use crate::layout::{BlockIndex, CompactProbe, LineProbe, WordProbe};
 use crate::sizing::{self, Geometry, Scheme};
 use crate::{DefaultHasher, Error, Layout, Sizing};
@@ -614,34 +615,13 @@ impl<T: ?Sized + Hash, S: BuildHasher> BloomFilter<T, S> {
         self.insert_hash(self.hash_item(item))
     }
 
-    /// Whether `item` may be in the filter: always true for an inserted item,
-    /// true for an absent one at about the filter's false-positive rate.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let f: atomic_bloom::BloomFilter<[u8]> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
-    /// f.insert(b"key");
-    /// assert!(f.contains(b"key"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[inline]
-    pub fn contains(&self, item: &T) -> bool {
-        self.contains_hash(self.hash_item(item))
-    }
-
-    /// The 64-bit hash the filter derives all of `item`'s positions from.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let f: atomic_bloom::BloomFilter<str> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
-    /// assert_eq!(f.hash_item("a"), f.hash_item("a"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[inline]
-    pub fn hash_item(&self, item: &T) -> u64 {
-        self.hasher.hash_one(item)
+    item_methods! {
+        "BloomFilter";
+        /// Whether `item` may be in the filter: always true for an inserted item,
+        /// true for an absent one at about the filter's false-positive rate.
+        fn contains;
+        /// The 64-bit hash the filter derives all of `item`'s positions from.
+        fn hash_item;
     }
 }
 

@@ -163,6 +163,7 @@ mod error;
 mod fill;
 mod hash;
 mod item;
+mod item_methods;
 mod layout;
 #[cfg(feature = "rayon")]
 mod parallel;

@@ -346,3 +346,103 @@ fn an_owned_count_of_an_earlier_epoch_counts_the_next_item() {
 fn an_owned_count_overwriting_a_rotations_reset_counts_the_next_item() {
     an_owned_count_racing_a_rotation_counts_the_next_item(2);
 }
+
+/// `advance_by(n)` past `g` rotates `g` times, clearing every slot, then
+/// jumps the epoch to its target with nothing cleared. A call racing that
+/// jump must not count the epochs it skipped as rotations: here a
+/// thread's `advance_by(100)` reads its start (epoch 0), then this thread
+/// rotates to 1, inserts X into slot 1 and calls `clear`; the other
+/// thread's second rotation (clearing slot 0) and its jump to 100 land
+/// after the clear began. X, inserted before the clear was called, must be
+/// gone when it returns. Checked to fail before the fix (the clear saw
+/// epoch 100, two past its start, and returned: X, never cleared, was
+/// kept in generation 99).
+#[test]
+fn a_clear_racing_another_calls_jump_forgets_what_came_before_it() {
+    loom::model(|| {
+        let filter = Arc::new(manual(2, 1));
+        let jumper = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || filter.advance_by(100))
+        };
+        filter.advance();
+        filter.insert(&X);
+        filter.clear();
+        let dbg = format!("{filter:?}");
+        assert!(
+            !filter.contains(&X),
+            "an insert made before clear() found after it ({dbg})",
+        );
+        jumper.join().unwrap();
+    });
+}
+
+/// A count stored by an insert whose re-check read epoch 0 and that
+/// another thread's `advance_by` overtook (two rotations, then a jump to
+/// `2^24 - 1`, which resets every count for its target): the store lands
+/// after the reset. The tags beside the counts are the epoch's low 24
+/// bits, so the stale count's tag (0) reads as a later epoch than the
+/// target's. Inserts then keep counting: three new items in a generation
+/// of two rotate it. `owned`: the stale insert is made on the model's
+/// first thread, which counts on a slot of its own (the other thread
+/// jumps); else on a spawned thread, which counts on the shared count (the
+/// first thread jumps), and the three items are inserted on another
+/// spawned thread. Checked to fail before the fix (every later count of
+/// that slot was taken as stale, and the count window never rotated
+/// again).
+fn a_count_stored_across_a_jump_keeps_counting(owned: bool) {
+    const JUMP: u64 = (1 << 24) - 1;
+    loom::model(move || {
+        let filter = Arc::new(
+            WindowedBloomFilter::builder(2, 0.01)
+                .seed(7)
+                .generations(2)
+                .build()
+                .unwrap(),
+        );
+        assert_eq!(filter.generation_capacity(), 2);
+        let other = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || {
+                if owned {
+                    filter.advance_by(JUMP);
+                } else {
+                    filter.insert(&X);
+                }
+            })
+        };
+        if owned {
+            filter.insert(&X);
+        } else {
+            filter.advance_by(JUMP);
+        }
+        other.join().unwrap();
+        let epoch = filter.epoch();
+        assert!(epoch >= JUMP);
+        let fill = move |filter: Arc<WindowedBloomFilter<u64>>| {
+            for item in 10..13u64 {
+                filter.insert(&item);
+            }
+        };
+        if owned {
+            fill(Arc::clone(&filter));
+        } else {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || fill(filter)).join().unwrap();
+        }
+        assert!(
+            filter.epoch() > epoch,
+            "three new items in a generation of two left it at epoch {epoch}"
+        );
+    });
+}
+
+#[test]
+fn an_owned_count_stored_across_a_jump_keeps_counting() {
+    a_count_stored_across_a_jump_keeps_counting(true);
+}
+
+#[test]
+fn a_shared_count_stored_across_a_jump_keeps_counting() {
+    a_count_stored_across_a_jump_keeps_counting(false);
+}

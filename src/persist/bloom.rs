@@ -247,68 +247,38 @@ impl<T: ?Sized> BloomFilter<T, DefaultHasher> {
         segments
     }
 
-    /// Bytes [`write_to`](Self::write_to) writes.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let f: atomic_bloom::BloomFilter<u64> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
-    /// let mut bytes = Vec::new();
-    /// f.write_to(&mut bytes)?;
-    /// assert_eq!(bytes.len() as u64, f.saved_len());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn saved_len(&self) -> u64 {
+    fn chunked_len(&self) -> u64 {
         chunks::total_len(&self.segments())
     }
 
-    /// The next piece, up to `max` bytes, of what
-    /// [`write_to`](Self::write_to) writes, from where `cursor` stands (a
-    /// new cursor: the start; [`SaveCursor::at`]: anywhere); empty at the
-    /// end. Each call costs its piece, at most one page (64 KiB) of bits
-    /// around it and the few fields: a server hands out a chunk at any
-    /// offset without going over the bytes before it.
-    ///
-    /// # Consistency
-    ///
-    /// Each block is read once, when its piece is made: inserts between
-    /// calls may or may not be in the pieces, and the counts and checksums
-    /// written match the bytes written, so the pieces always load.
-    ///
-    /// # Example
-    ///
-    /// See [`SaveCursor`].
-    pub fn write_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.write_chunk_to(cursor, max, &mut out);
-        out
-    }
-
-    /// As [`write_chunk`](Self::write_chunk), appending the piece to `out`
-    /// instead: a server handing out chunk after chunk reuses one buffer,
-    /// whose memory is already mapped, instead of a fresh allocation each
-    /// time.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{BloomFilter, SaveCursor};
-    ///
-    /// let f: BloomFilter<u64> = BloomFilter::builder(100_000, 0.01).seed(1).build()?;
-    /// f.insert(&7);
-    /// let (mut cursor, mut buffer, mut whole) = (SaveCursor::default(), Vec::new(), Vec::new());
-    /// loop {
-    ///     buffer.clear(); // its capacity stays
-    ///     f.write_chunk_to(&mut cursor, 4096, &mut buffer);
-    ///     if buffer.is_empty() {
-    ///         break;
-    ///     }
-    ///     whole.extend_from_slice(&buffer);
-    /// }
-    /// assert_eq!(whole.len() as u64, f.saved_len());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn write_chunk_to(&self, cursor: &mut SaveCursor, max: usize, out: &mut Vec<u8>) {
+    fn append_chunk(&self, cursor: &mut SaveCursor, max: usize, out: &mut Vec<u8>) {
         chunks::append_chunk(&self.segments(), cursor, max, out)
+    }
+}
+
+chunk_methods! {
+    impl[T: ?Sized] BloomFilter<T, DefaultHasher>,
+        "BloomFilter",
+        "BloomFilter::builder(100_000, 0.01).seed(1).build()?"
+    {
+        /// Bytes [`write_to`](Self::write_to) writes.
+        fn saved_len;
+        /// The next piece, up to `max` bytes, of what
+        /// [`write_to`](Self::write_to) writes, from where `cursor` stands (a
+        /// new cursor: the start; [`SaveCursor::at`]: anywhere); empty at the
+        /// end. Each call costs its piece, at most one page (64 KiB) of bits
+        /// around it and the few fields: a server hands out a chunk at any
+        /// offset without going over the bytes before it.
+        ///
+        /// # Consistency
+        ///
+        /// Each block is read once, when its piece is made: inserts between
+        /// calls may or may not be in the pieces, and the counts and checksums
+        /// written match the bytes written, so the pieces always load.
+        ///
+        /// # Example
+        ///
+        /// See [`SaveCursor`].
+        fn write_chunk;
     }
 }

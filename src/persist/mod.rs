@@ -86,6 +86,85 @@ macro_rules! saving_methods {
     };
 }
 
+/// The public `saved_len`, `write_chunk` and `write_chunk_to` of a type
+/// that saves in pieces: one definition for the three filters that do.
+/// Each type gives its own first lines of `saved_len`'s docs and its own
+/// docs of `write_chunk` (what the pieces hold when inserts race them),
+/// its name, and an expression that builds one with a seed, for the
+/// examples; and two private methods the public ones call:
+/// `chunked_len(&self) -> u64` (the bytes of a whole save now) and
+/// `append_chunk(&self, &mut SaveCursor, usize, &mut Vec<u8>)` (the next
+/// piece).
+macro_rules! chunk_methods {
+    (
+        impl[$($generics:tt)*] $ty:ty, $name:literal, $make:literal {
+            $(#[$len_doc:meta])* fn saved_len;
+            $(#[$chunk_doc:meta])* fn write_chunk;
+        }
+    ) => {
+        impl<$($generics)*> $ty {
+            $(#[$len_doc])*
+            ///
+            /// # Example
+            ///
+            /// ```
+            #[doc = concat!("let f: atomic_bloom::", $name, "<u64> = atomic_bloom::", $make, ";")]
+            /// let mut bytes = Vec::new();
+            /// f.write_to(&mut bytes)?;
+            /// assert_eq!(bytes.len() as u64, f.saved_len());
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn saved_len(&self) -> u64 {
+                self.chunked_len()
+            }
+
+            $(#[$chunk_doc])*
+            pub fn write_chunk(
+                &self,
+                cursor: &mut crate::persist::SaveCursor,
+                max: usize,
+            ) -> Vec<u8> {
+                let mut out = Vec::new();
+                self.write_chunk_to(cursor, max, &mut out);
+                out
+            }
+
+            /// As [`write_chunk`](Self::write_chunk), appending the piece to `out`
+            /// instead: a server handing out chunk after chunk reuses one buffer,
+            /// whose memory is already mapped, instead of a fresh allocation each
+            /// time.
+            ///
+            /// # Example
+            ///
+            /// ```
+            #[doc = concat!("use atomic_bloom::{", $name, ", SaveCursor};")]
+            ///
+            #[doc = concat!("let f: ", $name, "<u64> = atomic_bloom::", $make, ";")]
+            /// f.insert(&7);
+            /// let (mut cursor, mut buffer, mut whole) = (SaveCursor::default(), Vec::new(), Vec::new());
+            /// loop {
+            ///     buffer.clear(); // its capacity stays
+            ///     f.write_chunk_to(&mut cursor, 4096, &mut buffer);
+            ///     if buffer.is_empty() {
+            ///         break;
+            ///     }
+            ///     whole.extend_from_slice(&buffer);
+            /// }
+            /// assert_eq!(whole.len() as u64, f.saved_len());
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn write_chunk_to(
+                &self,
+                cursor: &mut crate::persist::SaveCursor,
+                max: usize,
+                out: &mut Vec<u8>,
+            ) {
+                self.append_chunk(cursor, max, out)
+            }
+        }
+    };
+}
+
 mod bloom;
 mod chunks;
 mod counting;

@@ -257,85 +257,13 @@ saving_methods! {
 }
 
 impl<T: ?Sized> ScalableBloomFilter<T, DefaultHasher> {
-    /// Bytes [`write_to`](Self::write_to) writes now (a stage appended
-    /// later adds its own).
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let f: atomic_bloom::ScalableBloomFilter<u64> =
-    ///     atomic_bloom::ScalableBloomFilter::new(100, 0.01)?;
-    /// let mut bytes = Vec::new();
-    /// f.write_to(&mut bytes)?;
-    /// assert_eq!(bytes.len() as u64, f.saved_len());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn saved_len(&self) -> u64 {
+    fn chunked_len(&self) -> u64 {
         let stages = self.stage_snapshot();
         chunks::total_len(&self.segments(&stages))
     }
 
-    /// The next piece, up to `max` bytes, of what
-    /// [`write_to`](Self::write_to) writes, from where `cursor` stands; empty
-    /// at the end. As [`BloomFilter::write_chunk`](crate::BloomFilter::write_chunk).
-    ///
-    /// # Consistency
-    ///
-    /// As for `BloomFilter`, and the pieces hold the stages the first piece
-    /// counted (the cursor keeps the count): a stage appended between two
-    /// calls is left out of this save (every item inserted before the
-    /// first piece is in it), and the pieces load. A cursor made with
-    /// [`SaveCursor::at`](crate::SaveCursor::at) past the start counts the
-    /// stages at its own first piece, so join only pieces of one save made
-    /// in order to be sure of that.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{SaveCursor, ScalableBloomFilter};
-    ///
-    /// let f: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(100, 0.01).seed(1).build()?;
-    /// (0..1000u64).for_each(|i| { f.insert(&i); });
-    /// let mut cursor = SaveCursor::default();
-    /// let mut bytes = Vec::new();
-    /// while let piece @ [_, ..] = &f.write_chunk(&mut cursor, 100)[..] {
-    ///     bytes.extend_from_slice(piece);
-    /// }
-    /// let g: ScalableBloomFilter<u64> = ScalableBloomFilter::read_from(bytes.as_slice())?;
-    /// assert!((0..1000u64).all(|i| g.contains(&i)));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn write_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.write_chunk_to(cursor, max, &mut out);
-        out
-    }
-
-    /// As [`write_chunk`](Self::write_chunk), appending the piece to `out`
-    /// instead: a server handing out chunk after chunk reuses one buffer,
-    /// whose memory is already mapped, instead of a fresh allocation each
-    /// time.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{ScalableBloomFilter, SaveCursor};
-    ///
-    /// let f: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(100, 0.01).seed(1).build()?;
-    /// f.insert(&7);
-    /// let (mut cursor, mut buffer, mut whole) = (SaveCursor::default(), Vec::new(), Vec::new());
-    /// loop {
-    ///     buffer.clear(); // its capacity stays
-    ///     f.write_chunk_to(&mut cursor, 4096, &mut buffer);
-    ///     if buffer.is_empty() {
-    ///         break;
-    ///     }
-    ///     whole.extend_from_slice(&buffer);
-    /// }
-    /// assert_eq!(whole.len() as u64, f.saved_len());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn write_chunk_to(&self, cursor: &mut SaveCursor, max: usize, out: &mut Vec<u8>) {
+    /// The stages the cursor counted at its first piece.
+    fn append_chunk(&self, cursor: &mut SaveCursor, max: usize, out: &mut Vec<u8>) {
         let stages = self.stage_snapshot();
         let counted = cursor.parts(stages.len());
         chunks::append_chunk(&self.segments(&stages[..counted]), cursor, max, out)
@@ -354,6 +282,48 @@ impl<T: ?Sized> ScalableBloomFilter<T, DefaultHasher> {
         }
         segments.push(Segment::BodyChecksum);
         segments
+    }
+}
+
+chunk_methods! {
+    impl[T: ?Sized] ScalableBloomFilter<T, DefaultHasher>,
+        "ScalableBloomFilter",
+        "ScalableBloomFilter::builder(100, 0.01).seed(1).build()?"
+    {
+        /// Bytes [`write_to`](Self::write_to) writes now (a stage appended
+        /// later adds its own).
+        fn saved_len;
+        /// The next piece, up to `max` bytes, of what
+        /// [`write_to`](Self::write_to) writes, from where `cursor` stands; empty
+        /// at the end. As [`BloomFilter::write_chunk`](crate::BloomFilter::write_chunk).
+        ///
+        /// # Consistency
+        ///
+        /// As for `BloomFilter`, and the pieces hold the stages the first piece
+        /// counted (the cursor keeps the count): a stage appended between two
+        /// calls is left out of this save (every item inserted before the
+        /// first piece is in it), and the pieces load. A cursor made with
+        /// [`SaveCursor::at`](crate::SaveCursor::at) past the start counts the
+        /// stages at its own first piece, so join only pieces of one save made
+        /// in order to be sure of that.
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// use atomic_bloom::{SaveCursor, ScalableBloomFilter};
+        ///
+        /// let f: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(100, 0.01).seed(1).build()?;
+        /// (0..1000u64).for_each(|i| { f.insert(&i); });
+        /// let mut cursor = SaveCursor::default();
+        /// let mut bytes = Vec::new();
+        /// while let piece @ [_, ..] = &f.write_chunk(&mut cursor, 100)[..] {
+        ///     bytes.extend_from_slice(piece);
+        /// }
+        /// let g: ScalableBloomFilter<u64> = ScalableBloomFilter::read_from(bytes.as_slice())?;
+        /// assert!((0..1000u64).all(|i| g.contains(&i)));
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        fn write_chunk;
     }
 }
 

@@ -96,88 +96,12 @@ impl<T: ?Sized> WindowedBloomFilter<T, DefaultHasher> {
         ]
     }
 
-    /// Bytes [`write_to`](Self::write_to) writes.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let w: atomic_bloom::WindowedBloomFilter<u64> = atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
-    /// let mut bytes = Vec::new();
-    /// w.write_to(&mut bytes)?;
-    /// assert_eq!(bytes.len() as u64, w.saved_len());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn saved_len(&self) -> u64 {
+    fn chunked_len(&self) -> u64 {
         chunks::total_len(&self.segments())
     }
 
-    /// The next piece, up to `max` bytes, of what
-    /// [`write_to`](Self::write_to) writes, from where `cursor` stands (a
-    /// new cursor: the start); empty at the end. The header and the fields
-    /// come whole in the first piece, whatever `max` (about 130 bytes and
-    /// 8 per generation), so that the rotation state is read once.
-    ///
-    /// # Consistency
-    ///
-    /// The rotation state is the one of the first piece; each block is read
-    /// when its piece is made. Inserts between calls may or may not be in
-    /// the pieces, and a rotation between them leaves its new generation's
-    /// items in the slot of the oldest one (remembered for fewer
-    /// generations once loaded), as with [`write_to`](Self::write_to)
-    /// racing inserts. The counts and checksums written match the bytes
-    /// written, so the pieces always load.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{SaveCursor, WindowedBloomFilter};
-    ///
-    /// let w: WindowedBloomFilter<str> = WindowedBloomFilter::builder(10_000, 0.01).seed(3).build()?;
-    /// w.insert("a");
-    /// let (mut cursor, mut pieces) = (SaveCursor::default(), Vec::new());
-    /// loop {
-    ///     let piece = w.write_chunk(&mut cursor, 4096);
-    ///     if piece.is_empty() {
-    ///         break;
-    ///     }
-    ///     pieces.extend(piece);
-    /// }
-    /// let mut whole = Vec::new();
-    /// w.write_to(&mut whole)?;
-    /// assert_eq!(pieces, whole);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn write_chunk(&self, cursor: &mut SaveCursor, max: usize) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.write_chunk_to(cursor, max, &mut out);
-        out
-    }
-
-    /// As [`write_chunk`](Self::write_chunk), appending the piece to `out`
-    /// instead: a server handing out chunk after chunk reuses one buffer,
-    /// whose memory is already mapped, instead of a fresh allocation each
-    /// time.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{WindowedBloomFilter, SaveCursor};
-    ///
-    /// let f: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(10_000, 0.01).seed(3).build()?;
-    /// f.insert(&7);
-    /// let (mut cursor, mut buffer, mut whole) = (SaveCursor::default(), Vec::new(), Vec::new());
-    /// loop {
-    ///     buffer.clear(); // its capacity stays
-    ///     f.write_chunk_to(&mut cursor, 4096, &mut buffer);
-    ///     if buffer.is_empty() {
-    ///         break;
-    ///     }
-    ///     whole.extend_from_slice(&buffer);
-    /// }
-    /// assert_eq!(whole.len() as u64, f.saved_len());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn write_chunk_to(&self, cursor: &mut SaveCursor, max: usize, out: &mut Vec<u8>) {
+    /// The header and the fields come whole in the first piece.
+    fn append_chunk(&self, cursor: &mut SaveCursor, max: usize, out: &mut Vec<u8>) {
         let segments = self.segments();
         let fields_end = chunks::total_len(&segments[..2]);
         let max = match fields_end.checked_sub(cursor.offset()) {
@@ -185,6 +109,53 @@ impl<T: ?Sized> WindowedBloomFilter<T, DefaultHasher> {
             _ => max,
         };
         chunks::append_chunk(&segments, cursor, max, out)
+    }
+}
+
+chunk_methods! {
+    impl[T: ?Sized] WindowedBloomFilter<T, DefaultHasher>,
+        "WindowedBloomFilter",
+        "WindowedBloomFilter::builder(10_000, 0.01).seed(3).build()?"
+    {
+        /// Bytes [`write_to`](Self::write_to) writes.
+        fn saved_len;
+        /// The next piece, up to `max` bytes, of what
+        /// [`write_to`](Self::write_to) writes, from where `cursor` stands (a
+        /// new cursor: the start); empty at the end. The header and the fields
+        /// come whole in the first piece, whatever `max` (about 130 bytes and
+        /// 8 per generation), so that the rotation state is read once.
+        ///
+        /// # Consistency
+        ///
+        /// The rotation state is the one of the first piece; each block is read
+        /// when its piece is made. Inserts between calls may or may not be in
+        /// the pieces, and a rotation between them leaves its new generation's
+        /// items in the slot of the oldest one (remembered for fewer
+        /// generations once loaded), as with [`write_to`](Self::write_to)
+        /// racing inserts. The counts and checksums written match the bytes
+        /// written, so the pieces always load.
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// use atomic_bloom::{SaveCursor, WindowedBloomFilter};
+        ///
+        /// let w: WindowedBloomFilter<str> = WindowedBloomFilter::builder(10_000, 0.01).seed(3).build()?;
+        /// w.insert("a");
+        /// let (mut cursor, mut pieces) = (SaveCursor::default(), Vec::new());
+        /// loop {
+        ///     let piece = w.write_chunk(&mut cursor, 4096);
+        ///     if piece.is_empty() {
+        ///         break;
+        ///     }
+        ///     pieces.extend(piece);
+        /// }
+        /// let mut whole = Vec::new();
+        /// w.write_to(&mut whole)?;
+        /// assert_eq!(pieces, whole);
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        fn write_chunk;
     }
 }
 

@@ -23,6 +23,7 @@ pub(crate) use growth::Stage;
 use growth::StageList;
 pub use growth::StageStats;
 
+use crate::item_methods::item_methods;
 use crate::sync::{Arc, ArcSwap, AtomicBool, Mutex, Ordering};
 use crate::{BloomFilter, DefaultHasher, Error, Layout, Sizing};
 
@@ -564,34 +565,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
         Ok(self.insert_hash(hash))
     }
 
-    /// Whether `item` may be in the filter (any stage holds it).
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let f: atomic_bloom::ScalableBloomFilter<[u8]> =
-    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
-    /// f.insert(b"k");
-    /// assert!(f.contains(b"k"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[inline]
-    pub fn contains(&self, item: &T) -> bool {
-        self.contains_hash(self.hash_item(item))
-    }
-
-    /// The 64-bit hash every stage derives `item`'s bits from.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let f: atomic_bloom::ScalableBloomFilter<str> =
-    ///     atomic_bloom::ScalableBloomFilter::new(1000, 0.01)?;
-    /// assert_eq!(f.hash_item("a"), f.hash_item("a"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[inline]
-    pub fn hash_item(&self, item: &T) -> u64 {
-        self.hasher.hash_one(item)
+    item_methods! {
+        "ScalableBloomFilter";
+        /// Whether `item` may be in the filter (any stage holds it).
+        fn contains;
+        /// The 64-bit hash every stage derives `item`'s bits from.
+        fn hash_item;
     }
 }

@@ -3,6 +3,8 @@
 
 mod builder;
 mod constructors;
+#[cfg(all(test, not(atomic_bloom_loom)))]
+mod edge_tests;
 mod figures;
 mod probe;
 mod ring;
@@ -21,9 +23,10 @@ use ring::{Counted, Ring, State};
 use ring::{MAX_CHUNKS, MAX_EPOCH};
 
 use crate::bits::BitArray;
+use crate::item_methods::item_methods;
 use crate::sizing::WindowGeometry;
 use crate::sync::{wait_round, Arc, Ordering};
-use crate::{DefaultHasher, Error};
+use crate::{AsItem, DefaultHasher, Error};
 
 /// A clock: monotonic time since a fixed instant, shared by a filter and
 /// its clones (their generations' ends are instants of it).
@@ -554,7 +557,8 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             return false;
         };
         let now = clock_nanos(clock);
-        if now <= self.ring.end(state.slot()).saturating_add(*slack) {
+        // At the last epoch no rotation can come: the insert stays.
+        if now <= self.ring.end(state.slot()).saturating_add(*slack) || state.epoch() >= MAX_EPOCH {
             return false;
         }
         let mut round = 0;
@@ -570,7 +574,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             }
             if self.ring.load().epoch() == state.epoch() {
                 wait_round(round);
-                round += 1;
+                round = round.saturating_add(1);
             }
         }
     }
@@ -625,16 +629,22 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         }
     }
 
-    /// Completes a rotation that was under way when the filter was saved
-    /// (its slot was saved half cleared); the filter is not yet shared.
     /// Marks every slot as holding bits: a loaded filter's are anywhere.
     pub(crate) fn mark_all_written(&self) {
         self.ring.mark_all_written();
     }
 
+    /// Completes a rotation that was under way when the filter was saved
+    /// (its slot was saved half cleared); the filter is not yet shared.
+    /// The new generation's end is set again, by the end rule at the
+    /// clock now: the state may have been read after the rotation began
+    /// and its end before the beginner stored it (the slot's old end, a
+    /// lifetime past: the next insert rotated again at once, forgetting a
+    /// generation within the window; test
+    /// `a_copy_taken_as_a_time_rotation_begins_keeps_the_window`).
     pub(crate) fn finish_saved_rotation(&self) {
-        self.ring.begin(self.ring.load(), None);
-        self.clear_chunks(u64::MAX);
+        let state = self.ring.load();
+        self.rotate(state, self.now());
     }
 
     /// Clears up to `most` chunks of the rotation under way.
@@ -694,9 +704,14 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// was written (a slot no insert wrote since it was last cleared is
     /// skipped; a word that is 0 is not written), so ending the
     /// generations of an idle filter costs no more than its inserts did.
-    /// Rotations other threads complete meanwhile count among the `n` (the
-    /// epoch ends at least `n` past the one at the call, unless it reaches
-    /// the last epoch).
+    /// Rotations other threads complete meanwhile count among the `n`; the
+    /// epochs another call's jump skips do not (they cleared nothing), and
+    /// after such a jump this call rotates `g` times from where it landed
+    /// (the epoch ends at least `n` past the one at the call, except that the
+    /// jump lands no later than 2^57, half of
+    /// [`MAX_LOADED_EPOCH`](Self::MAX_LOADED_EPOCH): a filter advanced
+    /// as far as it goes keeps rotating, and saves and loads, for
+    /// centuries).
     ///
     /// # Consistency
     ///
@@ -720,17 +735,33 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn advance_by(&self, n: u64) {
-        let start = self.ring.load().epoch();
-        let target = start.saturating_add(n).min(MAX_EPOCH);
+        self.advance_from(self.ring.load().epoch(), n);
+    }
+
+    /// [`advance_by`](Self::advance_by)`(n)` of a call that read the epoch
+    /// `start`.
+    fn advance_from(&self, mut start: u64, n: u64) {
+        let g = u64::from(self.generations());
         // Up to `g` rotations clear every slot once.
-        let rotations = start
-            .saturating_add(u64::from(self.generations()))
-            .min(target);
-        let mut round = 0;
+        let mut rotations = start.saturating_add(g.min(n)).min(MAX_EPOCH);
+        // The rest is a jump, which lands no later than LAST_JUMP.
+        let mut target = start.saturating_add(n).min(LAST_JUMP.max(rotations));
+        let mut round = 0u32;
         loop {
             let state = self.ring.load();
             if state.epoch() >= target {
-                return;
+                let jumped = self.ring.jumped_to();
+                if jumped <= start {
+                    return;
+                }
+                // Another call's jump landed after this one began: the
+                // epochs it skipped cleared nothing (slots it had cleared
+                // before may hold items inserted before this call). `g`
+                // rotations from where it landed clear every slot.
+                start = jumped;
+                rotations = jumped.saturating_add(g).min(MAX_EPOCH);
+                target = target.max(rotations);
+                continue;
             }
             if state.rotating() {
                 self.clear_chunks(u64::MAX);
@@ -739,13 +770,15 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             } else {
                 // Every slot cleared since `start`: the rest is a jump.
                 let end = self.next_end(state, self.now());
-                self.ring.jump(state, target, end);
+                if self.ring.jump(state, target, end) {
+                    return;
+                }
             }
             let after = self.ring.load();
             if after.epoch() == state.epoch() && after.rotating() {
                 // Another thread still clears a chunk of this rotation.
                 wait_round(round);
-                round += 1;
+                round = round.saturating_add(1);
             } else {
                 round = 0;
             }
@@ -815,16 +848,29 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     where
         S: Clone,
     {
-        Ok(self.copy_with(self.bits.try_snapshot()?))
+        self.copy_with(BitArray::try_snapshot)
     }
 
-    /// A filter of this one's shape, rotation state and hasher over `bits`
-    /// (a snapshot of this one's); a rotation under way is completed.
-    fn copy_with(&self, bits: BitArray) -> Self
+    /// A filter of this one's shape, rotation state and hasher over the
+    /// bits `snapshot` copies from this one's; a rotation under way is
+    /// completed.
+    ///
+    /// The state is read before the bits, as a save reads it: a rotation
+    /// racing the copy then leaves the new generation's items in the copy's
+    /// oldest slot (forgotten sooner, as inserts racing the copy may be).
+    /// Read after the bits, it took the oldest generation's items, copied
+    /// before their slot was cleared, for the new current generation's:
+    /// kept `g` generations past the horizon, in a slot holding two
+    /// generations (test `a_copy_racing_a_rotation_forgets_what_its_original_forgot`).
+    fn copy_with<E>(
+        &self,
+        snapshot: impl FnOnce(&BitArray) -> Result<BitArray, E>,
+    ) -> Result<Self, E>
     where
         S: Clone,
     {
         let (epoch, rotating, len, ends) = self.ring_snapshot();
+        let bits = snapshot(&self.bits)?;
         let copy = Self::from_state(
             bits,
             self.geometry,
@@ -840,7 +886,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         if rotating {
             copy.finish_saved_rotation();
         }
-        copy
+        Ok(copy)
     }
 
     /// Whether both arrays hold the same bits (each word read once).
@@ -871,6 +917,15 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         self.insert_hash_then(self.hash_item(item), true, settling)
     }
 }
+
+/// The last epoch [`advance_by`](WindowedBloomFilter::advance_by) jumps to,
+/// 2^57: half of `MAX_LOADED_EPOCH`, so that a filter advanced as far as it
+/// goes still rotates 2^57 times (45 years at 100 million rotations a
+/// second) before its saves stop loading. (Before the review of issue 34,
+/// `advance_by(u64::MAX)` went to the last epoch, where nothing rotates: a
+/// time window's insert waited there for ever, and the filter's save did
+/// not load; test `a_time_window_advanced_as_far_as_it_goes_keeps_its_promise`.)
+const LAST_JUMP: u64 = MAX_EPOCH.div_ceil(4);
 
 /// Nanoseconds on `clock`, saturating.
 fn clock_nanos(clock: &Clock) -> i64 {
@@ -928,44 +983,23 @@ impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
         self.insert_hash_if_new(self.hash_item(item))
     }
 
-    /// Whether `item` may have been inserted within the window: always
-    /// true for an item inserted within it, true for others at about the
-    /// filter's false-positive rate.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let w: atomic_bloom::WindowedBloomFilter<[u8]> =
-    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
-    /// w.insert(b"key");
-    /// assert!(w.contains(b"key"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[inline]
-    pub fn contains(&self, item: &T) -> bool {
-        self.contains_hash(self.hash_item(item))
-    }
-
-    /// The 64-bit hash all of `item`'s positions come from.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let w: atomic_bloom::WindowedBloomFilter<str> =
-    ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
-    /// assert_eq!(w.hash_item("a"), w.hash_item("a"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[inline]
-    pub fn hash_item(&self, item: &T) -> u64 {
-        self.hasher.hash_one(item)
+    item_methods! {
+        "WindowedBloomFilter";
+        /// Whether `item` may have been inserted within the window: always
+        /// true for an item inserted within it, true for others at about the
+        /// filter's false-positive rate.
+        fn contains;
+        /// The 64-bit hash all of `item`'s positions come from.
+        fn hash_item;
     }
 }
 
 /// A snapshot copy: every generation, the rotation state and the hasher;
 /// a time window's copy reads the same clock. Holds every insert that
 /// completed before `clone` began, and perhaps some that were in flight (a
-/// rotation under way is completed in the copy). Like `Vec::clone`, it
+/// rotation under way is completed in the copy; one that begins during the
+/// copy is not in it, and the items of its new generation copied are
+/// forgotten sooner in the copy). Like `Vec::clone`, it
 /// aborts if the allocator refuses ([`try_clone`](WindowedBloomFilter::try_clone)
 /// returns an error instead).
 ///
@@ -982,7 +1016,10 @@ impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
 /// ```
 impl<T: ?Sized, S: Clone> Clone for WindowedBloomFilter<T, S> {
     fn clone(&self) -> Self {
-        self.copy_with(self.bits.snapshot())
+        match self.copy_with(|bits| Ok::<_, std::convert::Infallible>(bits.snapshot())) {
+            Ok(copy) => copy,
+            Err(never) => match never {},
+        }
     }
 }
 
@@ -1025,8 +1062,10 @@ impl<T: ?Sized, S: PartialEq> PartialEq for WindowedBloomFilter<T, S> {
 impl<T: ?Sized, S: Eq> Eq for WindowedBloomFilter<T, S> {}
 
 /// Inserts every item, as [`insert`](WindowedBloomFilter::insert) one at a
-/// time would. `extend` takes `&mut self` (the trait's signature);
-/// [`insert`](WindowedBloomFilter::insert) takes `&self`.
+/// time would: the filter's own items, references to them, or their owners
+/// (`&String` into a filter of `str`; see [`AsItem`]). `extend` takes
+/// `&mut self` (the trait's signature); [`insert`](WindowedBloomFilter::insert)
+/// takes `&self`.
 ///
 /// # Example
 ///
@@ -1034,13 +1073,15 @@ impl<T: ?Sized, S: Eq> Eq for WindowedBloomFilter<T, S> {}
 /// let mut recent: atomic_bloom::WindowedBloomFilter<str> =
 ///     atomic_bloom::WindowedBloomFilter::new(1000, 0.01)?;
 /// recent.extend(["msg-1", "msg-2"]);
-/// assert!(recent.contains("msg-1") && recent.contains("msg-2"));
+/// let ids = vec!["msg-3".to_string()];
+/// recent.extend(&ids);
+/// assert!(recent.contains("msg-1") && recent.contains("msg-2") && recent.contains("msg-3"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-impl<'a, T: ?Sized + Hash + 'a, S: BuildHasher> Extend<&'a T> for WindowedBloomFilter<T, S> {
-    fn extend<I: IntoIterator<Item = &'a T>>(&mut self, items: I) {
+impl<T: ?Sized + Hash, S: BuildHasher, A: AsItem<T>> Extend<A> for WindowedBloomFilter<T, S> {
+    fn extend<I: IntoIterator<Item = A>>(&mut self, items: I) {
         for item in items {
-            self.insert(item);
+            self.insert(item.as_item());
         }
     }
 }

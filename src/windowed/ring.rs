@@ -9,7 +9,7 @@
 //! cursor that names the rotation; whoever clears the last chunk publishes
 //! `E + 1`.
 
-use crossbeam::utils::CachePadded;
+use crossbeam_utils::CachePadded;
 
 use crate::sync::{fence, thread_index, AtomicU64, Ordering};
 use crate::tally::SLOTS;
@@ -96,14 +96,29 @@ pub(crate) enum Counted {
 /// their own epoch's tag), or a thread's store overwrote a reset (see
 /// `Ring::finish`). Either way a count tagged `epoch` holds only new items
 /// of `epoch`, and none is lost.
+///
+/// Which of two tags is the later one is plain for a reset (a count of 0,
+/// tagged for the epoch a rotation publishes, within a few epochs of any
+/// live one: tags wrap). A count above 0 under another tag may be older
+/// than the tags can tell: an insert counted it after its re-check read an
+/// epoch that a jump (`Ring::jump`) then left behind, over its reset, and
+/// its 24-bit tag can read as any epoch, later ones too. So for those
+/// `moved_on` decides: whether generation `epoch` has ended (a count above
+/// 0 of a later epoch was stored by an insert that read that epoch, so the
+/// caller must see it has ended); if it has not, the count is of an
+/// earlier epoch. Were it taken as later, every count of that slot would
+/// be stale until its reset in turn, which only rotations make, and the
+/// count window would never rotate again.
 #[inline(always)]
-fn count_after(current: u64, epoch: u64) -> Option<u64> {
+fn count_after(current: u64, epoch: u64, moved_on: impl FnOnce() -> bool) -> Option<u64> {
     let (tag, current_tag) = (epoch & TAG_MASK, current >> COUNT_BITS);
     if current_tag == tag {
         Some(current + u64::from(current & COUNT_MASK < COUNT_MASK))
+    } else if current & COUNT_MASK != 0 {
+        (!moved_on()).then(|| pack_count(epoch, 1))
     } else if tag.wrapping_sub(current_tag) & TAG_MASK < 1 << (TAG_BITS - 1) {
-        // Earlier (tags wrap; every count is reset at least every few
-        // rotations, so none is half the tag space behind a live epoch).
+        // A reset of an earlier epoch (every count is reset at least every
+        // few rotations, so none is half the tag space behind a live one).
         Some(pack_count(epoch, 1))
     } else {
         None
@@ -114,10 +129,15 @@ fn count_after(current: u64, epoch: u64) -> Option<u64> {
 /// rotation's reset, and the thread that held the index before, which gave
 /// it back with `Release`): a load and a store, no read-modify-write. The
 /// new count, or `None` if this insert is stale.
+///
+/// A count above 0 under another tag is of an earlier epoch: only this
+/// thread (or the index's holder before it, whose loads of the state came
+/// before this thread's) stores counts above 0 here, and its epochs only
+/// grow (each is read by an `Acquire` load of the one state word).
 #[inline(always)]
 fn count_owned(count: &AtomicU64, epoch: u64) -> Option<u64> {
     // Relaxed: the count publishes nothing; this thread alone adds to it.
-    let next = count_after(count.load(Ordering::Relaxed), epoch)?;
+    let next = count_after(count.load(Ordering::Relaxed), epoch, || false)?;
     // Relaxed: as above; a reset this store overwrites (its load came
     // before the reset) left an earlier tag, which the next count starts
     // over from.
@@ -126,16 +146,23 @@ fn count_owned(count: &AtomicU64, epoch: u64) -> Option<u64> {
 }
 
 /// Adds one to `count`, shared by threads; `None` if this insert is stale.
+/// `state`: the ring's state word, for `count_after`'s `moved_on`.
 #[inline]
-fn count_shared(count: &AtomicU64, epoch: u64) -> Option<u64> {
-    // Relaxed: a count publishes nothing; the CAS below decides.
-    let mut current = count.load(Ordering::Relaxed);
+fn count_shared(count: &AtomicU64, state: &AtomicU64, epoch: u64) -> Option<u64> {
+    // Acquire: pairs with the Release of the compare-and-swap below, so a
+    // count above 0 stored by an insert that read a later epoch hands that
+    // epoch to the load of the state in `moved_on`.
+    let mut current = count.load(Ordering::Acquire);
+    // Acquire: as in `Ring::load`; after the count's Acquire it reads the
+    // epoch of any count it read, or a later one.
+    let moved_on = || State(state.load(Ordering::Acquire)).epoch() != epoch;
     loop {
-        let next = count_after(current, epoch)?;
-        // Relaxed: the tag check and the add are one RMW, so no count is
-        // lost to a thread sharing the slot and none lands in a later
-        // epoch's count.
-        match count.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
+        let next = count_after(current, epoch, moved_on)?;
+        // Release: a thread reading this count also reads the epoch this
+        // insert read (above). Acquire on failure: as the load above. The
+        // tag check and the add are one RMW, so no count is lost to a
+        // thread sharing the slot and none lands in a later epoch's count.
+        match count.compare_exchange_weak(current, next, Ordering::Release, Ordering::Acquire) {
             Ok(_) => return Some(next & COUNT_MASK),
             Err(actual) => current = actual,
         }
@@ -168,6 +195,10 @@ pub(crate) struct Ring {
     /// what landed after this one's reads (`src/PROTOCOLS.md`, "Clearing
     /// what was written").
     swept: CachePadded<AtomicU64>,
+    /// The epoch the last jump (`jump`) landed at, 0 before any: a call of
+    /// `advance_by` that began before it does not count the epochs it
+    /// skipped as rotations.
+    jumped_to: AtomicU64,
     /// Time windows: the instant (clock nanoseconds, as `i64` bits) at
     /// which each slot's generation stopped, or will stop, being current.
     ends: Box<[AtomicU64]>,
@@ -224,6 +255,7 @@ impl Ring {
             base: CachePadded::new(AtomicU64::new(pack_count(epoch, count))),
             written: CachePadded::new(AtomicU64::new(0)),
             swept: CachePadded::new(AtomicU64::new(0)),
+            jumped_to: AtomicU64::new(0),
             ends: ends
                 .into_iter()
                 .map(|end| AtomicU64::new(end as u64))
@@ -386,7 +418,7 @@ impl Ring {
     pub(crate) fn count(&self, epoch: u64) -> Counted {
         match thread_index().and_then(|index| self.counts.get(index)) {
             Some(own) => self.count_then(count_owned(own, epoch), epoch),
-            None => self.count_then(count_shared(&self.shared, epoch), epoch),
+            None => self.count_then(count_shared(&self.shared, &self.state, epoch), epoch),
         }
     }
 
@@ -445,22 +477,29 @@ impl Ring {
         counted + self.base_count(epoch)
     }
 
+    /// Sets the rotating flag of `state` if it is still current and no
+    /// rotation is under way: true for the one caller that does, which
+    /// then owns the ring until it publishes the next state (a rotation,
+    /// `begin`, or a jump, `jump`).
+    fn take(&self, state: State) -> bool {
+        self.state
+            .compare_exchange(
+                State::of(state.epoch(), state.slot(), false).0,
+                State::of(state.epoch(), state.slot(), true).0,
+                // AcqRel: one thread begins each rotation or jump; Acquire
+                // sees the previous rotation's completion (its done count,
+                // its resets).
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
     /// Begins the rotation from `epoch` to `epoch + 1` if none is under
     /// way and `epoch` is still current; `end` is the new generation's
     /// end (time windows). True if this call began it.
     pub(crate) fn begin(&self, state: State, end: Option<i64>) -> bool {
-        if state.epoch() >= MAX_EPOCH {
-            return false;
-        }
-        let began = self.state.compare_exchange(
-            State::of(state.epoch(), state.slot(), false).0,
-            State::of(state.epoch(), state.slot(), true).0,
-            // AcqRel: one thread begins each rotation; Acquire sees the
-            // previous rotation's completion (its done count, its resets).
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
-        if began.is_err() {
+        if state.epoch() >= MAX_EPOCH || !self.take(state) {
             return false;
         }
         let (next, slot) = (state.epoch() + 1, self.next_slot(state.slot()));
@@ -557,17 +596,7 @@ impl Ring {
     /// windows). True if this call made the jump.
     pub(crate) fn jump(&self, state: State, target: u64, end: Option<i64>) -> bool {
         let target = target.min(MAX_EPOCH);
-        if target <= state.epoch() {
-            return false;
-        }
-        let began = self.state.compare_exchange(
-            State::of(state.epoch(), state.slot(), false).0,
-            State::of(state.epoch(), state.slot(), true).0,
-            // AcqRel: as in `begin`.
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
-        if began.is_err() {
+        if target <= state.epoch() || !self.take(state) {
             return false;
         }
         let slot = (target % u64::from(self.generations)) as u32;
@@ -575,8 +604,20 @@ impl Ring {
             // Relaxed: published by the epoch's Release in `complete`.
             self.ends[slot as usize].store(end as u64, Ordering::Relaxed);
         }
+        // Relaxed: published by the epoch's Release in `complete` (jumps
+        // are one at a time: each begins with the state's CAS).
+        self.jumped_to.store(target, Ordering::Relaxed);
         self.complete(State::of(target, slot, false), true);
         true
+    }
+
+    /// The epoch the last jump landed at (0 before any). Read after an
+    /// `Acquire` load of the state that read a jump's epoch or a later
+    /// one, it is that jump's or a later one's.
+    pub(crate) fn jumped_to(&self) -> u64 {
+        // Relaxed: the caller's Acquire load of the state orders the store
+        // of every jump it read (or read past) before this load.
+        self.jumped_to.load(Ordering::Relaxed)
     }
 
     /// Publishes `next` once the rotation's clearing is done: resets one
@@ -689,8 +730,28 @@ mod tests {
         this_threads(&ring).store(pack_count(1, 100_001), Ordering::Relaxed);
         assert!(matches!(ring.count(1), Counted::Room));
         assert!(matches!(ring.count(1), Counted::Full));
-        // A stale insert is not counted.
-        assert!(matches!(ring.count(0), Counted::Stale));
         assert_eq!(ring.len(1), 100_003);
+        // A stale insert is not counted: a rotation reset the count for
+        // epoch 2 (the state is left at 0: only the count decides).
+        // Relaxed: one thread, as above.
+        this_threads(&ring).store(pack_count(2, 0), Ordering::Relaxed);
+        assert!(matches!(ring.count(1), Counted::Stale));
+        assert_eq!(ring.len(2), 0);
+    }
+
+    /// An insert whose re-check read epoch 0 stores its count after a jump
+    /// to `2^24 - 1` reset every count: its tag (0) reads as a later epoch
+    /// than the target's. The count starts over, and the generation
+    /// counts (before, every count of that slot was stale).
+    #[test]
+    fn a_count_stored_across_a_jump_starts_over() {
+        const JUMP: u64 = TAG_MASK;
+        let ring = ring();
+        assert!(ring.jump(ring.load(), JUMP, None));
+        // Relaxed: one thread, as above.
+        this_threads(&ring).store(pack_count(0, 1), Ordering::Relaxed);
+        assert!(matches!(ring.count(JUMP), Counted::Room));
+        assert!(matches!(ring.count(JUMP), Counted::Room));
+        assert_eq!(ring.len(JUMP), 2);
     }
 }

@@ -12,7 +12,7 @@ use crate::Layout;
 #[path = "../../tests/common/clock.rs"]
 mod clock;
 
-use clock::test_clock;
+pub(super) use clock::test_clock;
 
 /// Items in completion order, checked after every insert: each one with
 /// fewer than `window` items after it is found.
