@@ -1,6 +1,7 @@
 //! The builders: capacity, rate, seed or hasher, and each filter's own
 //! options.
 
+use crate::builder_options::builder_options;
 use std::fmt;
 use std::hash::BuildHasher;
 use std::marker::PhantomData;
@@ -86,63 +87,28 @@ impl<T: ?Sized> BloomFilterBuilder<T, DefaultHasher> {
         }
     }
 
-    /// Seeds the default hasher with `seed` instead of OS entropy: the filter
-    /// sets the same bits for the same items in every run, and can be
-    /// combined by `union` with another filter of the same seed.
-    ///
-    /// A fixed seed lets whoever knows it craft items that collide; keep the
-    /// random default for filters fed by untrusted input.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::BloomFilter;
-    ///
-    /// let a: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(7).build()?;
-    /// let b: BloomFilter<str> = BloomFilter::builder(1000, 0.01).seed(7).build()?;
-    /// assert_eq!(a.hash_item("x"), b.hash_item("x"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.request = self.request.seed(seed);
-        self
+    builder_options! {
+        "BloomFilter";
+        /// Seeds the default hasher with `seed` instead of OS entropy: the filter
+        /// sets the same bits for the same items in every run, and can be
+        /// combined by `union` with another filter of the same seed.
+        ///
+        /// A fixed seed lets whoever knows it craft items that collide; keep the
+        /// random default for filters fed by untrusted input.
+        fn seed;
     }
 }
 
 impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
-    /// Chooses the [`Layout`] (default [`Layout::CacheLine`]).
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{BloomFilter, Layout};
-    ///
-    /// let f: BloomFilter<str> = BloomFilter::builder(1000, 0.01).layout(Layout::Word).build()?;
-    /// assert_eq!(f.layout(), Layout::Word);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn layout(mut self, layout: Layout) -> Self {
-        self.layout = layout;
-        self
-    }
-
-    /// Chooses how the size is rounded: [`Sizing::Exact`] (the default)
-    /// spends no more than a block over what the capacity and rate need;
-    /// [`Sizing::PowerOfTwo`] rounds up to a power of two of blocks, up to
-    /// twice the memory, for a mask in place of a multiplication.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{BloomFilter, Sizing};
-    ///
-    /// let f: BloomFilter<str> = BloomFilter::builder(1000, 0.01).sizing(Sizing::PowerOfTwo).build()?;
-    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn sizing(mut self, sizing: Sizing) -> Self {
-        self.request.sizing = sizing;
-        self
+    builder_options! {
+        "BloomFilter";
+        /// Chooses the [`Layout`] (default [`Layout::CacheLine`]).
+        fn layout;
+        /// Chooses how the size is rounded: [`Sizing::Exact`] (the default)
+        /// spends no more than a block over what the capacity and rate need;
+        /// [`Sizing::PowerOfTwo`] rounds up to a power of two of blocks, up to
+        /// twice the memory, for a mask in place of a multiplication.
+        fn sizing;
     }
 
     /// Hashes items with `hasher` instead of the seeded wyhash default.
@@ -237,45 +203,23 @@ impl<T: ?Sized> CountingBloomFilterBuilder<T, DefaultHasher> {
         }
     }
 
-    /// Seeds the default hasher with `seed` instead of OS entropy: the same
-    /// items land on the same counters in every run. As for
-    /// [`BloomFilterBuilder::seed`], keep the random default for untrusted
-    /// input.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::CountingBloomFilter;
-    ///
-    /// let a: CountingBloomFilter<str> = CountingBloomFilter::builder(1000, 0.01).seed(7).build()?;
-    /// let b: CountingBloomFilter<str> = CountingBloomFilter::builder(1000, 0.01).seed(7).build()?;
-    /// assert_eq!(a.hash_item("x"), b.hash_item("x"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.request = self.request.seed(seed);
-        self
+    builder_options! {
+        "CountingBloomFilter";
+        /// Seeds the default hasher with `seed` instead of OS entropy: the same
+        /// items land on the same counters in every run. As for
+        /// [`BloomFilterBuilder::seed`], keep the random default for untrusted
+        /// input.
+        fn seed;
     }
 }
 
 impl<T: ?Sized, S> CountingBloomFilterBuilder<T, S> {
-    /// Chooses how the size is rounded: [`Sizing::Exact`] (the default)
-    /// spends no more than a block over what the capacity and rate need;
-    /// [`Sizing::PowerOfTwo`] rounds up to a power of two of blocks.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{CountingBloomFilter, Sizing};
-    ///
-    /// let f: CountingBloomFilter<u64> =
-    ///     CountingBloomFilter::builder(100_000, 0.01).sizing(Sizing::PowerOfTwo).build()?;
-    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn sizing(mut self, sizing: Sizing) -> Self {
-        self.request.sizing = sizing;
-        self
+    builder_options! {
+        "CountingBloomFilter";
+        /// Chooses how the size is rounded: [`Sizing::Exact`] (the default)
+        /// spends no more than a block over what the capacity and rate need;
+        /// [`Sizing::PowerOfTwo`] rounds up to a power of two of blocks.
+        fn sizing;
     }
 
     /// Hashes items with `hasher` instead of the seeded wyhash default; it

@@ -158,6 +158,7 @@ mod batch;
 mod bits;
 mod block;
 mod builder;
+mod builder_options;
 mod counters;
 mod error;
 mod fill;

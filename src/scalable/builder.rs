@@ -1,6 +1,7 @@
 //! `ScalableBloomFilterBuilder`: checks a user's options and builds the
 //! filter on the growth plan they fix.
 
+use crate::builder_options::builder_options;
 use std::fmt;
 use std::hash::BuildHasher;
 use std::marker::PhantomData;
@@ -8,7 +9,7 @@ use std::marker::PhantomData;
 use super::growth::{GrowthPlan, DEFAULT_MEMORY_LIMIT};
 use super::ScalableBloomFilter;
 use crate::builder::Request;
-use crate::{DefaultHasher, Error, Layout, Sizing};
+use crate::{DefaultHasher, Error, Layout};
 
 /// Configures a [`ScalableBloomFilter`] before its first stage is allocated.
 ///
@@ -57,23 +58,12 @@ impl<T: ?Sized> ScalableBloomFilterBuilder<T, DefaultHasher> {
         }
     }
 
-    /// Seeds the default hasher with `seed` instead of OS entropy: the same
-    /// items set the same bits in every run. Keep the random default for
-    /// filters fed by untrusted input.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::ScalableBloomFilter;
-    ///
-    /// let a: ScalableBloomFilter<str> = ScalableBloomFilter::builder(100, 0.01).seed(7).build()?;
-    /// let b: ScalableBloomFilter<str> = ScalableBloomFilter::builder(100, 0.01).seed(7).build()?;
-    /// assert_eq!(a.hash_item("x"), b.hash_item("x"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.request = self.request.seed(seed);
-        self
+    builder_options! {
+        "ScalableBloomFilter";
+        /// Seeds the default hasher with `seed` instead of OS entropy: the same
+        /// items set the same bits in every run. Keep the random default for
+        /// filters fed by untrusted input.
+        fn seed;
     }
 }
 
@@ -119,7 +109,7 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
     /// (0.15), as in Almeida et al.
     ///
     /// A large share suits a filter whose initial capacity is a good guess.
-    /// Measured at 1% with [`Layout::Compact`] and [`Sizing::Exact`]: the
+    /// Measured at 1% with [`Layout::Compact`] and [`Sizing::Exact`](crate::Sizing::Exact): the
     /// first stage of 1M items takes 10.4 bits per item at a share of 0.8
     /// against 14.0 by default; a filter grown 1000x (from 100 to 100,000
     /// items) takes 271 KB against 225 KB, and measures 0.94% against
@@ -154,39 +144,15 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
         self
     }
 
-    /// The [`Layout`] of every stage (default [`Layout::CacheLine`]).
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{Layout, ScalableBloomFilter};
-    /// let f: ScalableBloomFilter<u64> =
-    ///     ScalableBloomFilter::builder(100, 0.01).layout(Layout::Word).build()?;
-    /// assert_eq!(f.layout(), Layout::Word);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn layout(mut self, layout: Layout) -> Self {
-        self.layout = layout;
-        self
-    }
-
-    /// How every stage's size is rounded: with [`Sizing::Exact`] (the
-    /// default) a stage takes no more than a block over what its capacity
-    /// and rate need; [`Sizing::PowerOfTwo`] rounds each up to a power of
-    /// two of blocks.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{ScalableBloomFilter, Sizing};
-    /// let f: ScalableBloomFilter<u64> =
-    ///     ScalableBloomFilter::builder(100, 0.01).sizing(Sizing::PowerOfTwo).build()?;
-    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn sizing(mut self, sizing: Sizing) -> Self {
-        self.request.sizing = sizing;
-        self
+    builder_options! {
+        "ScalableBloomFilter";
+        /// The [`Layout`] of every stage (default [`Layout::CacheLine`]).
+        fn layout;
+        /// How every stage's size is rounded: with [`Sizing::Exact`](crate::Sizing::Exact) (the
+        /// default) a stage takes no more than a block over what its capacity
+        /// and rate need; [`Sizing::PowerOfTwo`](crate::Sizing::PowerOfTwo) rounds each up to a power of
+        /// two of blocks.
+        fn sizing;
     }
 
     /// The most bytes the stages may take together (default 1 GiB). When the

@@ -1,6 +1,7 @@
 //! `WindowedBloomFilterBuilder` and [`Rotation`]: what a windowed filter is
 //! built with.
 
+use crate::builder_options::builder_options;
 use std::fmt;
 use std::hash::BuildHasher;
 use std::marker::PhantomData;
@@ -91,67 +92,31 @@ impl<T: ?Sized> WindowedBloomFilterBuilder<T, DefaultHasher> {
         }
     }
 
-    /// Seeds the default hasher with `seed` instead of OS entropy: the same
-    /// items set the same bits in every run (what a copy that replays
-    /// another's inserts needs).
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::WindowedBloomFilter;
-    ///
-    /// let a: WindowedBloomFilter<str> = WindowedBloomFilter::builder(1000, 0.01).seed(7).build()?;
-    /// let b: WindowedBloomFilter<str> = WindowedBloomFilter::builder(1000, 0.01).seed(7).build()?;
-    /// assert_eq!(a.hash_item("x"), b.hash_item("x"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.request = self.request.seed(seed);
-        self
+    builder_options! {
+        "WindowedBloomFilter";
+        /// Seeds the default hasher with `seed` instead of OS entropy: the same
+        /// items set the same bits in every run (what a copy that replays
+        /// another's inserts needs).
+        fn seed;
     }
 }
 
 impl<T: ?Sized, S> WindowedBloomFilterBuilder<T, S> {
-    /// [`Layout::CacheLine`] (the default): every generation of an item in
-    /// one block of two adjacent lines, so a lookup reads two lines;
-    /// [`Layout::Word`]: the same blocks, an item's bits in one word per
-    /// generation, so that of several threads racing to insert an absent
-    /// item exactly one is told it was new (what a frontier needs), for
-    /// more memory; [`Layout::Compact`]: each generation its own compact
-    /// array, the least memory, a lookup reading one line per generation.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{Layout, WindowedBloomFilter};
-    ///
-    /// let f: WindowedBloomFilter<str> =
-    ///     WindowedBloomFilter::builder(1000, 0.01).layout(Layout::Compact).build()?;
-    /// assert_eq!(f.layout(), Layout::Compact);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn layout(mut self, layout: Layout) -> Self {
-        self.layout = layout;
-        self
-    }
-
-    /// How the size is rounded. The default here is [`Sizing::Exact`]
-    /// (unlike the other filters): a windowed filter already spends more
-    /// bits per item, and rounding to a power of two could double them.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use atomic_bloom::{Sizing, WindowedBloomFilter};
-    ///
-    /// let f: WindowedBloomFilter<str> =
-    ///     WindowedBloomFilter::builder(1000, 0.01).sizing(Sizing::PowerOfTwo).build()?;
-    /// assert_eq!(f.sizing(), Sizing::PowerOfTwo);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn sizing(mut self, sizing: Sizing) -> Self {
-        self.request.sizing = sizing;
-        self
+    builder_options! {
+        "WindowedBloomFilter";
+        /// [`Layout::CacheLine`] (the default): every generation of an item in
+        /// one block of two adjacent lines, so a lookup reads two lines;
+        /// [`Layout::Word`]: the same blocks, an item's bits in one word per
+        /// generation, so that of several threads racing to insert an absent
+        /// item exactly one is told it was new (what a frontier needs), for
+        /// more memory; [`Layout::Compact`]: each generation its own compact
+        /// array, the least memory, a lookup reading one line per generation.
+        fn layout;
+        /// How the size is rounded: [`Sizing::Exact`] (the default) spends
+        /// no more than a block over what the window and rate need;
+        /// [`Sizing::PowerOfTwo`] rounds up to a power of two of blocks, and
+        /// a windowed filter already spends more bits per item.
+        fn sizing;
     }
 
     /// The number of generations `g` (2, 4 or 8 for
