@@ -12,7 +12,7 @@ use crate::builder::Request;
 use crate::sizing::{self, WindowGeometry};
 use crate::sync::Arc;
 use crate::windowed::ring::Ring;
-use crate::{DefaultHasher, Error, Layout, Sizing};
+use crate::{DefaultHasher, Error, Layout};
 
 /// What starts a new generation of a [`WindowedBloomFilter`].
 ///
@@ -80,10 +80,8 @@ pub struct WindowedBloomFilterBuilder<T: ?Sized, S = DefaultHasher> {
 
 impl<T: ?Sized> WindowedBloomFilterBuilder<T, DefaultHasher> {
     pub(crate) fn new(window: usize, rate: f64) -> Self {
-        let mut request = Request::new(window, rate);
-        request.sizing = Sizing::Exact;
         WindowedBloomFilterBuilder {
-            request,
+            request: Request::new(window, rate),
             layout: Layout::CacheLine,
             generations: None,
             rotation: Rotation::Count,
@@ -112,9 +110,9 @@ impl<T: ?Sized, S> WindowedBloomFilterBuilder<T, S> {
         /// more memory; [`Layout::Compact`]: each generation its own compact
         /// array, the least memory, a lookup reading one line per generation.
         fn layout;
-        /// How the size is rounded: [`Sizing::Exact`] (the default) spends
+        /// How the size is rounded: [`Sizing::Exact`](crate::Sizing::Exact) (the default) spends
         /// no more than a block over what the window and rate need;
-        /// [`Sizing::PowerOfTwo`] rounds up to a power of two of blocks, and
+        /// [`Sizing::PowerOfTwo`](crate::Sizing::PowerOfTwo) rounds up to a power of two of blocks, and
         /// a windowed filter already spends more bits per item.
         fn sizing;
     }
