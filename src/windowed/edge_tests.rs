@@ -192,3 +192,33 @@ fn a_clear_racing_another_calls_jump_forgets_what_came_before_it() {
         );
     }
 }
+
+/// An `advance_by(n)` past `g` whose own jump follows another call's jump:
+/// the other call (`advance_by(4)`, g = 2) rotates once, X is inserted,
+/// this call reads its start, the other call rotates again and jumps to 4
+/// (clearing nothing); this call, at its rotation count already, jumped
+/// on from 4 without checking the other's jump, landing on X's slot
+/// uncleared. X, inserted before the call, must be gone when it returns
+/// (found by review; the jump branch now checks as the end does).
+#[test]
+fn an_advance_by_whose_jump_follows_another_calls_jump_forgets_what_came_before_it() {
+    let filter: WindowedBloomFilter<u64> = WindowedBloomFilter::builder(1_000, 0.01)
+        .seed(5)
+        .generations(2)
+        .manual_rotation()
+        .build()
+        .unwrap();
+    // The other call's first rotation.
+    filter.advance();
+    assert!(filter.insert(&1));
+    let start = filter.epoch();
+    // Its second rotation, then its jump.
+    filter.advance();
+    assert!(filter.ring.jump(filter.ring.load(), 4, None));
+    filter.advance_from(start, 10);
+    assert!(
+        !filter.contains(&1),
+        "an item inserted before advance_by(10) found after it (epoch {})",
+        filter.epoch()
+    );
+}

@@ -749,19 +749,20 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         let mut round = 0u32;
         loop {
             let state = self.ring.load();
-            if state.epoch() >= target {
-                let jumped = self.ring.jumped_to();
-                if jumped <= start {
-                    return;
-                }
+            let jumped = self.ring.jumped_to();
+            if jumped > start {
                 // Another call's jump landed after this one began: the
                 // epochs it skipped cleared nothing (slots it had cleared
                 // before may hold items inserted before this call). `g`
-                // rotations from where it landed clear every slot.
+                // rotations from where it landed clear every slot, before
+                // this call ends or jumps on.
                 start = jumped;
                 rotations = jumped.saturating_add(g).min(MAX_EPOCH);
                 target = target.max(rotations);
                 continue;
+            }
+            if state.epoch() >= target {
+                return;
             }
             if state.rotating() {
                 self.clear_chunks(u64::MAX);
