@@ -180,13 +180,20 @@ impl Shape {
             let item_diff = ((bit_diff as f64) / bpe) as u64;
             (entries.checked_add(item_diff).ok_or(invalid)?, bits, n2)
         };
-        let bytes = bits.div_ceil(64) * 8;
+        // Whole words; a NOROUND size just under 2^64 rounds past it and
+        // is refused (it overflowed here, a panic under overflow checks).
+        let bits = bits
+            .div_ceil(64)
+            .checked_mul(64)
+            .ok_or(ChainError::Invalid(
+                "a link whose size cannot be worked out",
+            ))?;
         Ok(Shape {
             entries,
             error,
             hashes: (LN2 * bpe).ceil() as u32,
             bpe,
-            bits: bytes * 8,
+            bits,
             n2,
         })
     }
