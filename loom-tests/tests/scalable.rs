@@ -257,21 +257,23 @@ fn disjoint_from(first: u64) -> u64 {
 /// would show), whether the sealer has appended yet or not: it appends the
 /// next stage itself or uses the sealer's. Every item is found afterwards,
 /// and the boundary got exactly one stage. Fails when the insert path
-/// ignores the seal (the item lands in the sealed stage).
+/// ignores the seal (the item lands in the sealed stage), at a preemption
+/// bound of 1 as well as 2.
 #[test]
 fn an_insert_that_sees_a_sealed_stage_goes_into_the_next() {
     let (sealer_item, late_item) = (1u64, disjoint_from(1));
     loom::model(move || {
         let filter = Arc::new(filter(bits_of(sealer_item)));
-        let sealer = {
+        let late = {
             let filter = Arc::clone(&filter);
             thread::spawn(move || {
-                filter.insert(&sealer_item);
+                let saw_seal = filter.__newest_sealed();
+                filter.insert(&late_item);
+                saw_seal
             })
         };
-        let saw_seal = filter.__newest_sealed();
-        filter.insert(&late_item);
-        sealer.join().unwrap();
+        filter.insert(&sealer_item);
+        let saw_seal = late.join().unwrap();
         if saw_seal {
             // Only the sealer's item can have filled the stage: the seal
             // was seen before the late item's insert began.
