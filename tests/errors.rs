@@ -176,9 +176,11 @@ fn counting_builder_reports_the_same_errors() {
 
 /// One rule for every filter: the same hostile request gets the same error
 /// from every constructor, whatever the filter, layout or rotation (a
-/// windowed filter's count is a window: its 0 is `ZeroWindow`). Before,
-/// the windowed filters built (1, 1e-300) (3.2 GB at a 1M window, and
-/// `expected_fpr()` 0), and the scalable one named its first stage's rate.
+/// windowed filter's count is a window: its 0 is `ZeroWindow`; a cuckoo
+/// filter's fingerprints set a lowest rate whatever the capacity, and a
+/// rate under it is `CuckooRateTooLow`, naming it). Before, the windowed
+/// filters built (1, 1e-300) (3.2 GB at a 1M window, and `expected_fpr()`
+/// 0), and the scalable one named its first stage's rate.
 #[test]
 fn every_constructor_gives_the_same_error_for_the_same_request() {
     use atomic_bloom::{Frontier, ScalableBloomFilter, WindowedBloomFilter};
@@ -288,6 +290,30 @@ fn every_constructor_gives_the_same_error_for_the_same_request() {
             }),
         ));
     }
+    // The cuckoo filter's lowest rate, as its error names it.
+    let lowest = match atomic_bloom::CuckooFilter::<str>::new(1, 1e-300) {
+        Err(Error::CuckooRateTooLow { lowest, .. }) => lowest,
+        other => panic!("a cuckoo filter at 1e-300: {other:?}"),
+    };
+    constructors.push((
+        "CuckooFilter".into(),
+        false,
+        Box::new(move |c, r| {
+            let built = atomic_bloom::CuckooFilter::<str>::builder(c, r)
+                .seed(1)
+                .build();
+            // Its own rule for a rate under its lowest, else the others'.
+            match built {
+                Err(Error::CuckooRateTooLow {
+                    rate,
+                    lowest: named,
+                }) if rate < lowest && named == lowest => {
+                    Err(Error::TooLarge { capacity: c, rate })
+                }
+                built => built.map(ok),
+            }
+        }),
+    ));
     let same = |a: &Error, b: &Error| format!("{a:?}") == format!("{b:?}");
     let mut wrong = Vec::new();
     for (capacity, rate, expected) in &table {
