@@ -127,10 +127,11 @@ pub(crate) enum Push<'a> {
 /// due. A URL not buffered yet is buffered all the same if the push is
 /// dropped first (a cancelled future), while it waits for the wire or
 /// during its call, so that the next call sends it: every push leaves what
-/// it began to the next call. No call of this client may hold the wire
-/// meanwhile but a check of the fleet, which then does not answer
-/// "finished" (see `is_finished`); the buffer may exceed `max_buffered` by
-/// the pushes dropped so.
+/// it began to the next call. Buffered so, it moves nothing on the server
+/// (a send marks the client busy before it goes), and a check of the
+/// fleet holding the wire meanwhile does not answer "finished" (see
+/// `is_finished`); the buffer may exceed `max_buffered` by the pushes
+/// dropped so.
 #[derive(Debug)]
 pub(crate) struct PushLeft<'a> {
     core: &'a FrontierCore,

@@ -305,7 +305,7 @@ fn a_repeated_item_whose_reply_was_lost_is_answered_new_once() {
                 assert!(matches!(failed, Some(Err(_))), "{failed:?}");
                 None
             }
-            _ => drive_dropping(&mut fake, &mut model, call, 0, lost.ends_with("ran")),
+            _ => drive_dropping(&mut fake, &mut model, call, 0, lost.contains("after")),
         };
         assert!(first.is_none(), "{lost}: {first:?}");
         let again = drive(
