@@ -44,6 +44,7 @@ and what it then answers and DUMPs (legacy_encN.after.dump) is recorded.
 import json
 import os
 import random
+import socket
 import struct
 import sys
 
@@ -81,20 +82,47 @@ def bitmap(bits):
     return out.hex()
 
 
-def plain(reply):
-    if isinstance(reply, bytes):
-        return reply.decode("latin1")
-    if isinstance(reply, list):
-        return [plain(x) for x in reply]
-    return reply
+class Raw:
+    """A RESP2 connection that keeps an error's whole text ("ERR not found",
+    not the client library's "not found")."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.file = self.sock.makefile("rb")
+
+    def call(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for arg in args:
+            arg = arg if isinstance(arg, bytes) else str(arg).encode()
+            out += b"$%d\r\n%s\r\n" % (len(arg), arg)
+        self.sock.sendall(out)
+        return self.read()
+
+    def read(self):
+        line = self.file.readline()[:-2]
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode("latin1")
+        if kind == b"-":
+            return {"error": rest.decode("latin1")}
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            if int(rest) < 0:
+                return None
+            data = self.file.read(int(rest) + 2)[:-2]
+            return data.decode("latin1")
+        if kind == b"*":
+            return None if int(rest) < 0 else [self.read() for _ in range(int(rest))]
+        raise ValueError(line)
+
+
+RAW = None
 
 
 def call(client, *args):
-    """A reply as JSON: ints, strings, lists, null, or {"error": text}."""
-    try:
-        return plain(client.execute_command(*args))
-    except valkey.ResponseError as error:
-        return {"error": str(error)}
+    """A reply as JSON: ints, strings, lists, null, or {"error": whole text}."""
+    return RAW.call(*args)
 
 
 def scandump(client, key):
@@ -231,8 +259,10 @@ def legacy_payload(template, encver, num_buckets, num_items, sub_filters):
 def main(module):
     os.makedirs(OUT, exist_ok=True)
     record = {"probes": len(PROBES), "before": {}, "after": {}, "ops": [], "legacy": {}}
+    global RAW
     with valkey_server.running(module) as (client, directory):
         c = client
+        RAW = Raw(client.connection_pool.connection_kwargs["port"])
         counts = {"default": 3000, "bs1": 5000, "bs3": 6000, "bs4": 9000, "bs255": 2500,
                   "full": 0, "compacted": 1500, "dups": 100, "big": 2000, "emptied": 10,
                   "legacy": 1500}

@@ -46,9 +46,11 @@
 
 mod alloc;
 mod args;
+mod cf_commands;
 mod command_info;
 mod commands;
 mod config;
+mod cuckoo;
 mod data_type;
 mod dump;
 mod filter;
@@ -64,6 +66,7 @@ mod windowed;
 
 use redis_module::{redis_module, Context, RedisString, Status};
 
+use cuckoo::data_type::CUCKOO_TYPE;
 use data_type::BLOOM_TYPE;
 use redisbloom::data_type::REDISBLOOM_TYPE;
 use windowed::data_type::WINDOWED_TYPE;
@@ -103,7 +106,7 @@ redis_module! {
     name: "bf",
     version: 10000,
     allocator: (alloc::ServerAlloc, alloc::ServerAlloc),
-    data_types: [BLOOM_TYPE, REDISBLOOM_TYPE, WINDOWED_TYPE],
+    data_types: [BLOOM_TYPE, REDISBLOOM_TYPE, WINDOWED_TYPE, CUCKOO_TYPE],
     init: init,
     commands: [
         ["bf.reserve", commands::bf_reserve, "write deny-oom", 1, 1, 1, ""],
@@ -126,5 +129,22 @@ redis_module! {
         ["wbf.info", wbf_commands::wbf_info, "readonly may-replicate", 1, 1, 1, ""],
         ["wbf.advance", wbf_commands::wbf_advance, "write", 1, 1, 1, ""],
         ["wbf.loadchunk", wbf_commands::wbf_loadchunk, "write deny-oom", 1, 1, 1, ""],
+        ["cf.reserve", cf_commands::cf_reserve, "write deny-oom", 1, 1, 1, ""],
+        ["cf.add", cf_commands::cf_add, "write deny-oom", 1, 1, 1, ""],
+        ["cf.addnx", cf_commands::cf_addnx, "write deny-oom", 1, 1, 1, ""],
+        ["cf.insert", cf_commands::cf_insert, "write deny-oom", 1, 1, 1, ""],
+        ["cf.insertnx", cf_commands::cf_insertnx, "write deny-oom", 1, 1, 1, ""],
+        ["cf.exists", cf_commands::cf_exists, "readonly fast", 1, 1, 1, ""],
+        ["cf.mexists", cf_commands::cf_mexists, "readonly fast", 1, 1, 1, ""],
+        ["cf.count", cf_commands::cf_count, "readonly fast", 1, 1, 1, ""],
+        ["cf.del", cf_commands::cf_del, "write fast", 1, 1, 1, ""],
+        // RedisBloom registers it readonly, though it moves fingerprints: a
+        // read-only replica would then change its copy apart from its
+        // primary's. Here it is a write.
+        ["cf.compact", cf_commands::cf_compact, "write", 1, 1, 1, ""],
+        ["cf.scandump", cf_commands::cf_scandump, "readonly fast", 1, 1, 1, ""],
+        ["cf.loadchunk", cf_commands::cf_loadchunk, "write deny-oom", 1, 1, 1, ""],
+        ["cf.info", cf_commands::cf_info, "readonly fast", 1, 1, 1, ""],
+        ["cf.debug", cf_commands::cf_debug, "readonly fast", 1, 1, 1, ""],
     ],
 }

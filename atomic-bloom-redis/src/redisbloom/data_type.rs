@@ -44,7 +44,7 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
 }
 
 /// The server's RDB stream of one value.
-struct ServerInput(*mut raw::RedisModuleIO);
+pub(crate) struct ServerInput(pub(crate) *mut raw::RedisModuleIO);
 
 impl RdbInput for ServerInput {
     fn unsigned(&mut self) -> Result<u64, ()> {
