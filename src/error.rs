@@ -140,6 +140,23 @@ pub enum Error {
         /// The layout it was passed with.
         layout: crate::Layout,
     },
+    /// A [`CuckooFilter`](crate::CuckooFilter) was asked for a rate below
+    /// what its tightest fingerprints (32 bits) give.
+    CuckooRateTooLow {
+        /// The rate that was passed.
+        rate: f64,
+        /// The lowest rate a cuckoo filter gives.
+        lowest: f64,
+    },
+    /// A [`CuckooFilter`](crate::CuckooFilter) found no room for an item:
+    /// both its buckets are full and no chain of moves frees a slot. The
+    /// filter holds exactly what it held before the insert.
+    CuckooFilterFull {
+        /// Items the filter holds (what `len()` says).
+        len: usize,
+        /// Its capacity.
+        capacity: usize,
+    },
     /// Reading or writing a saved filter failed in the operating system
     /// (file not found, permission denied, disk full, ...), or in the
     /// reader or writer passed in.
@@ -441,6 +458,16 @@ impl fmt::Display for Error {
                 "queued item {index} cannot be decoded ({reason}): load the frontier with the \
                  item type it was saved with"
             ),
+            Error::CuckooRateTooLow { rate, lowest } => write!(
+                f,
+                "a cuckoo filter cannot reach a false-positive rate of {rate:e}: its tightest \
+                 fingerprints give {lowest:e}; pass a rate at or above that"
+            ),
+            Error::CuckooFilterFull { len, capacity } => write!(
+                f,
+                "the cuckoo filter is full ({len} items, capacity {capacity}) and nothing was \
+                 lost: remove items, build a larger filter, or build it with `.growth(true)`"
+            ),
             Error::TrailingBytes => write!(
                 f,
                 "the input goes on after the end of the filter: pass exactly the bytes one \
@@ -492,8 +519,8 @@ pub enum ErrorKind {
     /// both alike.
     Incompatible,
     /// The system could not provide what was needed: memory (the
-    /// allocator refused, or a scalable filter reached its memory limit) or
-    /// the entropy that seeds a filter.
+    /// allocator refused, a scalable filter reached its memory limit, a
+    /// cuckoo filter is full) or the entropy that seeds a filter.
     Resource,
     /// Reading or writing failed in the operating system or in the reader
     /// or writer passed in: the variant is [`Error::Io`], and its
@@ -531,13 +558,15 @@ impl Error {
             | Error::MemoryLimitTooSmall { .. }
             | Error::ZeroWindow
             | Error::InvalidWindowDuration { .. }
-            | Error::InvalidGenerations { .. } => ErrorKind::Parameter,
+            | Error::InvalidGenerations { .. }
+            | Error::CuckooRateTooLow { .. } => ErrorKind::Parameter,
             Error::SizeMismatch { .. }
             | Error::HashCountMismatch { .. }
             | Error::LayoutMismatch { .. }
             | Error::HasherMismatch => ErrorKind::Incompatible,
             Error::AllocationFailed { .. }
             | Error::MemoryLimitReached { .. }
+            | Error::CuckooFilterFull { .. }
             | Error::SeedUnavailable { .. } => ErrorKind::Resource,
             Error::Io { .. } => ErrorKind::Io,
             Error::NotAFilter

@@ -22,7 +22,7 @@ use redis_module::key::RedisKeyWritable;
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::{error, parse_i64};
-use crate::commands::reply_fields;
+use crate::bf_reads::reply_fields;
 use crate::cuckoo::config::{self, Bounds, Settings};
 use crate::cuckoo::data_type::CUCKOO_TYPE;
 use crate::cuckoo::{CreateError, Cuckoo, Growth, Insert, Lookup, Scanned, HEADER_BYTES};
@@ -512,7 +512,7 @@ pub(crate) fn cf_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let fields = read(ctx, &args[1], |cuckoo| {
         [
-            ("Size", integer(cuckoo.memory_bytes())),
+            ("Size", integer(cuckoo.redisbloom_bytes())),
             ("Number of buckets", integer(cuckoo.buckets)),
             ("Number of filters", integer(cuckoo.filters.len() as u64)),
             ("Number of items inserted", integer(cuckoo.items)),
@@ -535,8 +535,8 @@ pub(crate) fn cf_debug(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// `CF.SCANDUMP key iterator`: `[next, bytes]`, `[0, nil]` at the end.
-/// Each call costs its own piece: a piece is a slice of the slots, copied
-/// once into the reply.
+/// Each call costs its own piece: the piece's bytes are read out of the
+/// sub-filter's table, and nothing else.
 pub(crate) fn cf_scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
@@ -544,24 +544,38 @@ pub(crate) fn cf_scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
     let iterator = parse_i64(&args[2])
         .filter(|at| *at >= 0)
         .ok_or(error("Invalid position"))?;
-    read(ctx, &args[1], |cuckoo| {
-        raw::reply_with_array(ctx.ctx, 2);
-        match cuckoo.scan_dump(iterator) {
-            Scanned::End => {
-                raw::reply_with_long_long(ctx.ctx, 0);
-                raw::reply_with_null(ctx.ctx);
+    PIECE_BUFFER.with_borrow_mut(|piece| {
+        read(ctx, &args[1], |cuckoo| {
+            let scanned = cuckoo.scan_dump(iterator, piece);
+            raw::reply_with_array(ctx.ctx, 2);
+            match scanned {
+                Scanned::End => {
+                    raw::reply_with_long_long(ctx.ctx, 0);
+                    raw::reply_with_null(ctx.ctx);
+                }
+                Scanned::Header(header) => {
+                    raw::reply_with_long_long(ctx.ctx, 1);
+                    raw::reply_with_string_buffer(ctx.ctx, header.as_ptr().cast(), header.len());
+                }
+                Scanned::Piece(next) => {
+                    raw::reply_with_long_long(ctx.ctx, next);
+                    raw::reply_with_string_buffer(ctx.ctx, piece.as_ptr().cast(), piece.len());
+                }
             }
-            Scanned::Header(header) => {
-                raw::reply_with_long_long(ctx.ctx, 1);
-                raw::reply_with_string_buffer(ctx.ctx, header.as_ptr().cast(), header.len());
+            if !matches!(scanned, Scanned::Piece(_)) {
+                // A dump's end (or start): the buffer is let go.
+                *piece = Vec::new();
             }
-            Scanned::Piece(next, piece) => {
-                raw::reply_with_long_long(ctx.ctx, next);
-                raw::reply_with_string_buffer(ctx.ctx, piece.as_ptr().cast(), piece.len());
-            }
-        }
+        })
     })?;
     Ok(RedisValue::NoReply)
+}
+
+thread_local! {
+    /// `CF.SCANDUMP`'s piece buffer, kept while a dump goes on (a fresh
+    /// 16 MiB buffer per piece costs more in page faults than the copy;
+    /// commands run on the server's main thread).
+    static PIECE_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// `CF.LOADCHUNK key iterator data`: a header at iterator 1 makes the

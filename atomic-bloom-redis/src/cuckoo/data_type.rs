@@ -47,7 +47,8 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
         max_iterations: now.max_iterations,
         expansion: now.expansion,
     };
-    match rdb::load(&mut ServerInput(io), encver, defaults) {
+    let cap = crate::data_type::restore_cap(io).map(|cap| cap as u64);
+    match rdb::load(&mut ServerInput(io), encver, defaults, cap) {
         Ok(cuckoo) => Box::into_raw(Box::new(cuckoo)).cast::<c_void>(),
         Err(why) => {
             logging::log_warning(format!(
@@ -70,8 +71,9 @@ unsafe extern "C" fn aof_rewrite(
     let header = cuckoo.header();
     emit(aof, key, 1, &header);
     let mut iterator = 1i64;
-    while let Scanned::Piece(next, piece) = cuckoo.pieces_from(iterator) {
-        emit(aof, key, next, piece);
+    let mut piece = Vec::new();
+    while let Scanned::Piece(next) = cuckoo.pieces_from(iterator, &mut piece) {
+        emit(aof, key, next, &piece);
         iterator = next;
     }
 }
@@ -112,6 +114,12 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     // Safety: the server passes a value this type created.
     let cuckoo = unsafe { &*value.cast::<Cuckoo>() };
+    if crate::data_type::copy_cap().is_some_and(|cap| cuckoo.memory_bytes() > cap as u64) {
+        logging::log_notice(
+            "atomic-bloom: COPY refused: the copy would pass bf-memory-limit-per-filter",
+        );
+        return std::ptr::null_mut();
+    }
     match cuckoo.try_clone() {
         Some(copy) => Box::into_raw(Box::new(copy)).cast::<c_void>(),
         None => std::ptr::null_mut(),

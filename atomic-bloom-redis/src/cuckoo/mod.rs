@@ -38,7 +38,7 @@ mod table;
 
 pub(crate) use stream::{Scanned, HEADER_BYTES};
 
-use table::Table;
+use table::{At, Table};
 
 /// Most buckets a sub-filter may have (RedisBloom's 56-bit field).
 pub(crate) const MAX_BUCKETS: u64 = (1 << 56) - 1;
@@ -80,43 +80,59 @@ pub(crate) struct SubFilter {
 }
 
 impl SubFilter {
-    /// The first slot of index `x`'s bucket, as RedisBloom's lookups find
-    /// it (cut to 32 bits).
-    fn start(&self, x: u64, bucket_size: u64) -> u64 {
-        u64::from(((x % self.buckets).wrapping_mul(bucket_size)) as u32)
+    /// Where RedisBloom's lookups find index `x`'s bucket: its first slot
+    /// at `(x % buckets) · bucket_size`, cut to 32 bits.
+    fn at(&self, x: u64, bucket_size: u64) -> At {
+        let bucket = x % self.buckets;
+        let offset = bucket * bucket_size;
+        if offset <= u64::from(u32::MAX) {
+            return At::Bucket(bucket as usize);
+        }
+        let cut = u64::from(offset as u32);
+        if cut % bucket_size == 0 {
+            At::Bucket((cut / bucket_size) as usize)
+        } else {
+            At::Slots(cut)
+        }
+    }
+
+    /// The places of an item's two indexes.
+    fn places(&self, h1: u64, h2: u64, bucket_size: u64) -> (At, At) {
+        (self.at(h1, bucket_size), self.at(h2, bucket_size))
     }
 
     fn contains(&self, lookup: &Lookup, bucket_size: u64) -> bool {
-        [lookup.h1, lookup.h2].iter().any(|&x| {
-            let start = self.start(x, bucket_size);
-            self.table
-                .find(start, bucket_size, lookup.fingerprint)
-                .is_some()
-        })
+        let (first, second) = self.places(lookup.h1, lookup.h2, bucket_size);
+        self.table.contains(first, second, lookup.fingerprint)
     }
 
     fn count(&self, lookup: &Lookup, bucket_size: u64) -> u64 {
-        [lookup.h1, lookup.h2]
-            .iter()
-            .map(|&x| {
-                let start = self.start(x, bucket_size);
-                self.table.count(start, bucket_size, lookup.fingerprint)
-            })
-            .sum()
+        let (first, second) = self.places(lookup.h1, lookup.h2, bucket_size);
+        self.table.count(first, lookup.fingerprint) + self.table.count(second, lookup.fingerprint)
     }
 
-    /// The first slot of the first of the two buckets holding `fingerprint`
-    /// (0 for the first empty slot).
-    fn find(&self, h1: u64, h2: u64, fingerprint: u8, bucket_size: u64) -> Option<u64> {
-        [h1, h2].iter().find_map(|&x| {
-            let start = self.start(x, bucket_size);
-            self.table.find(start, bucket_size, fingerprint)
-        })
+    /// Clears the first copy of `fingerprint` in the buckets of `h1`, else
+    /// of `h2`.
+    fn remove(&mut self, h1: u64, h2: u64, fingerprint: u8, bucket_size: u64) -> bool {
+        let (first, second) = self.places(h1, h2, bucket_size);
+        self.table.remove(first, second, fingerprint)
     }
 
-    /// The bytes of this sub-filter.
-    pub(crate) fn bytes(&self) -> &[u8] {
-        self.table.bytes()
+    /// Puts `fingerprint` in the first empty slot of the buckets of `h1`,
+    /// else of `h2`.
+    fn insert_free(&mut self, h1: u64, h2: u64, fingerprint: u8, bucket_size: u64) -> bool {
+        let (first, second) = self.places(h1, h2, bucket_size);
+        self.table.insert_free(first, second, fingerprint)
+    }
+
+    /// The slots' bytes from `offset` into `out`.
+    pub(crate) fn read(&self, offset: u64, out: &mut [u8]) {
+        self.table.read(offset, out);
+    }
+
+    /// The number of slots.
+    pub(crate) fn slots(&self) -> u64 {
+        self.table.len()
     }
 }
 
@@ -250,7 +266,7 @@ impl Cuckoo {
             return Err(Insert::OverLimit);
         }
         self.filters.try_reserve(1).map_err(|_| Insert::NoMemory)?;
-        let table = Table::zeroed(bytes).ok_or(Insert::NoMemory)?;
+        let table = Table::zeroed(buckets, self.bucket_size).ok_or(Insert::NoMemory)?;
         self.filters.push(SubFilter { buckets, table });
         Ok(())
     }
@@ -275,19 +291,11 @@ impl Cuckoo {
     /// tenth of its items. False (nothing changed) if no copy is there.
     pub(crate) fn delete(&mut self, lookup: &Lookup) -> bool {
         let size = self.slots_per_bucket();
-        let found = self
-            .filters
-            .iter()
-            .enumerate()
-            .rev()
-            .find_map(|(index, sub)| {
-                sub.find(lookup.h1, lookup.h2, lookup.fingerprint, size)
-                    .map(|slot| (index, slot))
-            });
-        let Some((index, slot)) = found else {
+        let removed = (self.filters.iter_mut().rev())
+            .any(|sub| sub.remove(lookup.h1, lookup.h2, lookup.fingerprint, size));
+        if !removed {
             return false;
-        };
-        self.filters[index].table.set(slot, 0);
+        }
         self.items = self.items.wrapping_sub(1);
         self.deletes = self.deletes.wrapping_add(1);
         if self.filters.len() > 1 && self.deletes as f64 > self.items as f64 * 0.10 {
@@ -320,17 +328,9 @@ impl Cuckoo {
         }
         let size = self.slots_per_bucket();
         loop {
-            let empty = self
-                .filters
-                .iter()
-                .enumerate()
-                .rev()
-                .find_map(|(index, sub)| {
-                    sub.find(lookup.h1, lookup.h2, 0, size)
-                        .map(|slot| (index, slot))
-                });
-            if let Some((index, slot)) = empty {
-                self.filters[index].table.set(slot, lookup.fingerprint);
+            let placed = (self.filters.iter_mut().rev())
+                .any(|sub| sub.insert_free(lookup.h1, lookup.h2, lookup.fingerprint, size));
+            if placed {
                 self.items = self.items.wrapping_add(1);
                 return Insert::Inserted;
             }
@@ -365,31 +365,12 @@ impl Cuckoo {
     /// `max_iterations` moves (the victim slot advancing by one each move);
     /// if none ends in an empty slot, every move is undone in reverse.
     fn relocate(&mut self, lookup: &Lookup) -> bool {
-        let size = self.slots_per_bucket();
         let moves = self.max_iterations;
         let Some(sub) = self.filters.last_mut() else {
             return false;
         };
-        let buckets = sub.buckets;
-        let table = &mut sub.table;
-        let mut carried = lookup.fingerprint;
-        let mut victim = 0u64;
-        let mut index = lookup.h1 % buckets;
-        for _ in 0..moves {
-            carried = table.swap(index * size + victim, carried);
-            index = alternate(carried, index) % buckets;
-            if let Some(empty) = table.find(index * size, size, 0) {
-                table.set(empty, carried);
-                return true;
-            }
-            victim = (victim + 1) % size;
-        }
-        for _ in 0..moves {
-            victim = (victim + size - 1) % size;
-            index = alternate(carried, index) % buckets;
-            carried = table.swap(index * size + victim, carried);
-        }
-        false
+        let first = lookup.h1 % sub.buckets;
+        sub.table.kick_out(first, lookup.fingerprint, moves)
     }
 
     /// Moves fingerprints of newer sub-filters into older ones where their
@@ -423,15 +404,12 @@ impl Cuckoo {
                     continue;
                 }
                 let other = alternate(fingerprint, bucket);
-                let place = older
-                    .iter_mut()
-                    .find_map(|sub| sub.find(bucket, other, 0, size).map(|empty| (sub, empty)));
-                match place {
-                    Some((sub, empty)) => {
-                        sub.table.set(empty, fingerprint);
-                        current.table.set(at, 0);
-                    }
-                    None => moved_all = false,
+                let placed =
+                    (older.iter_mut()).any(|sub| sub.insert_free(bucket, other, fingerprint, size));
+                if placed {
+                    current.table.set(at, 0);
+                } else {
+                    moved_all = false;
                 }
             }
         }
@@ -441,14 +419,26 @@ impl Cuckoo {
         moved_all
     }
 
-    /// Bytes as RedisBloom counts them for `CF.INFO` `Size` and `MEMORY
-    /// USAGE`: its filter (40 bytes), 16 per sub-filter, and the slots.
-    pub(crate) fn memory_bytes(&self) -> u64 {
+    /// Bytes as RedisBloom counts them for `CF.INFO` `Size` (and its
+    /// `MEMORY USAGE`): its filter (40 bytes), 16 per sub-filter, and the
+    /// slots.
+    pub(crate) fn redisbloom_bytes(&self) -> u64 {
         let slots = self
             .filters
             .iter()
             .fold(0u64, |sum, sub| sum.saturating_add(sub.table.len()));
         (40 + 16 * self.filters.len() as u64).saturating_add(slots)
+    }
+
+    /// Bytes this filter takes here (`MEMORY USAGE`): the filter, its list
+    /// of sub-filters and each sub-filter's table as the core allocated it.
+    pub(crate) fn memory_bytes(&self) -> u64 {
+        let tables = (self.filters.iter())
+            .map(|sub| sub.table.memory_bytes() as u64)
+            .sum::<u64>();
+        let lists = std::mem::size_of::<Cuckoo>()
+            + self.filters.capacity() * std::mem::size_of::<SubFilter>();
+        lists as u64 + tables
     }
 
     /// A copy (`COPY`); `None` without memory.

@@ -39,7 +39,10 @@ pub(crate) struct Defaults {
     pub(crate) expansion: u16,
 }
 
-/// Reads a filter written with encoding `encver` (1 to 4).
+/// Reads a filter written with encoding `encver` (1 to 4), refusing one
+/// whose slots would pass `cap` bytes before they are read (a `RESTORE`
+/// under `bf-memory-limit-per-filter`: a compressed payload may hold many
+/// times its size).
 ///
 /// # Errors
 ///
@@ -48,6 +51,7 @@ pub(crate) fn load(
     input: &mut impl RdbInput,
     encver: i32,
     defaults: Defaults,
+    cap: Option<u64>,
 ) -> Result<Cuckoo, &'static str> {
     let truncated = |()| "the RDB ends early";
     if !(0..=ENCODING_VERSION).contains(&encver) {
@@ -91,6 +95,7 @@ pub(crate) fn load(
         return Err("sub-filters past the first in a filter that cannot grow");
     }
     let size = u64::from(cuckoo.bucket_size);
+    let mut total = 40 + 16 * filters;
     cuckoo
         .filters
         .try_reserve_exact(filters as usize)
@@ -104,14 +109,21 @@ pub(crate) fn load(
         if Some(sub_buckets) != cuckoo.buckets_of(index) {
             return Err("a sub-filter whose buckets are not buckets x expansion^i");
         }
+        total = total.saturating_add(sub_buckets.saturating_mul(size));
+        if cap.is_some_and(|cap| total > cap) {
+            return Err("its slots would pass bf-memory-limit-per-filter");
+        }
         // The string's length is what the input holds: the server read it.
         let slots = input.string().map_err(truncated)?;
         if Some(slots.len() as u64) != sub_buckets.checked_mul(size) {
             return Err("slots that are not buckets x bucket size");
         }
+        let table = Table::from_bytes(sub_buckets, cuckoo.bucket_size, &slots)
+            .ok_or("no memory for a sub-filter")?;
+        drop(slots);
         cuckoo.filters.push(SubFilter {
             buckets: sub_buckets,
-            table: Table::from_bytes(slots),
+            table,
         });
     }
     Ok(cuckoo)
@@ -132,9 +144,15 @@ pub(crate) fn save(cuckoo: &Cuckoo, out: &mut impl RdbOutput) {
     out.unsigned(u64::from(cuckoo.bucket_size));
     out.unsigned(u64::from(cuckoo.max_iterations));
     out.unsigned(u64::from(cuckoo.expansion));
+    // One buffer for every sub-filter's bytes: each is saved as one
+    // string, copied out of the core's words.
+    let mut bytes = Vec::new();
     for sub in &cuckoo.filters {
         out.unsigned(sub.buckets);
-        out.bytes(sub.bytes());
+        bytes.clear();
+        bytes.resize(sub.slots() as usize, 0);
+        sub.read(0, &mut bytes);
+        out.bytes(&bytes);
     }
 }
 

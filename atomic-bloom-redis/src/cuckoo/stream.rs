@@ -99,9 +99,10 @@ impl Cuckoo {
             .try_reserve_exact(sizes.len())
             .map_err(|_| CreateError::OutOfMemory)?;
         for (index, bytes) in sizes.into_iter().enumerate() {
-            let table = Table::zeroed(bytes).ok_or(CreateError::OutOfMemory)?;
             let buckets = bytes / size;
             debug_assert_eq!(Some(buckets), cuckoo.buckets_of(index));
+            let table =
+                Table::zeroed(buckets, cuckoo.bucket_size).ok_or(CreateError::OutOfMemory)?;
             cuckoo.filters.push(SubFilter { buckets, table });
         }
         Ok(cuckoo)
@@ -121,18 +122,20 @@ impl Cuckoo {
         (self.filters.len().saturating_sub(1), offset, false)
     }
 
-    /// The reply to `CF.SCANDUMP key iterator` (an iterator of 0 or more).
-    pub(crate) fn scan_dump(&self, iterator: i64) -> Scanned<'_> {
+    /// The reply to `CF.SCANDUMP key iterator` (an iterator of 0 or more);
+    /// a piece's bytes go to `out` (kept from call to call: a dump's 16 MiB
+    /// pieces then reuse one buffer).
+    pub(crate) fn scan_dump(&self, iterator: i64, out: &mut Vec<u8>) -> Scanned {
         match iterator {
             _ if self.items == 0 => Scanned::End,
             0 => Scanned::Header(self.header()),
-            _ => self.pieces_from(iterator),
+            _ => self.pieces_from(iterator, out),
         }
     }
 
     /// The piece at `iterator` (1 or more), whatever the number of items
-    /// (the AOF rewrite's walk).
-    pub(crate) fn pieces_from(&self, iterator: i64) -> Scanned<'_> {
+    /// (the AOF rewrite's walk), its bytes into `out`: one piece's work.
+    pub(crate) fn pieces_from(&self, iterator: i64, out: &mut Vec<u8>) -> Scanned {
         let Ok(offset) = u64::try_from(iterator - 1) else {
             return Scanned::End;
         };
@@ -140,15 +143,17 @@ impl Cuckoo {
         if !inside {
             return Scanned::End;
         }
-        let bytes = self.filters[index].table.bytes();
-        let size = bytes.len() as u64;
-        let piece = if size <= PIECE_BYTES {
-            bytes
+        let sub = &self.filters[index];
+        let size = sub.table.len();
+        let (from, length) = if size <= PIECE_BYTES {
+            (0, size)
         } else {
-            let length = (size - offset).min(PIECE_BYTES);
-            &bytes[offset as usize..(offset + length) as usize]
+            (offset, (size - offset).min(PIECE_BYTES))
         };
-        Scanned::Piece(iterator.saturating_add(piece.len() as i64), piece)
+        out.clear();
+        out.resize(length as usize, 0);
+        sub.table.read(from, out);
+        Scanned::Piece(iterator.saturating_add(length as i64))
     }
 
     /// Writes a piece that `CF.SCANDUMP` gave with `iterator` (the iterator
@@ -172,17 +177,17 @@ impl Cuckoo {
         if !fits {
             return false;
         }
-        sub.table.bytes_mut()[offset as usize..(offset + length) as usize].copy_from_slice(piece);
+        sub.table.write(offset, piece);
         true
     }
 }
 
 /// What `CF.SCANDUMP` answers.
-pub(crate) enum Scanned<'a> {
+pub(crate) enum Scanned {
     /// `[0, nil]`.
     End,
     /// `[1, header]`.
     Header([u8; HEADER_BYTES]),
-    /// `[next, bytes]`.
-    Piece(i64, &'a [u8]),
+    /// `[next, the bytes put in the caller's buffer]`.
+    Piece(i64),
 }

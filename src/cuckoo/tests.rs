@@ -1,0 +1,382 @@
+//! Unit tests of the cuckoo core (against naive references) and of the
+//! filter's contract.
+
+use super::core::{Native, Probe, RedisBloom, Scheme, Shape, Table};
+use super::CuckooFilter;
+use crate::Error;
+
+/// A splitmix64 stream: test hashes.
+fn hashes(seed: u64) -> impl Iterator<Item = u64> {
+    let mut state = seed;
+    std::iter::from_fn(move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        Some(z ^ (z >> 31))
+    })
+}
+
+/// RedisBloom's sub-filter as a plain byte array, written from its
+/// description: the reference the core must match byte for byte.
+struct NaiveSubFilter {
+    data: Vec<u8>,
+    bucket_size: usize,
+    buckets: u64,
+}
+
+impl NaiveSubFilter {
+    fn new(bucket_size: usize, buckets: u64) -> Self {
+        NaiveSubFilter {
+            data: vec![0; bucket_size * buckets as usize],
+            bucket_size,
+            buckets,
+        }
+    }
+
+    fn alt(&self, index: u64, fp: u8) -> u64 {
+        (index ^ (u64::from(fp) * 0x5bd1e995)) % self.buckets
+    }
+
+    fn bucket(&mut self, index: u64) -> &mut [u8] {
+        let at = index as usize * self.bucket_size;
+        &mut self.data[at..at + self.bucket_size]
+    }
+
+    fn params(&self, hash: u64) -> (u8, u64, u64) {
+        let fp = (hash % 255 + 1) as u8;
+        let h2 = hash ^ (u64::from(fp) * 0x5bd1e995);
+        (fp, hash % self.buckets, h2 % self.buckets)
+    }
+
+    fn insert_free(&mut self, hash: u64) -> bool {
+        let (fp, a, b) = self.params(hash);
+        for index in [a, b] {
+            if let Some(slot) = self.bucket(index).iter_mut().find(|s| **s == 0) {
+                *slot = fp;
+                return true;
+            }
+        }
+        false
+    }
+
+    fn kick_out(&mut self, hash: u64, max: u32) -> bool {
+        let (mut fp, mut index, _) = self.params(hash);
+        let mut victim = 0usize;
+        for _ in 0..max {
+            std::mem::swap(&mut self.bucket(index)[victim], &mut fp);
+            index = self.alt(index, fp);
+            if let Some(slot) = self.bucket(index).iter_mut().find(|s| **s == 0) {
+                *slot = fp;
+                return true;
+            }
+            victim = (victim + 1) % self.bucket_size;
+        }
+        for _ in 0..max {
+            victim = (victim + self.bucket_size - 1) % self.bucket_size;
+            index = self.alt(index, fp);
+            std::mem::swap(&mut self.bucket(index)[victim], &mut fp);
+        }
+        false
+    }
+
+    fn delete(&mut self, hash: u64) -> bool {
+        let (fp, a, b) = self.params(hash);
+        for index in [a, b] {
+            if let Some(slot) = self.bucket(index).iter_mut().find(|s| **s == fp) {
+                *slot = 0;
+                return true;
+            }
+        }
+        false
+    }
+
+    fn count(&mut self, hash: u64) -> usize {
+        let (fp, a, b) = self.params(hash);
+        let first = self.bucket(a).iter().filter(|s| **s == fp).count();
+        first + self.bucket(b).iter().filter(|s| **s == fp).count()
+    }
+}
+
+fn bytes_of(table: &Table) -> Vec<u8> {
+    let mut out = vec![0; table.shape().data_bytes()];
+    table.read_bytes(0, &mut out);
+    out
+}
+
+#[test]
+fn the_redisbloom_scheme_matches_a_byte_array_reference_byte_for_byte() {
+    for (bucket_size, buckets) in [(1u32, 64u64), (2, 128), (3, 32), (4, 16), (7, 8), (255, 2)] {
+        let mut table = Table::new(Shape::new(8, bucket_size, buckets as usize).unwrap()).unwrap();
+        let mut naive = NaiveSubFilter::new(bucket_size as usize, buckets);
+        let mut ops = hashes(u64::from(bucket_size));
+        let items: Vec<u64> = (&mut ops)
+            .take(bucket_size as usize * buckets as usize + 40)
+            .collect();
+        for (i, &hash) in items.iter().enumerate() {
+            let probe = table.probe(&RedisBloom, hash);
+            let inserted = table.insert_free(&probe) || table.kick_out(&RedisBloom, &probe, 20);
+            let expected = naive.insert_free(hash) || naive.kick_out(hash, 20);
+            assert_eq!(inserted, expected, "insert {i} of {bucket_size}x{buckets}");
+            assert_eq!(bytes_of(&table), naive.data, "after insert {i}");
+            if i % 3 == 0 {
+                let victim = items[i / 2];
+                let probe = table.probe(&RedisBloom, victim);
+                let count = table.count_in(probe.first, probe.fingerprint)
+                    + table.count_in(probe.second, probe.fingerprint);
+                assert_eq!(count, naive.count(victim));
+                assert_eq!(table.remove(&probe), naive.delete(victim));
+                assert_eq!(bytes_of(&table), naive.data, "after delete {i}");
+            }
+        }
+        assert!(!table.is_empty());
+    }
+}
+
+#[test]
+fn bytes_written_are_the_bytes_read_and_the_slots() {
+    let mut table = Table::new(Shape::new(8, 3, 5).unwrap()).unwrap();
+    let data: Vec<u8> = (1..=15).collect();
+    table.write_bytes(0, &data);
+    assert_eq!(bytes_of(&table), data);
+    assert_eq!(table.slot(1, 0), 4);
+    assert_eq!(table.slot(4, 2), 15);
+    assert_eq!(table.find_free(2), None);
+    table.set_slot(2, 1, 0);
+    assert_eq!(table.find_free(2), Some(1));
+    assert_eq!(table.len(), 14);
+}
+
+#[test]
+fn every_slot_width_finds_and_removes_what_it_holds() {
+    for (bits, slots) in [
+        (8u32, 8u32),
+        (8, 3),
+        (10, 12),
+        (12, 5),
+        (12, 10),
+        (16, 4),
+        (16, 8),
+        (21, 3),
+        (32, 2),
+        (32, 4),
+        (16, 5),
+    ] {
+        let table = Table::new(Shape::new(bits, slots, 97).unwrap()).unwrap();
+        let items: Vec<u64> = hashes(u64::from(bits * slots))
+            .take(97 * slots as usize / 2)
+            .collect();
+        for &hash in &items {
+            let probe = table.probe(&Native, hash);
+            assert!(
+                table.insert_free(&probe) || table.relocate(&Native, &probe),
+                "{bits}x{slots}"
+            );
+        }
+        assert_eq!(table.len(), items.len(), "{bits}x{slots}");
+        for &hash in &items {
+            assert!(
+                table.contains(&table.probe(&Native, hash)),
+                "{bits}x{slots}"
+            );
+        }
+        for &hash in &items {
+            assert!(table.remove(&table.probe(&Native, hash)), "{bits}x{slots}");
+        }
+        assert!(table.is_empty(), "{bits}x{slots}");
+    }
+}
+
+#[test]
+fn a_full_table_refuses_and_keeps_every_fingerprint() {
+    let table = Table::new(Shape::new(12, 5, 40).unwrap()).unwrap();
+    let mut held = Vec::new();
+    for hash in hashes(3) {
+        let probe = table.probe(&Native, hash);
+        if !(table.insert_free(&probe) || table.relocate(&Native, &probe)) {
+            break;
+        }
+        held.push(hash);
+    }
+    let before: Vec<u64> = (0..40)
+        .flat_map(|b| (0..5).map(move |s| (b, s)))
+        .map(|(b, s)| table.slot(b, s))
+        .collect();
+    let mut refused = 0;
+    for hash in hashes(99).take(200) {
+        let probe = table.probe(&Native, hash);
+        if !(table.insert_free(&probe) || table.relocate(&Native, &probe)) {
+            refused += 1;
+        } else {
+            held.push(hash);
+        }
+    }
+    assert!(refused > 0);
+    assert!(held.len() > 180, "load {} of 200", held.len());
+    for &hash in &held {
+        assert!(table.contains(&table.probe(&Native, hash)));
+    }
+    let mut fingerprints_before: Vec<u64> = before.into_iter().filter(|&v| v != 0).collect();
+    fingerprints_before.sort_unstable();
+    assert!(fingerprints_before.len() <= held.len());
+}
+
+#[test]
+fn shapes_out_of_range_are_errors() {
+    assert!(matches!(
+        Shape::new(1, 4, 4),
+        Err(Error::InvalidField { .. })
+    ));
+    assert!(matches!(
+        Shape::new(33, 4, 4),
+        Err(Error::InvalidField { .. })
+    ));
+    assert!(matches!(
+        Shape::new(8, 0, 4),
+        Err(Error::InvalidField { .. })
+    ));
+    assert!(matches!(
+        Shape::new(8, 256, 4),
+        Err(Error::InvalidField { .. })
+    ));
+    assert!(matches!(
+        Shape::new(12, 3, 4),
+        Err(Error::InvalidField { .. })
+    ));
+    assert!(matches!(
+        Shape::new(8, 2, 0),
+        Err(Error::InvalidField { .. })
+    ));
+    assert!(matches!(
+        Shape::new(8, 255, usize::MAX / 2),
+        Err(Error::LengthOverflow { .. })
+    ));
+}
+
+#[test]
+fn a_full_filter_errs_and_loses_nothing() {
+    let f: CuckooFilter<u64> = CuckooFilter::builder(1000, 0.01).seed(5).build().unwrap();
+    let mut held = Vec::new();
+    let mut failures = 0;
+    for item in 0..(f.capacity() as u64 * 2) {
+        match f.insert(&item) {
+            Ok(()) => held.push(item),
+            Err(Error::CuckooFilterFull { len, capacity }) => {
+                assert_eq!((len, capacity), (held.len(), f.capacity()));
+                failures += 1;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert!(failures > 0);
+    assert!(held.len() >= f.capacity());
+    assert_eq!(f.len(), held.len());
+    assert!(held.iter().all(|item| f.contains(item)));
+}
+
+#[test]
+fn growth_keeps_every_item_and_the_total_rate() {
+    let f: CuckooFilter<u64> = CuckooFilter::builder(1000, 0.01)
+        .seed(5)
+        .growth(true)
+        .build()
+        .unwrap();
+    for item in 0..50_000u64 {
+        f.insert(&item).unwrap();
+    }
+    assert!(f.stages() >= 5, "{}", f.stages());
+    assert!((0..50_000u64).all(|item| f.contains(&item)));
+    assert_eq!(f.len(), 50_000);
+    let false_positives = (1u64 << 40..(1u64 << 40) + 200_000)
+        .filter(|i| f.contains(i))
+        .count();
+    assert!(false_positives < 2_000, "{false_positives} of 200000");
+    for item in 0..50_000u64 {
+        assert!(f.remove(&item));
+    }
+    assert!(f.is_empty());
+    f.clear();
+    assert_eq!(f.stages(), 1);
+}
+
+#[test]
+fn lookups_take_a_borrowed_form() {
+    let f: CuckooFilter<String> = CuckooFilter::builder(100, 0.01).seed(1).build().unwrap();
+    f.insert(&"url".to_string()).unwrap();
+    assert!(f.contains("url"));
+    assert_eq!(f.count("url"), 1);
+    assert_eq!(f.hash_item("url"), f.hash_item(&"url".to_string()));
+    assert!(f.remove("url"));
+}
+
+#[test]
+#[should_panic(expected = "CuckooFilter::extend: the cuckoo filter is full")]
+fn extend_panics_when_full() {
+    let mut f: CuckooFilter<u64> = CuckooFilter::builder(10, 0.01).seed(1).build().unwrap();
+    f.extend(0..1000u64);
+}
+
+#[test]
+fn a_probe_is_a_scheme_function_of_the_hash() {
+    let table = Table::new(Shape::new(12, 10, 1000).unwrap()).unwrap();
+    let probe: Probe = table.probe(&Native, 42);
+    assert_eq!(
+        Native.alternate(probe.first, probe.fingerprint, 1000),
+        probe.second
+    );
+}
+
+#[test]
+fn send_and_sync() {
+    fn both<X: Send + Sync>() {}
+    both::<CuckooFilter<str>>();
+    both::<Table>();
+}
+
+#[test]
+fn items_present_are_found_while_others_relocate() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let table = Table::new(Shape::new(12, 5, 200).unwrap()).unwrap();
+    let stable: Vec<u64> = hashes(1).take(700).collect();
+    for &hash in &stable {
+        let probe = table.probe(&Native, hash);
+        assert!(table.insert_free(&probe) || table.relocate(&Native, &probe));
+    }
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for seed in [2u64, 3] {
+            let (table, done) = (&table, &done);
+            scope.spawn(move || {
+                for round in 0..300u64 {
+                    let batch: Vec<u64> = hashes(seed * 1000 + round).take(250).collect();
+                    let mut held = Vec::new();
+                    for &hash in &batch {
+                        let probe = table.probe(&Native, hash);
+                        if table.insert_free(&probe) || table.relocate(&Native, &probe) {
+                            held.push(hash);
+                        }
+                    }
+                    for &hash in &held {
+                        assert!(
+                            table.remove(&table.probe(&Native, hash)),
+                            "an inserted copy not removed"
+                        );
+                    }
+                }
+                done.store(true, Ordering::Relaxed);
+            });
+        }
+        let (table, done, stable) = (&table, &done, &stable);
+        scope.spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                for &hash in stable {
+                    assert!(
+                        table.contains(&table.probe(&Native, hash)),
+                        "a present item missed"
+                    );
+                }
+            }
+        });
+    });
+    assert_eq!(table.len(), stable.len());
+}
