@@ -261,12 +261,19 @@ impl Cuckoo {
             .buckets_of(self.filters.len())
             .ok_or(Insert::NoMemory)?;
         let bytes = (buckets.checked_mul(self.slots_per_bucket())).ok_or(Insert::NoMemory)?;
-        let after = (self.memory_bytes().saturating_add(16)).saturating_add(bytes);
-        if cap.is_some_and(|cap| after > cap) {
+        // The slots alone past the cap: refused before anything is
+        // allocated; then what the table really takes.
+        let now = self.memory_bytes();
+        let over = |added: u64| cap.is_some_and(|cap| now.saturating_add(added) > cap);
+        if over(bytes) {
             return Err(Insert::OverLimit);
         }
         self.filters.try_reserve(1).map_err(|_| Insert::NoMemory)?;
         let table = Table::zeroed(buckets, self.bucket_size).ok_or(Insert::NoMemory)?;
+        let added = std::mem::size_of::<SubFilter>() + table.memory_bytes();
+        if over(added as u64) {
+            return Err(Insert::OverLimit);
+        }
         self.filters.push(SubFilter { buckets, table });
         Ok(())
     }

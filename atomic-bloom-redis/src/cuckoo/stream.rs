@@ -105,6 +105,9 @@ impl Cuckoo {
                 Table::zeroed(buckets, cuckoo.bucket_size).ok_or(CreateError::OutOfMemory)?;
             cuckoo.filters.push(SubFilter { buckets, table });
         }
+        if cap.is_some_and(|cap| cuckoo.memory_bytes() > cap) {
+            return Err(CreateError::OverLimit);
+        }
         Ok(cuckoo)
     }
 
