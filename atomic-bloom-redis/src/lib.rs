@@ -1,5 +1,6 @@
 //! `atomic-bloom-redis`: a Valkey / Redis module that serves atomic-bloom's
-//! filters behind RedisBloom's `BF.*` commands.
+//! filters behind RedisBloom's `BF.*` commands, and RedisBloom's cuckoo
+//! filters behind its `CF.*` commands.
 //!
 //! ```text
 //! cargo build --release -p atomic-bloom-redis
@@ -21,9 +22,18 @@
 //! `WBF.EXISTS`, `WBF.MEXISTS`, `WBF.INFO` (a type of their own,
 //! `wbloom-ab`).
 //!
+//! RedisBloom's cuckoo filters are served as RedisBloom serves them, on its
+//! own data (type `MBbloomCF`): `CF.RESERVE`, `CF.ADD`, `CF.ADDNX`,
+//! `CF.INSERT`, `CF.INSERTNX`, `CF.EXISTS`, `CF.MEXISTS`, `CF.COUNT`,
+//! `CF.DEL`, `CF.COMPACT`, `CF.SCANDUMP`, `CF.LOADCHUNK`, `CF.INFO`,
+//! `CF.DEBUG`, each sub-filter a table of the library's cuckoo core.
+//!
 //! Layout, each file using only those after it (no circles):
 //! `fuzzing.rs` (the fuzz targets' entry points), `wbf_commands.rs` (the
-//! `WBF.*` commands), `commands.rs` (the `BF.*` commands that write:
+//! `WBF.*` commands), `cf_commands.rs` (the `CF.*` commands), `cuckoo/`
+//! (RedisBloom's cuckoo filters: its scheme on the core's tables, its
+//! header, pieces and RDB encoding, its type, configs and command info),
+//! `commands.rs` (the `BF.*` commands that write:
 //! parsing and replies), `bf_reads.rs` (those that read, and the reply
 //! helpers), `command_info.rs` (ACL categories,
 //! key specs, docs), `args.rs` (numbers, options, module arguments),
