@@ -328,7 +328,7 @@ fn a_sealed_stage_that_cannot_grow_takes_the_inserts() {
     loom::model(|| {
         let first_stage_only = filter(1).memory_bytes();
         let filter = Arc::new(
-            ScalableBloomFilter::builder(1, 0.5)
+            ScalableBloomFilter::<u64>::builder(1, 0.5)
                 .seed(SEED)
                 .memory_limit(first_stage_only)
                 .__first_stage_fill_bits(1)
