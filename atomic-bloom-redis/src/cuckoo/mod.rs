@@ -82,8 +82,15 @@ pub(crate) struct SubFilter {
 impl SubFilter {
     /// Where RedisBloom's lookups find index `x`'s bucket: its first slot
     /// at `(x % buckets) · bucket_size`, cut to 32 bits.
+    #[inline]
     fn at(&self, x: u64, bucket_size: u64) -> At {
-        let bucket = x % self.buckets;
+        // RedisBloom's sub-filters have a power of two of buckets (but for
+        // a hand-made header's odd expansion): a mask, not a division.
+        let bucket = if self.buckets.is_power_of_two() {
+            x & (self.buckets - 1)
+        } else {
+            x % self.buckets
+        };
         let offset = bucket * bucket_size;
         if offset <= u64::from(u32::MAX) {
             return At::Bucket(bucket as usize);
