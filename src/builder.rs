@@ -136,6 +136,35 @@ impl<T: ?Sized, S> BloomFilterBuilder<T, S> {
         }
     }
 
+    /// The bytes [`build`](Self::build) would allocate (the filter's
+    /// [`memory_bytes`](BloomFilter::memory_bytes)), sized and not
+    /// allocated: what a filter of this capacity, rate and layout costs,
+    /// before deciding to build it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroCapacity`], [`Error::InvalidFalsePositiveRate`] (not in
+    /// (0, 1), or NaN), [`Error::TooLarge`] (more than `isize::MAX` bytes).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use atomic_bloom::{BloomFilter, Layout};
+    ///
+    /// let builder = BloomFilter::<u64>::builder(1_000_000, 1e-20).layout(Layout::Compact);
+    /// let planned = builder.memory_bytes()?;
+    /// assert!(planned > 40_000_000);
+    /// let small = BloomFilter::<u64>::builder(1_000_000, 0.01).layout(Layout::Compact);
+    /// assert_eq!(small.memory_bytes()?, small.build()?.memory_bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn memory_bytes(&self) -> Result<usize, Error> {
+        let request = &self.request;
+        let scheme = Scheme::for_layout(self.layout, request.rate);
+        let geometry = sizing::plan(scheme, request.sizing, request.capacity, request.rate)?;
+        Ok(crate::bits::BitArray::memory_bytes_for(geometry.blocks))
+    }
+
     /// Sizes and allocates the filter.
     ///
     /// # Errors

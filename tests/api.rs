@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use atomic_bloom::{
     AsItem, BloomFilter, CountingBloomFilter, Error, ErrorKind, Frontier, IoError, Layout,
-    ScalableBloomFilter, WindowedBloomFilter,
+    ScalableBloomFilter, Sizing, WindowedBloomFilter,
 };
 use common::LAYOUTS;
 use rayon::prelude::*;
@@ -398,4 +398,40 @@ fn saving_and_loading_a_frontier_keeps_its_items_pending() {
     assert!(!loaded.is_finished());
     drop(b);
     assert!(loaded.is_finished() && loaded.wait_take().is_none());
+}
+
+/// A builder's `memory_bytes` is what `build` allocates, for every layout
+/// and sizing, and its refusals are `build`'s, without allocating: a
+/// request for terabytes is answered in bytes.
+#[test]
+fn a_builders_planned_memory_is_what_build_allocates() {
+    for layout in [Layout::CacheLine, Layout::Word, Layout::Compact] {
+        for sizing in [Sizing::Exact, Sizing::PowerOfTwo] {
+            for (capacity, rate) in [(1, 0.5), (1000, 0.01), (123_457, 1e-4), (50_000, 1e-9)] {
+                let builder = || {
+                    BloomFilter::<u64>::builder(capacity, rate)
+                        .layout(layout)
+                        .sizing(sizing)
+                        .seed(7)
+                };
+                assert_eq!(
+                    builder().memory_bytes().unwrap(),
+                    builder().build().unwrap().memory_bytes(),
+                    "{layout:?} {sizing:?} {capacity} at {rate}"
+                );
+            }
+        }
+    }
+    let huge = BloomFilter::<u64>::builder(1 << 40, 1e-30).layout(Layout::Compact);
+    assert!(huge.memory_bytes().unwrap() > 1 << 45);
+    for (capacity, rate) in [(0, 0.01), (10, 0.0), (10, 1.0), (10, f64::NAN)] {
+        let planned = BloomFilter::<u64>::builder(capacity, rate).memory_bytes();
+        let built = BloomFilter::<u64>::builder(capacity, rate)
+            .build()
+            .map(|f| f.memory_bytes());
+        assert_eq!(
+            planned.map_err(|e| e.to_string()),
+            built.map_err(|e| e.to_string())
+        );
+    }
 }

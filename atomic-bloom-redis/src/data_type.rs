@@ -220,6 +220,21 @@ pub(crate) fn restore_cap(io: *mut raw::RedisModuleIO) -> Option<usize> {
     (flags & replaying == 0).then_some(limit)
 }
 
+/// The most a value (of any of the module's types) copied by `COPY` may
+/// take: `bf-memory-limit-per-filter`, on a primary that is not loading.
+/// A replica's `COPY` comes from its primary, a loading server's from its
+/// AOF: they copy what their source did.
+pub(crate) fn copy_cap() -> Option<usize> {
+    let limit = value::memory_limit()?;
+    // Safety: exists in every server this module loads into; without a
+    // context it answers the server's own flags (loading, a replica).
+    let flags = unsafe { raw::RedisModule_GetContextFlags.unwrap()(std::ptr::null_mut()) } as u32;
+    let replaying = raw::REDISMODULE_CTX_FLAGS_LOADING
+        | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING
+        | raw::REDISMODULE_CTX_FLAGS_SLAVE;
+    (flags & replaying == 0).then_some(limit)
+}
+
 unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     if encver != ENCODING_VERSION {
         logging::log_warning(format!(
@@ -389,6 +404,12 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     // Safety: the server passes a value this module's type created.
     let value = unsafe { &*value.cast::<Value>() };
+    if copy_cap().is_some_and(|cap| value.memory_bytes() > cap) {
+        logging::log_notice(
+            "atomic-bloom: COPY refused: the copy would pass bf-memory-limit-per-filter",
+        );
+        return std::ptr::null_mut();
+    }
     let copy = match value {
         // Filter to filter, without a serialized copy between; an
         // allocation that fails is the server's error reply, not an abort.

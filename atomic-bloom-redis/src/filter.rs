@@ -12,6 +12,20 @@ use atomic_bloom::{BloomFilter, Error, Layout, ScalableBloomFilter, Sizing};
 /// each time.
 const FIRST_STAGE_SHARE: f64 = 0.8;
 
+/// How many times RedisBloom's bits per item a new key of this module's
+/// may take. Past it a new key is RedisBloom's own filter, sized as
+/// RedisBloom sizes it: at very low rates the compact layout's blocks
+/// cost more bits an item than a filter spread over its whole array
+/// (1.17x RedisBloom's at one in a million `NONSCALING`, 1.5x at 1e-10,
+/// 4.2x at 1e-20, and past the address space from about 1e-45), while
+/// down to one in a million (1.14x scaling, where the allowance comes
+/// from) its filters keep their lead in speed.
+pub(crate) const MOST_OVER_REDISBLOOM: f64 = 1.15;
+
+/// Items of the filter whose bits per item [`Options::redisbloom_is_leaner`]
+/// weighs: enough that whole blocks round nothing that counts.
+const REFERENCE_ITEMS: usize = 1 << 20;
+
 /// The filter behind a key.
 pub(crate) enum Filter {
     /// Grows stage by stage (RedisBloom's default), keeping the total rate.
@@ -74,6 +88,36 @@ impl Options {
     }
 }
 
+impl Options {
+    /// Bits per item of this module's layout at the rate asked (a scaling
+    /// filter's first stage at its share of it), sized, not allocated;
+    /// `None` where no filter of that rate can be sized.
+    fn compact_bits_per_item(&self) -> Option<f64> {
+        let rate = match self.expansion {
+            Some(_) => self.error_rate * FIRST_STAGE_SHARE,
+            None => self.error_rate,
+        };
+        let bytes = BloomFilter::<[u8]>::builder(REFERENCE_ITEMS, rate)
+            .layout(Layout::Compact)
+            .sizing(Sizing::Exact)
+            .memory_bytes()
+            .ok()?;
+        Some(bytes as f64 * 8.0 / REFERENCE_ITEMS as f64)
+    }
+
+    /// Whether a new key of these options is RedisBloom's filter, whose
+    /// first link takes `redisbloom_bits_per_item`: where this module's
+    /// would take more than [`MOST_OVER_REDISBLOOM`] times as many bits an
+    /// item (at the rate asked: the bits a small filter spends on samples
+    /// are its own affair), or cannot be sized. The size formulas decide,
+    /// not the capacity: both grow with it alike.
+    pub(crate) fn redisbloom_is_leaner(&self, redisbloom_bits_per_item: f64) -> bool {
+        self.compact_bits_per_item().map_or(true, |ours| {
+            ours > MOST_OVER_REDISBLOOM * redisbloom_bits_per_item
+        })
+    }
+}
+
 /// The largest mean of a Poisson count that stays at or under `allowed`
 /// with probability at least `confidence`.
 fn largest_poisson_mean(allowed: f64, confidence: f64) -> f64 {
@@ -121,6 +165,10 @@ pub(crate) struct Bloom {
 pub(crate) const OVER_LIMIT: &str = "ERR the filter would pass bf-memory-limit-per-filter: raise \
                                      the limit (CONFIG SET), or ask for a smaller capacity or a \
                                      larger error rate";
+/// The reply to an add a RedisBloom filter at this module's limits
+/// refuses (RedisBloom's "problem inserting", and why).
+pub(crate) const AT_LIMIT: &str = "ERR problem inserting into filter: it is at this module's \
+                                   limits (4,096 sub-filters, 2^64 - 1 items): add to another key";
 /// RedisBloom's reply when a filter's bits could not be allocated.
 pub(crate) const NO_MEMORY: &str = "ERR Insufficient memory to create filter";
 
@@ -138,6 +186,9 @@ pub(crate) enum Added {
     /// a RedisBloom filter's next link is too large): RedisBloom's
     /// "problem inserting"; the next new item tries again.
     Failed,
+    /// A RedisBloom filter at this module's limits (4,096 links, 2^64 - 1
+    /// items) refused the item: what a command leaves must load again.
+    AtLimit,
 }
 
 impl Bloom {
@@ -247,7 +298,9 @@ impl Bloom {
             .iter()
             .filter(|&&outcome| outcome == Added::Item(true))
             .count();
-        self.items += added as u64;
+        // A count at 2^64 - 1 stays there (a record may claim any count):
+        // never a wrap, nor a panic under overflow checks.
+        self.items = self.items.saturating_add(added as u64);
         outcomes
     }
 

@@ -8,8 +8,8 @@
 
 use crate::dump::{self, DumpState};
 use crate::filter::{Added, Bloom};
-use crate::redisbloom::rdb::{self, BytesInput};
-use crate::redisbloom::{Chain, ChainAdd};
+use crate::redisbloom::rdb::{self, BytesInput, BytesOutput};
+use crate::redisbloom::{Chain, ChainAdd, Shape};
 use crate::windowed::{Loading, Windowed};
 
 /// The most a fuzzed filter may grow to: a hostile size is refused
@@ -24,12 +24,61 @@ fn item(index: usize) -> Vec<u8> {
     format!("fuzz:{index}").into_bytes()
 }
 
-/// A RedisBloom header (`BF.LOADCHUNK key 1 header`), then adds, lookups
-/// and the `BF.SCANDUMP` stream loaded back.
+/// A RedisBloom header (`BF.LOADCHUNK key 1 header`), then adds, lookups,
+/// and every way the filter goes out and comes back (`use_chain`).
 pub fn redisbloom_header(data: &[u8]) {
     if let Ok(chain) = Chain::from_header(data, Some(CAP)) {
         use_chain(chain);
     }
+}
+
+/// Rates a [`redisbloom_chain`] link may have: RedisBloom's usual ones and
+/// the smallest a double holds (whose next link's rate is 0).
+const RATES: [f64; 8] = [0.25, 0.01, 1e-3, 1e-10, 1e-300, 1e-323, 5e-324, 0.5];
+
+/// Item counts a [`redisbloom_chain`] link may claim: small, and at the
+/// edges of 2^64.
+const COUNTS: [u64; 8] = [0, 1, 2, 7, 1 << 60, (1 << 63) - 1, 1 << 63, u64::MAX];
+
+/// A RedisBloom header built from `data` so that RedisBloom's own checks
+/// pass (random bytes rarely make one): the fuzzer chooses the options,
+/// the growth, up to 4,096 links (each a few words of bits at one of
+/// [`RATES`], claiming one of [`COUNTS`] as its capacity and items), so
+/// that chains at the module's limits (4,096 links, 2^64 - 1 items, a next
+/// link that cannot be sized) are met at once. Then as
+/// [`redisbloom_header`]: adds, and every way out and back in.
+pub fn redisbloom_chain(data: &[u8]) {
+    let mut bytes = data.iter().copied();
+    let mut next = || bytes.next().unwrap_or(0);
+    let options = u32::from(next()) & 0xf;
+    let links = 1 + usize::from(u16::from_le_bytes([next(), next()])) % 4096;
+    let growth = u32::from_le_bytes([next(), next(), next(), 0]);
+    let mut header = Vec::with_capacity(20 + 61 * links);
+    header.extend_from_slice(&[0; 8]);
+    header.extend_from_slice(&(links as u32).to_le_bytes());
+    header.extend_from_slice(&options.to_le_bytes());
+    header.extend_from_slice(&growth.to_le_bytes());
+    let mut size = 0u64;
+    for _ in 0..links {
+        let (shape_byte, count_byte) = (next(), next());
+        let rate = RATES[usize::from(shape_byte & 7)];
+        let Ok(shape) = Shape::of(1 + u64::from(shape_byte >> 5), rate, options & !2) else {
+            return;
+        };
+        let entries = COUNTS[usize::from(count_byte & 7)].max(1);
+        let items = COUNTS[usize::from(count_byte >> 5)];
+        size = size.wrapping_add(items);
+        header.extend_from_slice(&shape.bytes().to_le_bytes());
+        header.extend_from_slice(&shape.bits.to_le_bytes());
+        header.extend_from_slice(&items.to_le_bytes());
+        header.extend_from_slice(&shape.error.to_le_bytes());
+        header.extend_from_slice(&shape.bpe.to_le_bytes());
+        header.extend_from_slice(&shape.hashes.to_le_bytes());
+        header.extend_from_slice(&entries.to_le_bytes());
+        header.push(shape.n2);
+    }
+    header[..8].copy_from_slice(&size.to_le_bytes());
+    redisbloom_header(&header);
 }
 
 /// A RedisBloom RDB value (first byte: the encoding version, 0 to 4; then
@@ -39,42 +88,78 @@ pub fn redisbloom_rdb(data: &[u8]) {
         return;
     };
     let mut input = BytesInput(fields);
-    if let Ok(chain) = rdb::load(&mut input, i32::from(encver % 5)) {
+    if let Ok(chain) = rdb::load(&mut input, i32::from(encver % 5), Some(CAP)) {
         use_chain(chain);
     }
 }
 
+/// What the server does with a RedisBloom filter it took in: adds (each
+/// then found; refused where the filter is full, at the memory cap, or at
+/// the module's limits), then every way out and back in must take the
+/// state the adds left (`assert_reloads`): a state a command leaves that
+/// does not load again is a key that `DEBUG RELOAD`, a restart or a full
+/// sync loses, or a server that does not start.
 fn use_chain(mut chain: Chain) {
     for index in 0..ITEMS {
         let item = item(index);
         match chain.add(&item, Some(CAP)) {
             ChainAdd::Added(_) => assert!(chain.contains(&item), "an added item is missing"),
-            ChainAdd::Full => break,
+            ChainAdd::Full | ChainAdd::AtLimit => break,
             ChainAdd::OverLimit | ChainAdd::Failed => {}
         }
+        assert!(chain.memory_bytes() <= CAP, "an add went past the cap");
     }
-    // Its dump loads back into the same filter.
+    assert_reloads(&chain);
+}
+
+/// `chain` goes out and comes back: its `BF.SCANDUMP` stream into
+/// `BF.LOADCHUNK` (an AOF rewrite without an RDB preamble, a copy by a
+/// client's loop), and its RDB value into `RESTORE` within the cap (a
+/// client's) and without one (`DEBUG RELOAD`, a restart, a full sync, an
+/// AOF's preamble): each loads, answers alike, and writes the same bytes.
+fn assert_reloads(chain: &Chain) {
     let mut iterator = 0;
-    let mut copy: Option<Chain> = None;
+    let mut streamed: Option<Chain> = None;
     loop {
         let (next, piece) = chain.scan_dump(iterator);
         if next == 0 {
             break;
         }
-        match copy.as_mut() {
-            None => copy = Some(Chain::from_header(&piece, None).expect("its own header loads")),
+        match streamed.as_mut() {
+            None => {
+                let header = Chain::from_header(&piece, Some(CAP));
+                let refused = header.as_ref().err();
+                assert!(refused.is_none(), "its own header is refused: {refused:?}");
+                streamed = header.ok();
+            }
             Some(copy) => copy.load_piece(next, &piece).expect("its own piece loads"),
         }
         iterator = next;
     }
-    let copy = copy.expect("a dump has a header");
-    for index in 0..ITEMS {
-        let item = item(index);
-        assert_eq!(
-            copy.contains(&item),
-            chain.contains(&item),
-            "a reload answers otherwise"
-        );
+    let streamed = streamed.expect("a dump has a header");
+    let mut saved = BytesOutput::default();
+    rdb::save(chain, &mut saved);
+    let restored = rdb::load(&mut BytesInput(&saved.0), rdb::ENCODING_VERSION, Some(CAP));
+    let refused = restored.as_ref().err();
+    assert!(refused.is_none(), "its RDB value is refused: {refused:?}");
+    let reloaded = rdb::load(&mut BytesInput(&saved.0), rdb::ENCODING_VERSION, None);
+    let refused = reloaded.as_ref().err();
+    assert!(
+        refused.is_none(),
+        "its RDB value does not reload: {refused:?}"
+    );
+    for copy in [streamed, restored.unwrap(), reloaded.unwrap()] {
+        let mut again = BytesOutput::default();
+        rdb::save(&copy, &mut again);
+        assert!(again.0 == saved.0, "a reload saves other bytes");
+        for index in 0..ITEMS {
+            let item = item(index);
+            assert_eq!(
+                copy.contains(&item),
+                chain.contains(&item),
+                "a reload answers otherwise"
+            );
+        }
     }
 }
 

@@ -23,22 +23,25 @@
 //!
 //! Layout, each file using only those after it (no circles):
 //! `fuzzing.rs` (the fuzz targets' entry points), `wbf_commands.rs` (the
-//! `WBF.*` commands), `commands.rs` (parsing
-//! and replies), `command_info.rs` (ACL categories,
+//! `WBF.*` commands), `commands.rs` (the `BF.*` commands that write:
+//! parsing and replies), `bf_reads.rs` (those that read, and the reply
+//! helpers), `command_info.rs` (ACL categories,
 //! key specs, docs), `args.rs` (numbers, options, module arguments),
 //! `config.rs` (the server configs and the defaults they set),
 //! `replica.rs` (a primary's or an AOF's command that cannot be applied:
 //! no filter rather than a different one; RedisBloom's streams create as
-//! RedisBloom did), `refused.rs` (the keys whose replayed creation was
-//! refused here),
-//! `windowed/` (a windowed key's value, its record and its type),
-//! `redisbloom/` (RedisBloom's own filters, its type, hashing and
-//! encodings, served as RedisBloom serves them), `data_type.rs` (the
+//! RedisBloom did), `events.rs` (flushes, `SWAPDB` and loads, to what each
+//! concerns), `windowed/` (a windowed key's value, its record, its type, and the
+//! timer that ends a time window's generations on a primary when they are
+//! due), `redisbloom/` (RedisBloom's own filters, its type, hashing and
+//! encodings, served as RedisBloom serves them, and the keys a load holds
+//! none under), `data_type.rs` (the
 //! server's callbacks), `value.rs` (a key's value: a filter, or a dump
 //! still loading), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `record/`
 //! (a filter's bytes; its `envelope.rs`, what they share with a windowed
-//! key's), `filter.rs` (a key's filter) and `alloc.rs` (the
-//! server's allocator, alignment honoured).
+//! key's), `filter.rs` (a key's filter), `alloc.rs` (the server's
+//! allocator, alignment honoured) and `refused.rs` (the keys whose
+//! replayed creation was refused here).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 // Built for the fuzz targets, the commands and callbacks are not registered.
@@ -46,11 +49,13 @@
 
 mod alloc;
 mod args;
+mod bf_reads;
 mod command_info;
 mod commands;
 mod config;
 mod data_type;
 mod dump;
+mod events;
 mod filter;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -75,7 +80,8 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     let loaded = args::load_defaults(args)
         .and_then(|defaults| config::register(ctx, &defaults))
         .and_then(|()| command_info::register(ctx))
-        .and_then(|()| refused::subscribe(ctx));
+        .and_then(|()| events::subscribe(ctx))
+        .and_then(|()| windowed::schedule::subscribe(ctx));
     match loaded {
         Ok(()) => {
             let defaults = config::defaults();
@@ -110,11 +116,11 @@ redis_module! {
         ["bf.add", commands::bf_add, "write deny-oom", 1, 1, 1, ""],
         ["bf.madd", commands::bf_madd, "write deny-oom", 1, 1, 1, ""],
         ["bf.insert", commands::bf_insert, "write deny-oom", 1, 1, 1, ""],
-        ["bf.exists", commands::bf_exists, "readonly fast", 1, 1, 1, ""],
-        ["bf.mexists", commands::bf_mexists, "readonly fast", 1, 1, 1, ""],
-        ["bf.info", commands::bf_info, "readonly fast", 1, 1, 1, ""],
-        ["bf.card", commands::bf_card, "readonly fast", 1, 1, 1, ""],
-        ["bf.scandump", commands::bf_scandump, "readonly", 1, 1, 1, ""],
+        ["bf.exists", bf_reads::bf_exists, "readonly fast", 1, 1, 1, ""],
+        ["bf.mexists", bf_reads::bf_mexists, "readonly fast", 1, 1, 1, ""],
+        ["bf.info", bf_reads::bf_info, "readonly fast", 1, 1, 1, ""],
+        ["bf.card", bf_reads::bf_card, "readonly fast", 1, 1, 1, ""],
+        ["bf.scandump", bf_reads::bf_scandump, "readonly", 1, 1, 1, ""],
         ["bf.loadchunk", commands::bf_loadchunk, "write deny-oom", 1, 1, 1, ""],
         ["wbf.reserve", wbf_commands::wbf_reserve, "write deny-oom", 1, 1, 1, ""],
         ["wbf.add", wbf_commands::wbf_add, "write deny-oom", 1, 1, 1, ""],

@@ -27,7 +27,6 @@
 //! lock is never contended.
 
 use std::collections::BTreeSet;
-use std::ffi::c_void;
 use std::sync::Mutex;
 
 use redis_module::{raw, Context};
@@ -84,7 +83,11 @@ pub(crate) enum Recorded {
 /// Remembers that this server refused to create `key` for its primary or
 /// its AOF.
 pub(crate) fn record(ctx: &Context, key: &[u8]) -> Recorded {
-    let db = db(ctx);
+    record_in(db(ctx), key)
+}
+
+/// The same, for a key of database `db` (a load's, which has no command).
+pub(crate) fn record_in(db: i32, key: &[u8]) -> Recorded {
     with(|refused| {
         if refused.full {
             return Recorded::WasFull;
@@ -124,7 +127,7 @@ pub(crate) fn created(ctx: &Context, key: &[u8]) {
 
 /// Forgets the refusals in `db` (`None`: in every database, and the set
 /// is no longer full).
-fn clear(db: Option<i32>) {
+pub(crate) fn clear(db: Option<i32>) {
     with(|refused| match db {
         None => {
             refused.keys.clear();
@@ -145,7 +148,7 @@ fn clear(db: Option<i32>) {
 }
 
 /// `SWAPDB first second`: their refusals change places.
-fn swap(first: i32, second: i32) {
+pub(crate) fn swap(first: i32, second: i32) {
     with(|refused| {
         refused.keys = std::mem::take(&mut refused.keys)
             .into_iter()
@@ -156,82 +159,4 @@ fn swap(first: i32, second: i32) {
             })
             .collect();
     });
-}
-
-extern "C" fn on_flush(
-    _ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut c_void,
-) {
-    if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_START || data.is_null() {
-        return;
-    }
-    // Safety: the server passes its flush info with this event.
-    let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
-    clear((info.dbnum >= 0).then_some(info.dbnum));
-}
-
-extern "C" fn on_swap(
-    _ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    _subevent: u64,
-    data: *mut c_void,
-) {
-    if data.is_null() {
-        return;
-    }
-    // Safety: the server passes its swap info with this event.
-    let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
-    swap(info.dbnum_first, info.dbnum_second);
-}
-
-/// A whole dataset begins to load (an RDB, a full sync, an AOF), or one
-/// loaded beside the old has replaced it (`repl-diskless-load swapdb`).
-extern "C" fn on_load(
-    _ctx: *mut raw::RedisModuleCtx,
-    event: raw::RedisModuleEvent,
-    subevent: u64,
-    _data: *mut c_void,
-) {
-    let replaced = if event.id == raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD {
-        subevent == raw::REDISMODULE_SUBEVENT_REPL_ASYNC_LOAD_COMPLETED
-    } else {
-        matches!(
-            subevent,
-            raw::REDISMODULE_SUBEVENT_LOADING_RDB_START
-                | raw::REDISMODULE_SUBEVENT_LOADING_AOF_START
-                | raw::REDISMODULE_SUBEVENT_LOADING_REPL_START
-        )
-    };
-    if replaced {
-        clear(None);
-    }
-}
-
-/// Subscribes to the server events that change what the set must hold.
-///
-/// # Errors
-///
-/// A line for the server's log when the server refuses a subscription
-/// (the events are Redis 6's and 7's; Redis 7.0 and Valkey have them all).
-pub(crate) fn subscribe(ctx: &Context) -> Result<(), String> {
-    // Safety: filled in at load; called during load with the module's
-    // context.
-    let subscribe = unsafe { raw::RedisModule_SubscribeToServerEvent }
-        .ok_or("the server has no server events")?;
-    let events: [(u64, raw::RedisModuleEventCallback); 4] = [
-        (raw::REDISMODULE_EVENT_FLUSHDB, Some(on_flush)),
-        (raw::REDISMODULE_EVENT_SWAPDB, Some(on_swap)),
-        (raw::REDISMODULE_EVENT_LOADING, Some(on_load)),
-        (raw::REDISMODULE_EVENT_REPL_ASYNC_LOAD, Some(on_load)),
-    ];
-    for (id, callback) in events {
-        let event = raw::RedisModuleEvent { id, dataver: 1 };
-        // Safety: as above; the callbacks match the server's signature.
-        if unsafe { subscribe(ctx.ctx, event, callback) } != raw::REDISMODULE_OK as i32 {
-            return Err(format!("the server refused the subscription to event {id}"));
-        }
-    }
-    Ok(())
 }

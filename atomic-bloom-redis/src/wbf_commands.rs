@@ -29,12 +29,14 @@ use redis_module::{
 };
 
 use crate::args::{error, new_seed, parse_f64, parse_i64};
-use crate::commands::{reply_bools, reply_fields};
+use crate::bf_reads::{reply_bools, reply_fields};
 use crate::config::{self, MAX_CAPACITY, MAX_ERROR_RATE};
 use crate::filter::{NO_MEMORY, OVER_LIMIT};
 use crate::replica::{self, creation_refused, is_replayed, not_held};
 use crate::windowed::data_type::WINDOWED_TYPE;
-use crate::windowed::{server_ms, Loading, WindowOptions, WindowValue, Windowed, MAX_TIME_MS};
+use crate::windowed::{
+    schedule, server_ms, Loading, WindowOptions, WindowValue, Windowed, MAX_TIME_MS,
+};
 
 const NOT_FOUND: &str = "ERR not found";
 const LOADING: &str = "ERR the windowed filter is still being replayed from the AOF";
@@ -164,6 +166,7 @@ fn create<'a>(
     }
     let options = windowed.options;
     key.set_value(&WINDOWED_TYPE, WindowValue::Ready(windowed))?;
+    schedule::note_key(ctx, key_name);
     replica::created(ctx, key_name);
     replicate_creation(ctx, key_name, &options);
     match value_mut(key)? {
@@ -194,18 +197,14 @@ fn replicate_creation(ctx: &Context, key: &RedisString, options: &WindowOptions)
 }
 
 /// Performs the rotations due by the primary's clock (`clock`: `None` on
-/// a replica or in a replay) and propagates them as `WBF.ADVANCE`.
+/// a replica or in a replay), propagates them as `WBF.ADVANCE`, and
+/// notes the key's next end for the timer (`windowed/schedule.rs`).
 fn catch_up(ctx: &Context, key: &RedisString, windowed: &mut Windowed, clock: Option<i64>) {
     let Some(now) = clock else {
         return;
     };
-    if windowed.rotate_due(now) {
-        let epoch = windowed.filter.epoch().to_string();
-        let left = windowed.left_ms(now).to_string();
-        ctx.replicate(
-            "WBF.ADVANCE",
-            &[key.as_slice(), epoch.as_bytes(), left.as_bytes()][..],
-        );
+    if schedule::catch_up(ctx, key, windowed, now) {
+        schedule::note_window(ctx, key, windowed);
     }
 }
 
@@ -409,7 +408,8 @@ pub(crate) fn wbf_advance(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
     let key = ctx.open_key_writable(&args[1]);
     match value_mut(&key)? {
         Some(WindowValue::Ready(windowed)) => {
-            windowed.follow(epoch, left, server_ms()).map_err(error)?
+            windowed.follow(epoch, left, server_ms()).map_err(error)?;
+            schedule::note_window(ctx, &args[1], windowed);
         }
         Some(WindowValue::Loading(_)) => return Err(error(LOADING)),
         None => return Err(not_held(ctx, "WBF.ADVANCE", &args[1])),
@@ -450,7 +450,10 @@ pub(crate) fn wbf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResul
         _ => return Err(error("ERR a chunk out of place")),
     };
     match outcome {
-        Ok(Ok(windowed)) => key.set_value(&WINDOWED_TYPE, WindowValue::Ready(windowed))?,
+        Ok(Ok(windowed)) => {
+            key.set_value(&WINDOWED_TYPE, WindowValue::Ready(windowed))?;
+            schedule::note_key(ctx, &args[1]);
+        }
         Ok(Err(loading)) => key.set_value(&WINDOWED_TYPE, WindowValue::Loading(loading))?,
         Err(refused) => {
             key.delete()?;

@@ -286,3 +286,40 @@ fn the_memory_limit_binds_clients_and_never_a_replica() {
         assert!(found.into_iter().all(|found| found), "{kind:?}");
     }
 }
+
+/// `COPY` holds to `bf-memory-limit-per-filter` for every type of the
+/// module's, as `RESTORE` does: a filter made before the limit was set is
+/// not copied past it (it was).
+#[test]
+fn copy_keeps_the_memory_limit() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        for reserve in [
+            &["BF.RESERVE", "big", "0.01", "10000000"][..],
+            &["WBF.RESERVE", "wbig", "0.01", "1000000"],
+            &["BF.RESERVE", "small", "0.01", "1000"],
+            &["WBF.RESERVE", "wsmall", "0.01", "1000"],
+        ] {
+            let _: String = redis::cmd(reserve[0])
+                .arg(&reserve[1..])
+                .query(&mut c)
+                .unwrap();
+        }
+        config_set(&mut c, &name(kind, "bf-memory-limit-per-filter"), "1mb").unwrap();
+        for (from, to, copied) in [
+            ("big", "big2", false),
+            ("wbig", "wbig2", false),
+            ("small", "small2", true),
+            ("wsmall", "wsmall2", true),
+        ] {
+            let done: i64 = redis::cmd("COPY")
+                .arg(&[from, to])
+                .query(&mut c)
+                .unwrap_or(0);
+            assert_eq!(done == 1, copied, "{kind:?}: COPY {from}");
+            let exists: i64 = redis::cmd("EXISTS").arg(to).query(&mut c).unwrap();
+            assert_eq!(exists == 1, copied, "{kind:?}: {to}");
+        }
+    }
+}

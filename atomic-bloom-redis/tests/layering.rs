@@ -6,15 +6,16 @@
 use std::path::Path;
 
 /// The module's top-level files and folders, in the order `lib.rs` states.
-const ORDER: [&str; 16] = [
+const ORDER: [&str; 18] = [
     "fuzzing",
     "wbf_commands",
     "commands",
+    "bf_reads",
     "command_info",
     "args",
     "config",
     "replica",
-    "refused",
+    "events",
     "windowed",
     "redisbloom",
     "data_type",
@@ -23,6 +24,7 @@ const ORDER: [&str; 16] = [
     "record",
     "filter",
     "alloc",
+    "refused",
 ];
 
 /// The `crate::name` paths a file's code (not its comments) uses.

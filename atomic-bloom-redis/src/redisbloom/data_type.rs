@@ -15,8 +15,9 @@ use std::os::raw::{c_int, c_longlong, c_void};
 use redis_module::native_types::RedisType;
 use redis_module::{logging, raw};
 
-use super::rdb::{self, RdbInput, ENCODING_VERSION};
-use super::{Chain, Link};
+use super::rdb::{self, RdbInput, RdbOutput, ENCODING_VERSION};
+use super::{unheld, Chain, ChainError, Link};
+use crate::data_type::{copy_cap, restore_cap};
 
 pub(crate) static REDISBLOOM_TYPE: RedisType = RedisType::new(
     "MBbloom--",
@@ -27,19 +28,23 @@ pub(crate) static REDISBLOOM_TYPE: RedisType = RedisType::new(
 unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     // Safety: the server passes a value this type created.
     let chain = unsafe { &*value.cast::<Chain>() };
-    raw::save_unsigned(io, chain.size);
-    raw::save_unsigned(io, chain.links.len() as u64);
-    raw::save_unsigned(io, u64::from(chain.options));
-    raw::save_unsigned(io, u64::from(chain.growth));
-    for link in &chain.links {
-        raw::save_unsigned(io, link.shape.entries);
-        raw::save_double(io, link.shape.error);
-        raw::save_unsigned(io, u64::from(link.shape.hashes));
-        raw::save_double(io, link.shape.bpe);
-        raw::save_unsigned(io, link.shape.bits);
-        raw::save_unsigned(io, u64::from(link.shape.n2));
-        raw::save_slice(io, &link.data);
-        raw::save_unsigned(io, link.size);
+    rdb::save(chain, &mut ServerOutput(io));
+}
+
+/// The server's RDB stream of one value, written.
+struct ServerOutput(*mut raw::RedisModuleIO);
+
+impl RdbOutput for ServerOutput {
+    fn unsigned(&mut self, value: u64) {
+        raw::save_unsigned(self.0, value);
+    }
+
+    fn double(&mut self, value: f64) {
+        raw::save_double(self.0, value);
+    }
+
+    fn string(&mut self, bytes: &[u8]) {
+        raw::save_slice(self.0, bytes);
     }
 }
 
@@ -78,8 +83,11 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
         ));
         return std::ptr::null_mut();
     }
-    match rdb::load(&mut ServerInput(io), encver) {
+    match rdb::load(&mut ServerInput(io), encver, restore_cap(io)) {
         Ok(chain) => Box::into_raw(Box::new(chain)).cast::<c_void>(),
+        // RedisBloom's filter, which this module cannot hold: a load holds
+        // no key there and goes on (a RESTORE is refused).
+        Err(past @ ChainError::PastLimits(_)) => unheld::refuse(io, &past),
         Err(error) => {
             logging::log_warning(format!("atomic-bloom: RDB load refused: {error}"));
             std::ptr::null_mut()
@@ -94,6 +102,11 @@ unsafe extern "C" fn aof_rewrite(
 ) {
     // Safety: the server passes a value this type created.
     let chain = unsafe { &*value.cast::<Chain>() };
+    if chain.is_placeholder() {
+        // No filter (a load's placeholder, which a rewrite never meets:
+        // the server rewrites nothing while it loads).
+        return;
+    }
     let mut iterator = 0i64;
     loop {
         let (next, piece) = chain.scan_dump(iterator);
@@ -138,6 +151,12 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     // Safety: the server passes a value this type created.
     let chain = unsafe { &*value.cast::<Chain>() };
+    if copy_cap().is_some_and(|cap| chain.memory_bytes() > cap) {
+        logging::log_notice(
+            "atomic-bloom: COPY refused: the copy would pass bf-memory-limit-per-filter",
+        );
+        return std::ptr::null_mut();
+    }
     let Ok(links) = chain
         .links
         .iter()

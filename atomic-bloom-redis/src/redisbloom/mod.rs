@@ -31,6 +31,7 @@ pub(crate) mod data_type;
 mod murmur;
 pub(crate) mod rdb;
 mod stream;
+pub(crate) mod unheld;
 
 use murmur::{murmur2, murmur64a};
 
@@ -50,8 +51,11 @@ const LN2_SQUARED: f64 = 0.480453013918201;
 /// A new link's error rate, against the last link's.
 const TIGHTENING: f64 = 0.5;
 
-/// Links a chain may have (RedisBloom sets none; a header that claims more
-/// is refused before anything is allocated).
+/// Links a chain may have (RedisBloom sets none, but halves each new
+/// link's rate, so its own growth stops at about 1,075 links, where the
+/// rate underflows; only a crafted header has more). A header that claims
+/// more is refused before anything is allocated, and an add that needs
+/// link 4,097 is refused.
 pub(crate) const MAX_LINKS: u64 = 4096;
 /// Hashes a link may have: RedisBloom's own links have at most ~1,500 (at
 /// the smallest rate a double holds); a hostile header could claim 2^32
@@ -66,6 +70,11 @@ const MAX_LINK_BYTES: u64 = 1 << 40;
 pub(crate) enum ChainError {
     /// Fields that RedisBloom would refuse, or that no RedisBloom wrote.
     Invalid(&'static str),
+    /// A chain RedisBloom would hold, past this module's limits
+    /// ([`MAX_LINKS`], [`MAX_HASHES`], [`MAX_LINK_BYTES`]): refused with
+    /// an error where a client sends it, and held as no key where a load
+    /// meets it (`data_type.rs`).
+    PastLimits(&'static str),
     /// The allocator had no memory for the bits.
     OutOfMemory,
     /// The links' bits would pass the caller's byte cap
@@ -77,6 +86,9 @@ impl std::fmt::Display for ChainError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ChainError::Invalid(why) => write!(f, "invalid RedisBloom filter: {why}"),
+            ChainError::PastLimits(why) => {
+                write!(f, "a RedisBloom filter past this module's limits: {why}")
+            }
             ChainError::OutOfMemory => f.write_str("no memory for a RedisBloom filter's bits"),
             ChainError::OverLimit => f.write_str("its bits would pass bf-memory-limit-per-filter"),
         }
@@ -227,8 +239,8 @@ impl Link {
             return Err(ChainError::Invalid("link fields RedisBloom would refuse"));
         }
         if shape.hashes > MAX_HASHES || data_bytes > MAX_LINK_BYTES {
-            return Err(ChainError::Invalid(
-                "a link larger than any RedisBloom makes",
+            return Err(ChainError::PastLimits(
+                "a link of more than 2,048 hashes or 2^40 bytes",
             ));
         }
         Ok(())
@@ -297,6 +309,18 @@ impl Link {
     }
 }
 
+/// What a chain of `links` links takes, as [`Chain::memory_bytes`] counts
+/// it, when its bits take `bits_bytes` and `more` bytes more: what every
+/// way in measures against `bf-memory-limit-per-filter` (a header, an RDB
+/// value, a new link, a copy).
+pub(crate) fn memory_bytes_of(links: usize, bits_bytes: u64, more: u64) -> u64 {
+    (links as u64)
+        .saturating_mul(64)
+        .saturating_add(32)
+        .saturating_add(bits_bytes)
+        .saturating_add(more)
+}
+
 /// A RedisBloom filter: its `SBChain`.
 pub(crate) struct Chain {
     pub(crate) links: Vec<Link>,
@@ -316,6 +340,11 @@ pub(crate) enum ChainAdd {
     OverLimit,
     /// The next link could not be made (RedisBloom: "problem inserting").
     Failed,
+    /// The chain is at this module's limits: the next link would be link
+    /// 4,097, or the item count would pass 2^64 - 1 (RedisBloom's wraps,
+    /// to a chain its own loader refuses). Refused, the chain unchanged,
+    /// so that what a command leaves always loads again.
+    AtLimit,
 }
 
 /// What RedisBloom makes a new filter from (`bfCreateChain`): the first
@@ -338,13 +367,23 @@ impl Chain {
     /// # Errors
     ///
     /// [`ChainError::Invalid`] for options RedisBloom would not build
-    /// ("could not create filter"), [`ChainError::OutOfMemory`] when the
-    /// allocator refuses the bits.
-    pub(crate) fn new(options: &ChainOptions) -> Result<Chain, ChainError> {
+    /// ("could not create filter"), [`ChainError::OverLimit`] when it would
+    /// take more than `cap` bytes (measured before anything is allocated),
+    /// [`ChainError::OutOfMemory`] when the allocator refuses the bits.
+    pub(crate) fn new(options: &ChainOptions, cap: Option<usize>) -> Result<Chain, ChainError> {
+        let (shape, flags) = Chain::first_shape(options)?;
+        if cap.is_some_and(|cap| memory_bytes_of(1, shape.bytes(), 0) > cap as u64) {
+            return Err(ChainError::OverLimit);
+        }
+        Chain::checked(vec![Link::from_shape(shape)?], 0, flags, options.growth)
+    }
+
+    /// The first link of a new chain of `options`, and the chain's flags.
+    pub(crate) fn first_shape(options: &ChainOptions) -> Result<(Shape, u32), ChainError> {
         let flags = FORCE64 | NOROUND | if options.nonscaling { NO_SCALING } else { 0 };
         let tightening = if options.nonscaling { 1.0 } else { TIGHTENING };
         let shape = Shape::of(options.capacity, options.error_rate * tightening, flags)?;
-        Chain::checked(vec![Link::from_shape(shape)?], 0, flags, options.growth)
+        Ok((shape, flags))
     }
 
     /// A chain read from a header or an RDB, its fields checked as
@@ -357,8 +396,11 @@ impl Chain {
         options: u32,
         growth: u32,
     ) -> Result<Chain, ChainError> {
-        if links.is_empty() || links.len() as u64 > MAX_LINKS {
-            return Err(ChainError::Invalid("no links, or more than 4096"));
+        if links.is_empty() {
+            return Err(ChainError::Invalid("no links"));
+        }
+        if links.len() as u64 > MAX_LINKS {
+            return Err(ChainError::PastLimits("more than 4,096 links"));
         }
         if options & !KNOWN_OPTIONS != 0 {
             return Err(ChainError::Invalid("unknown options"));
@@ -369,20 +411,16 @@ impl Chain {
         if total != Some(size) {
             return Err(ChainError::Invalid("item counts that do not add up"));
         }
-        let chain = Chain {
+        // A next link that cannot be sized (its rate underflows to 0, its
+        // size passes 2^64 bits) is the add's affair, as in RedisBloom:
+        // "problem inserting". RedisBloom builds such chains itself (a
+        // first link at 5e-324, whose next link's rate is 0).
+        Ok(Chain {
             links,
             size,
             options,
             growth,
-        };
-        // A chain that grows must be able to size its next link: one whose
-        // size overflows would be met at the next add. (Whether it can be
-        // allocated is the add's affair: "problem inserting", as in
-        // RedisBloom.)
-        if options & NO_SCALING == 0 {
-            chain.next_shape()?;
-        }
-        Ok(chain)
+        })
     }
 
     fn hash(&self, item: &[u8]) -> Hash {
@@ -410,23 +448,24 @@ impl Chain {
     /// `entries · growth` items at half the error rate.
     fn next_shape(&self) -> Result<Shape, ChainError> {
         let last = self.links.last().ok_or(ChainError::Invalid("no links"))?;
-        self.shape_after(last.shape.entries, last.shape.error)
-    }
-
-    /// The shape of the link after one of `entries` items at `error`.
-    fn shape_after(&self, entries: u64, error: f64) -> Result<Shape, ChainError> {
-        let entries = entries
+        let entries = last
+            .shape
+            .entries
             .checked_mul(u64::from(self.growth))
             .ok_or(ChainError::Invalid("a next link past 2^64 items"))?;
-        Shape::of(entries, error * TIGHTENING, self.options)
+        Shape::of(entries, last.shape.error * TIGHTENING, self.options)
     }
 
     /// Adds `item` as RedisBloom's `SBChain_Add` does; a new link that would
-    /// take the chain past `cap` bytes is refused.
+    /// take the chain past `cap` bytes is refused, and so is whatever would
+    /// take it past this module's limits ([`ChainAdd::AtLimit`]).
     pub(crate) fn add(&mut self, item: &[u8], cap: Option<usize>) -> ChainAdd {
         let hash = self.hash(item);
         if self.links.iter().rev().any(|link| link.contains(hash)) {
             return ChainAdd::Added(false);
+        }
+        if self.size == u64::MAX {
+            return ChainAdd::AtLimit;
         }
         let full = self
             .links
@@ -439,16 +478,13 @@ impl Chain {
             let Ok(shape) = self.next_shape() else {
                 return ChainAdd::Failed;
             };
-            // The chain a new link makes must load where it is sent
-            // (`BF.SCANDUMP`, the RDB), and a chain loads only if its next
-            // link can be sized: a link after which none can is refused.
-            if self.shape_after(shape.entries, shape.error).is_err() {
-                return ChainAdd::Failed;
+            if self.links.len() as u64 >= MAX_LINKS {
+                return ChainAdd::AtLimit;
             }
             // Measured before anything is allocated: a link past the cap
             // (up to a terabyte) is never made, let alone made and dropped
             // at every add.
-            let bytes = (self.memory_bytes() as u64).saturating_add(shape.bytes());
+            let bytes = memory_bytes_of(self.links.len() + 1, self.bits_bytes(), shape.bytes());
             if cap.is_some_and(|cap| bytes > cap as u64) {
                 return ChainAdd::OverLimit;
             }
@@ -478,7 +514,13 @@ impl Chain {
     /// Bytes, as RedisBloom counts them for `BF.INFO` and `MEMORY USAGE`:
     /// its chain (32 bytes), 64 per link, and the bits.
     pub(crate) fn memory_bytes(&self) -> usize {
-        32 + 64 * self.links.len() + self.links.iter().map(|link| link.data.len()).sum::<usize>()
+        usize::try_from(memory_bytes_of(self.links.len(), self.bits_bytes(), 0))
+            .unwrap_or(usize::MAX)
+    }
+
+    /// Bytes of the links' bits.
+    fn bits_bytes(&self) -> u64 {
+        self.links.iter().map(|link| link.data.len() as u64).sum()
     }
 
     /// The growth factor, or none for `NONSCALING`.

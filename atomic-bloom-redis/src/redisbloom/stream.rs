@@ -9,7 +9,7 @@
 //! error (f64), bits per entry (f64), hashes (u32), entries (u64) and n2
 //! (u8).
 
-use super::{Chain, ChainError, Link, Shape, MAX_LINKS};
+use super::{memory_bytes_of, Chain, ChainError, Link, Shape, MAX_LINKS};
 
 /// Bytes of the header before the links.
 const HEADER_FIXED_BYTES: usize = 8 + 4 + 4 + 4;
@@ -44,8 +44,7 @@ impl Chain {
     /// A chain with zeroed bits from a header, checked as RedisBloom checks
     /// one (every field, the length exact) and against this module's
     /// bounds, before anything is allocated; refused with
-    /// [`ChainError::OverLimit`] when its links' bits would pass `cap`
-    /// bytes.
+    /// [`ChainError::OverLimit`] when it would take more than `cap` bytes.
     pub(crate) fn from_header(bytes: &[u8], cap: Option<usize>) -> Result<Chain, ChainError> {
         let bad = ChainError::Invalid("a header RedisBloom would refuse");
         if bytes.len() < HEADER_FIXED_BYTES {
@@ -63,11 +62,14 @@ impl Chain {
         let count = u32_of(take(4));
         let options = u32_of(take(4));
         let growth = u32_of(take(4));
-        if count == 0 || u64::from(count) > MAX_LINKS {
+        let length = HEADER_BYTES_PER_LINK
+            .checked_mul(count as usize)
+            .and_then(|links| links.checked_add(HEADER_FIXED_BYTES));
+        if count == 0 || length != Some(bytes.len()) {
             return Err(bad);
         }
-        if bytes.len() != HEADER_FIXED_BYTES + HEADER_BYTES_PER_LINK * count as usize {
-            return Err(bad);
+        if u64::from(count) > MAX_LINKS {
+            return Err(ChainError::PastLimits("more than 4,096 links"));
         }
         // Every link's fields first, so that nothing is allocated for a
         // header whose last link is wrong.
@@ -90,11 +92,9 @@ impl Chain {
         }
         let claimed = fields
             .iter()
-            .try_fold(0u64, |sum, field| sum.checked_add(field.0));
-        if let Some(cap) = cap {
-            if !matches!(claimed, Some(bytes) if bytes <= cap as u64) {
-                return Err(ChainError::OverLimit);
-            }
+            .fold(0u64, |sum, field| sum.saturating_add(field.0));
+        if cap.is_some_and(|cap| memory_bytes_of(fields.len(), claimed, 0) > cap as u64) {
+            return Err(ChainError::OverLimit);
         }
         let mut links = Vec::with_capacity(fields.len());
         for (data_bytes, link_size, shape) in fields {

@@ -9,15 +9,74 @@ use redis_module::native_types::RedisType;
 use redis_module::{logging, raw};
 
 use super::record::RecordError;
-use super::{server_ms, Loading, WindowValue, Windowed};
-use crate::data_type::{restore_cap, type_methods, AofWriter, ChunkNumber, RdbReader, RdbWriter};
+use super::{schedule, server_ms, Loading, WindowValue, Windowed};
+use crate::data_type::{
+    copy_cap, restore_cap, type_methods, AofWriter, ChunkNumber, RdbReader, RdbWriter,
+};
 
 /// The type's name (exactly nine characters) and encoding version.
 pub(crate) static WINDOWED_TYPE: RedisType = RedisType::new(
     "wbloom-ab",
     ENCODING_VERSION,
-    type_methods(rdb_load, rdb_save, aof_rewrite, free, mem_usage, copy),
+    raw::RedisModuleTypeMethods {
+        // A key that goes leaves the timer's schedule.
+        unlink2: Some(unlink),
+        ..type_methods(rdb_load, rdb_save, aof_rewrite, free, mem_usage, copy)
+    },
 );
+
+unsafe extern "C" fn unlink(ctx: *mut raw::RedisModuleKeyOptCtx, _value: *const c_void) {
+    // Safety: filled in at load (Redis 7.0 and Valkey have both); the
+    // server's context and string, read while the callback runs.
+    unsafe {
+        let (Some(name_of), Some(db_of)) = (
+            raw::RedisModule_GetKeyNameFromOptCtx,
+            raw::RedisModule_GetDbIdFromOptCtx,
+        ) else {
+            return;
+        };
+        let name = name_of(ctx);
+        if name.is_null() {
+            return;
+        }
+        let mut length = 0usize;
+        let bytes = raw::RedisModule_StringPtrLen.unwrap()(name, &mut length);
+        schedule::forget(
+            db_of(ctx),
+            std::slice::from_raw_parts(bytes.cast::<u8>(), length),
+        );
+    }
+}
+
+/// Notes a time window a load (or `RESTORE`) brought for the timer.
+fn note_loaded(io: *mut raw::RedisModuleIO, windowed: &Windowed) {
+    if !windowed.is_timed() {
+        return;
+    }
+    // Safety: filled in at load (Redis 7.0 and Valkey have them); the
+    // server's context and string for `io`, read while the callback runs.
+    unsafe {
+        let (Some(name_of), Some(db_of)) = (
+            raw::RedisModule_GetKeyNameFromIO,
+            raw::RedisModule_GetDbIdFromIO,
+        ) else {
+            return;
+        };
+        let name = name_of(io);
+        if name.is_null() {
+            return;
+        }
+        let mut length = 0usize;
+        let bytes = raw::RedisModule_StringPtrLen.unwrap()(name, &mut length);
+        let ctx = raw::RedisModule_GetContextFromIO.unwrap()(io);
+        schedule::note(
+            ctx,
+            db_of(io),
+            std::slice::from_raw_parts(bytes.cast::<u8>(), length),
+            windowed.next_rotation_ms,
+        );
+    }
+}
 
 const ENCODING_VERSION: i32 = 1;
 
@@ -58,7 +117,10 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
     let cap = restore_cap(io).map(WindowValue::filter_cap);
     let value = match raw::load_unsigned(io) {
         Ok(TAG_READY) => match Windowed::read_record(RdbReader::new(io), server_ms(), cap) {
-            Ok(windowed) => WindowValue::Ready(windowed),
+            Ok(windowed) => {
+                note_loaded(io, &windowed);
+                WindowValue::Ready(windowed)
+            }
             Err(error) => {
                 logging::log_warning(format!("atomic-bloom: RDB load refused: {error}"));
                 return std::ptr::null_mut();
@@ -119,6 +181,12 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     // Safety: the server passes a value this type created.
     let value = unsafe { &*value.cast::<WindowValue>() };
+    if copy_cap().is_some_and(|cap| value.memory_bytes() > cap) {
+        logging::log_notice(
+            "atomic-bloom: COPY refused: the copy would pass bf-memory-limit-per-filter",
+        );
+        return std::ptr::null_mut();
+    }
     let copied = match value {
         WindowValue::Ready(windowed) => match copy_filter(windowed) {
             Ok(copy) => WindowValue::Ready(copy),

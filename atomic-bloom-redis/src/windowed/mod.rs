@@ -17,6 +17,7 @@
 
 pub(crate) mod data_type;
 mod record;
+pub(crate) mod schedule;
 
 use atomic_bloom::{Error, Layout, WindowedBloomFilter};
 

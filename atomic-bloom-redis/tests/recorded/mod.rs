@@ -3,6 +3,8 @@
 //! questions: which probes a filter calls present, and `BF.INFO` as the
 //! fixtures hold it.
 
+#![allow(dead_code)]
+
 use std::path::PathBuf;
 
 use serde_json::Value as Json;
