@@ -16,7 +16,8 @@
 //! full and, for each new key, inserts it and removes one inserted before.
 //! Memory per subject is printed once per configuration.
 //!
-//! Run: `cargo bench --bench cuckoo` (or once, untimed: `-- --test`).
+//! Run: `cargo bench -p atomic-bloom-benches --bench cuckoo` (or once,
+//! untimed: `-- --test`).
 
 use std::hash::Hash;
 use std::sync::Mutex;
