@@ -11,6 +11,7 @@ mod ring;
 #[cfg(all(test, not(atomic_bloom_loom)))]
 mod tests;
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
@@ -950,7 +951,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn insert(&self, item: &T) -> bool {
+    pub fn insert<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.insert_hash(self.hash_item(item))
     }
 
@@ -980,7 +985,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> WindowedBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn insert_if_new(&self, item: &T) -> bool {
+    pub fn insert_if_new<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.insert_hash_if_new(self.hash_item(item))
     }
 
