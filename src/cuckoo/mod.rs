@@ -439,7 +439,8 @@ impl<T: ?Sized, S> CuckooFilter<T, S> {
 }
 
 impl<T: ?Sized + Hash, S: BuildHasher> CuckooFilter<T, S> {
-    /// Inserts one copy of `item`.
+    /// Inserts one copy of `item` (in any borrowed form of `T`: a
+    /// `CuckooFilter<String>` takes a `&str`).
     ///
     /// # Errors
     ///
@@ -463,7 +464,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> CuckooFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn insert(&self, item: &T) -> Result<(), Error> {
+    pub fn insert<Q>(&self, item: &Q) -> Result<(), Error>
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.insert_hash(self.hasher.hash_one(item))
     }
 
