@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{error_text, reply, scan_dump, used_memory, Server, KINDS};
+use common::{crc32c, error_text, reply, scan_dump, used_memory, Server, KINDS};
 use redis::Value;
 
 /// xorshift64*: a fixed-seed stream of test choices.
@@ -197,20 +197,4 @@ fn a_header_claiming_a_terabyte_allocates_what_it_holds() {
         let text = common::refusal(&mut c, &["BF.ADD", "claimed", "x"]);
         assert!(text.contains("being restored"), "{text}");
     }
-}
-
-/// CRC-32C (Castagnoli), bitwise.
-fn crc32c(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0x82f6_3b78
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }

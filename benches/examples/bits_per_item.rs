@@ -150,7 +150,7 @@ fn rows(rate: f64, queue_extra: &mut Vec<String>) -> Vec<Row> {
     rows.push(measure(Subject {
         name: "atomic-bloom `CountingBloomFilter`".into(),
         build: Box::new(move || {
-            CountingBloomFilter::builder(N, rate)
+            CountingBloomFilter::<u64>::builder(N, rate)
                 .seed(SEED)
                 .build()
                 .expect("a valid filter")

@@ -13,6 +13,7 @@ mod copy;
 mod growth;
 mod impls;
 
+use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 use std::ops::Deref;
@@ -531,7 +532,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn insert(&self, item: &T) -> bool {
+    pub fn insert<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.insert_hash(self.hash_item(item))
     }
 
@@ -559,7 +564,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
     /// assert!(f.memory_bytes() <= 64 * 1024);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn try_insert(&self, item: &T) -> Result<bool, Error> {
+    pub fn try_insert<Q>(&self, item: &Q) -> Result<bool, Error>
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         let hash = self.hash_item(item);
         if !self.growth_failed() {
             return Ok(self.insert_hash(hash));
