@@ -473,6 +473,26 @@ impl Cuckoo {
         Some(Cuckoo { filters, ..*self })
     }
 
+    /// A load's placeholder for a key it holds no filter under
+    /// (`redisbloom/unheld.rs`): no sub-filters, which every command takes
+    /// for a missing key.
+    pub(crate) fn placeholder() -> Cuckoo {
+        Cuckoo {
+            buckets: 1,
+            items: 0,
+            deletes: 0,
+            bucket_size: 1,
+            max_iterations: 1,
+            expansion: 0,
+            filters: Vec::new(),
+        }
+    }
+
+    /// Whether this is a load's placeholder.
+    pub(crate) fn is_placeholder(&self) -> bool {
+        self.filters.is_empty()
+    }
+
     /// `CF.DEBUG`'s line.
     pub(crate) fn debug_line(&self) -> String {
         format!(
