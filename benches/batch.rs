@@ -2,7 +2,7 @@
 //! `insert` on a 50M-item filter (60 MiB: every lookup misses the cache),
 //! in the same run, one thread, 1% target, both layouts.
 //!
-//! Run: `cargo bench --bench batch`.
+//! Run: `cargo bench -p atomic-bloom-benches --bench batch`.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -18,7 +18,7 @@
 //! word in an array as large as our `CacheLine` filter: no filter can do
 //! less.
 //!
-//! Run: `cargo bench --bench bloom` (all, about 12 minutes), or a filter
+//! Run: `cargo bench -p atomic-bloom-benches --bench bloom` (all, about 12 minutes), or a filter
 //! such as `-- 'insert/1M/'`. Every subject runs the same keys in the same
 //! run; compare ratios, on a quiet machine.
 

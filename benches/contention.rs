@@ -71,10 +71,10 @@
 //! about 7 s (`benches/scalable.rs` leaves it out at 10M because there one
 //! iteration inserts all n keys; here an iteration is one batch).
 //!
-//! Run: `cargo bench --bench contention` (all), or a filter with short
-//! times for a look: `cargo bench --bench contention -- 'counting/mixed/L2'
+//! Run: `cargo bench -p atomic-bloom-benches --bench contention` (all), or a filter with short
+//! times for a look: `cargo bench -p atomic-bloom-benches --bench contention -- 'counting/mixed/L2'
 //! --warm-up-time 0.2 --measurement-time 0.5`. Then
-//! `cargo run --release --example plot_curves` draws `docs/curves/*.svg`
+//! `cargo run --release -p atomic-bloom-benches --example plot_curves` draws `docs/curves/*.svg`
 //! and the table `docs/curves/table.md` from `target/criterion`. Criterion's
 //! own summary charts plot time against the batch size, not threads: read
 //! the curves in `docs/curves/`. On a machine with fewer cores than threads

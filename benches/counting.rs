@@ -4,7 +4,7 @@
 //! capacity. 1M items, 1%; then insert alone on one thread at 100k, 1M
 //! and 10M items.
 //!
-//! Run: `cargo bench --bench counting`.
+//! Run: `cargo bench -p atomic-bloom-benches --bench counting`.
 
 use std::ops::Range;
 use std::sync::Mutex;

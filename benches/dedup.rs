@@ -47,8 +47,8 @@
 //! is the stream's length per pass. Setup also prints, for each subject, how
 //! many links it called new on one thread beside the exact distinct count.
 //!
-//! Run: `cargo bench --bench dedup` (about 2 minutes on 2 cores), or a
-//! subset, e.g. `cargo bench --bench dedup -- 'dedup/atomic-bloom/'`; for a
+//! Run: `cargo bench -p atomic-bloom-benches --bench dedup` (about 2 minutes on 2 cores), or a
+//! subset, e.g. `cargo bench -p atomic-bloom-benches --bench dedup -- 'dedup/atomic-bloom/'`; for a
 //! smoke run add `--warm-up-time 0.2 --measurement-time 0.5`. Compare only
 //! figures of one run, on a quiet machine.
 //!

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints criterion's last results as a Markdown table of Mops/s.
 
-Run after `cargo bench --bench bloom`:  python3 benches/report.py
+Run after `cargo bench -p atomic-bloom-benches --bench bloom`:  python3 benches/report.py
 Rows are subjects, columns are "group threads"; each cell is elements per
 second from criterion's mean estimate, in millions.
 """

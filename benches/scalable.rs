@@ -5,7 +5,7 @@
 //! minutes per sample). After the benches, each subject's measured total
 //! false-positive rate at n items is printed.
 //!
-//! Run: `cargo bench --bench scalable`.
+//! Run: `cargo bench -p atomic-bloom-benches --bench scalable`.
 
 use std::hint::black_box;
 use std::time::Duration;

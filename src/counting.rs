@@ -1,5 +1,6 @@
 //! `CountingBloomFilter`: a Bloom filter with `remove`, from shared references.
 
+use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
@@ -354,7 +355,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> CountingBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn insert(&self, item: &T) -> bool {
+    pub fn insert<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.counters.increment(&self.probe(self.hash_item(item)))
     }
 
@@ -376,23 +381,37 @@ impl<T: ?Sized + Hash, S: BuildHasher> CountingBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn remove(&self, item: &T) -> bool {
+    pub fn remove<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.counters.decrement(&self.probe(self.hash_item(item)))
     }
 
     /// Whether `item` may be in the filter (all its counters non-zero).
     ///
+    /// Like every method here that takes an item, takes it in any borrowed
+    /// form, as [`HashSet::contains`](std::collections::HashSet::contains)
+    /// does: `contains("k")` on a filter of `String` (`Borrow` promises
+    /// that the forms hash alike).
+    ///
     /// # Example
     ///
     /// ```
-    /// let f: atomic_bloom::CountingBloomFilter<[u8]> =
+    /// let f: atomic_bloom::CountingBloomFilter<String> =
     ///     atomic_bloom::CountingBloomFilter::new(1000, 0.01)?;
-    /// f.insert(b"k");
-    /// assert!(f.contains(b"k"));
+    /// f.insert("k");
+    /// assert!(f.contains("k"));
+    /// assert_eq!(f.count(&"k".to_string()), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn contains(&self, item: &T) -> bool {
+    pub fn contains<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.counters.contains(&self.probe(self.hash_item(item)))
     }
 
@@ -410,7 +429,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> CountingBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn count(&self, item: &T) -> u8 {
+    pub fn count<Q>(&self, item: &Q) -> u8
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.counters.min_count(&self.probe(self.hash_item(item)))
     }
 
@@ -425,7 +448,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> CountingBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn hash_item(&self, item: &T) -> u64 {
+    pub fn hash_item<Q>(&self, item: &Q) -> u64
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.hasher.hash_one(item)
     }
 }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::io;
+use std::path::{Path, PathBuf};
 
 use crate::sync::PlainArc;
 
@@ -159,10 +160,19 @@ pub enum Error {
     },
     /// Reading or writing a saved filter failed in the operating system
     /// (file not found, permission denied, disk full, ...), or in the
-    /// reader or writer passed in.
+    /// reader or writer passed in. Its message says what was being done
+    /// and to which file, and leaves the system's own words to its
+    /// [`source`](std::error::Error::source), so that an error-chain
+    /// printer shows each once.
     Io {
         /// What kind of I/O error it was (`source.kind()`), to match on.
         kind: io::ErrorKind,
+        /// What was being done: `"reading"` or `"saving"` a file, or
+        /// reading from or writing to the reader or writer passed in.
+        operation: &'static str,
+        /// The file `load` read or `save` wrote; `None` for a reader or
+        /// writer passed in.
+        path: Option<PathBuf>,
         /// The error itself: also what
         /// [`source`](std::error::Error::source) returns.
         source: IoError,
@@ -373,9 +383,29 @@ impl fmt::Display for Error {
                  or 8 for Layout::CacheLine or Layout::Word, 2 to 16 for Layout::Compact, or \
                  leave it unset for the layout's least memory"
             ),
-            Error::Io { kind, source } => write!(
+            Error::Io {
+                kind,
+                operation,
+                path: Some(path),
+                ..
+            } => {
+                let advice = match kind {
+                    io::ErrorKind::NotFound if *operation == SAVING => {
+                        "check that its directory exists"
+                    }
+                    io::ErrorKind::NotFound => "check the path",
+                    io::ErrorKind::PermissionDenied => "check its permissions",
+                    _ if *operation == SAVING => {
+                        "check the path, its permissions and the free space"
+                    }
+                    _ => "check the path and its permissions",
+                };
+                write!(f, "{operation} {} failed: {advice}", path.display())
+            }
+            Error::Io { operation, .. } => write!(
                 f,
-                "I/O error ({kind:?}: {source}): check the path, its permissions and the free space"
+                "{operation} failed: the error is the reader's or writer's own (this error's \
+                 source)"
             ),
             Error::NotAFilter => write!(
                 f,
@@ -655,11 +685,41 @@ impl fmt::Display for IoError {
     }
 }
 
+/// What [`Error::Io`] says `save` was doing.
+pub(crate) const SAVING: &str = "saving";
+/// What [`Error::Io`] says `load` was doing.
+pub(crate) const READING: &str = "reading";
+
+/// An I/O error met while doing something unnamed: reading or writing.
 impl From<IoError> for Error {
     fn from(source: IoError) -> Self {
+        Error::io(source, "reading or writing")
+    }
+}
+
+impl Error {
+    /// An [`Error::Io`] met while doing `operation`, to no named file.
+    pub(crate) fn io(source: impl Into<IoError>, operation: &'static str) -> Self {
+        let source = source.into();
         Error::Io {
             kind: source.kind(),
+            operation,
+            path: None,
             source,
+        }
+    }
+
+    /// This error, saying that it was met doing `operation` to the file at
+    /// `path`, if it is an I/O error.
+    pub(crate) fn on_file(self, operation: &'static str, path: &Path) -> Self {
+        match self {
+            Error::Io { kind, source, .. } => Error::Io {
+                kind,
+                operation,
+                path: Some(path.to_path_buf()),
+                source,
+            },
+            other => other,
         }
     }
 }

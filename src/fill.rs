@@ -192,11 +192,6 @@ impl FillMark {
         self.next_rate_check.store(0, Ordering::Relaxed);
     }
 
-    /// Whether the tally is an eighth past the fill.
-    pub(crate) fn is_overfull(&self) -> bool {
-        self.estimated_set_bits() >= self.full_at_bits.saturating_add(self.full_at_bits / 8)
-    }
-
     pub(crate) fn full_at_bits(&self) -> usize {
         self.full_at_bits
     }
@@ -336,11 +331,6 @@ impl<T: ?Sized, S> Tracked<T, S> {
     /// Whether the filter reached its fill (see [`FillMark::is_full`]).
     pub(crate) fn is_full(&self) -> bool {
         self.mark.is_full(&self.filter)
-    }
-
-    /// Whether the filter is an eighth past its fill.
-    pub(crate) fn is_overfull(&self) -> bool {
-        self.mark.is_overfull()
     }
 
     /// Set bits now (a popcount), and at the fill.

@@ -26,18 +26,28 @@ pub(crate) fn page_checksum(index: usize, page: &[u8]) -> u32 {
     crc32c::crc32c_append(page_checksum_seed(index), page)
 }
 
+/// What [`Error::Io`] says a [`Decoder`] was doing.
+const READING_INPUT: &str = "reading a saved filter from its reader";
+/// What [`Error::Io`] says an [`Encoder`] was doing.
+const WRITING_OUTPUT: &str = "writing a filter to its writer";
+
 /// An I/O error as an [`Error`]; an early end of input is a truncation of
 /// `part`.
 fn io_error(error: io::Error, part: &'static str) -> Error {
     match error.kind() {
         io::ErrorKind::UnexpectedEof => Error::Truncated { section: part },
-        _ => Error::from(crate::IoError::from(error)),
+        _ => Error::io(error, READING_INPUT),
     }
 }
 
+/// An I/O error met while doing something unnamed: reading or writing (an
+/// early end of input is a truncation).
 impl From<io::Error> for Error {
     fn from(error: io::Error) -> Self {
-        io_error(error, "input")
+        match error.kind() {
+            io::ErrorKind::UnexpectedEof => Error::Truncated { section: "input" },
+            _ => Error::from(crate::IoError::from(error)),
+        }
     }
 }
 
@@ -54,7 +64,7 @@ impl<W: Write> Encoder<W> {
 
     pub(crate) fn bytes(&mut self, bytes: &[u8]) -> Result<(), Error> {
         self.crc = crc32c::crc32c_append(self.crc, bytes);
-        self.out.write_all(bytes).map_err(Error::from)
+        written(self.out.write_all(bytes))
     }
 
     pub(crate) fn u8(&mut self, value: u8) -> Result<(), Error> {
@@ -85,24 +95,30 @@ impl<W: Write> Encoder<W> {
     /// Writes page `index` of a bit array and its own checksum
     /// ([`page_checksum`]), both outside the section's checksum.
     pub(crate) fn page(&mut self, index: usize, page: &[u8]) -> Result<(), Error> {
-        self.out.write_all(page)?;
-        self.out
-            .write_all(&page_checksum(index, page).to_le_bytes())
-            .map_err(Error::from)
+        written(self.out.write_all(page))?;
+        written(
+            self.out
+                .write_all(&page_checksum(index, page).to_le_bytes()),
+        )
     }
 
     /// Writes the current section's checksum (not itself checksummed) and
     /// starts the next section.
     pub(crate) fn end_section(&mut self) -> Result<(), Error> {
         let crc = std::mem::take(&mut self.crc);
-        self.out.write_all(&crc.to_le_bytes()).map_err(Error::from)
+        written(self.out.write_all(&crc.to_le_bytes()))
     }
 
     /// The output, flushed.
     pub(crate) fn finish(mut self) -> Result<W, Error> {
-        self.out.flush()?;
+        written(self.out.flush())?;
         Ok(self.out)
     }
+}
+
+/// A write's outcome; its error says the writer failed.
+fn written(result: io::Result<()>) -> Result<(), Error> {
+    result.map_err(|error| Error::io(error, WRITING_OUTPUT))
 }
 
 /// Reads fields and keeps the checksum of the current section.

@@ -173,3 +173,93 @@ fn counting_builder_reports_the_same_errors() {
         assert!(outcome.is_ok(), "rate {rate} panicked");
     }
 }
+
+/// What an error-chain printer (anyhow's `{:#}`, eyre) shows: the error,
+/// then each `source()` in turn.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut shown = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        shown.push_str(": ");
+        shown.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    shown
+}
+
+/// An I/O error's message names what was being done and the file, and
+/// leaves the operating system's words to its `source()`, so a chain
+/// printer shows each once.
+fn assert_io_error_says(error: &Error, words: &[&str]) {
+    let shown = error.to_string();
+    for word in words {
+        assert!(shown.contains(word), "{word:?} is not in {shown:?}");
+    }
+    let source = std::error::Error::source(error)
+        .expect("an I/O error has its source")
+        .to_string();
+    assert!(
+        !shown.contains(&source),
+        "{shown:?} repeats its source {source:?}"
+    );
+    assert_eq!(chain(error).matches(&source).count(), 1, "{}", chain(error));
+}
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("atomic-bloom-errors-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn an_io_error_names_the_file_and_what_was_being_done() {
+    let dir = scratch_dir("io");
+    let missing = dir.join("missing.bloom");
+    let loaded = BloomFilter::<str>::load(&missing).unwrap_err();
+    assert_io_error_says(
+        &loaded,
+        &["reading", &missing.display().to_string(), "check the path"],
+    );
+    assert!(
+        matches!(&loaded, Error::Io { operation: "reading", path: Some(path), .. } if *path == missing),
+        "{loaded:?}"
+    );
+
+    let nowhere = dir.join("no-such-dir").join("seen.bloom");
+    let filter: BloomFilter<str> = BloomFilter::new(100, 0.01).unwrap();
+    let saved = filter.save(&nowhere).unwrap_err();
+    assert_io_error_says(
+        &saved,
+        &["saving", &nowhere.display().to_string(), "directory exists"],
+    );
+
+    // A directory where the file should be: opened, then refused on read.
+    let directory = BloomFilter::<str>::load(&dir).unwrap_err();
+    assert_io_error_says(&directory, &["reading", &dir.display().to_string()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_io_error_of_a_reader_or_writer_says_which() {
+    struct Fails;
+    impl std::io::Write for Fails {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("quota exceeded"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    impl std::io::Read for Fails {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("connection reset"))
+        }
+    }
+    let filter: BloomFilter<str> = BloomFilter::new(100, 0.01).unwrap();
+    assert_io_error_says(&filter.write_to(Fails).unwrap_err(), &["writing", "writer"]);
+    assert_io_error_says(
+        &BloomFilter::<str>::read_from(Fails).unwrap_err(),
+        &["reading", "reader"],
+    );
+}

@@ -280,12 +280,28 @@ fn each_kind_of_bad_input_gets_its_own_error() {
         read_bloom(&patched(0, b"XTMBLOOM", false)).unwrap_err(),
         Error::NotAFilter
     );
+    // A newer format's header, sealed as its writer sealed it.
     assert_eq!(
-        read_bloom(&patched(8, &9u16.to_le_bytes(), false)).unwrap_err(),
+        read_bloom(&patched(8, &9u16.to_le_bytes(), true)).unwrap_err(),
         Error::UnsupportedVersion {
             found: 9,
             supported: 4
         }
+    );
+    // A version byte flipped after writing: damaged, not newer (no advice
+    // to upgrade), since the header's checksum is checked first.
+    let flipped = patched(9, &[good[9] ^ 0xff], false);
+    assert_eq!(u16::from_le_bytes([flipped[8], flipped[9]]), 65284);
+    let damaged = read_bloom(&flipped).unwrap_err();
+    assert!(
+        matches!(
+            damaged,
+            Error::ChecksumMismatch {
+                section: "header",
+                ..
+            }
+        ),
+        "{damaged:?}"
     );
     assert_eq!(
         read_bloom(&patched(10, &[9], true)).unwrap_err(),

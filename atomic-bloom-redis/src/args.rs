@@ -13,9 +13,9 @@ use crate::redisbloom::ChainOptions;
 
 /// Parses the module's load arguments (`ERROR_RATE 0.001 INITIAL_SIZE 1000
 /// EXPANSION 4`; RedisBloom 8's `bf-error-rate`, `bf-initial-size`,
-/// `bf-expansion-factor` also) into the configs' starting values. A
-/// `CF_MAX_EXPANSIONS` is accepted and ignored: this module has no cuckoo
-/// filters.
+/// `bf-expansion-factor` also) into the configs' starting values, and
+/// `CF_MAX_EXPANSIONS n` (or `cf-max-expansions n`) into
+/// `cf-max-expansions`'s.
 ///
 /// # Errors
 ///
@@ -55,10 +55,15 @@ pub(crate) fn load_defaults(args: &[RedisString]) -> Result<Defaults, String> {
                     .ok_or_else(|| bad_argument("EXPANSION", value, "in [0, 32768]"))?;
                 defaults.expansion = (expansion != 0).then_some(expansion as u32);
             }
-            "cf_max_expansions" | "cf-max-expansions" => {}
+            "cf_max_expansions" | "cf-max-expansions" => {
+                let most = parse_i64(value)
+                    .ok_or_else(|| bad_argument("CF_MAX_EXPANSIONS", value, "in [1, 65536]"))?;
+                crate::cuckoo::config::set_max_expansions(most)?;
+            }
             _ => {
                 return Err(format!(
-                    "unknown module argument '{name}': pass ERROR_RATE, INITIAL_SIZE or EXPANSION"
+                    "unknown module argument '{name}': pass ERROR_RATE, INITIAL_SIZE, EXPANSION \
+                     or CF_MAX_EXPANSIONS"
                 ))
             }
         }

@@ -1,8 +1,10 @@
-//! What the server knows about each `BF.*` and `WBF.*` command beyond its handler:
+//! What the server knows about each `BF.*`, `WBF.*` and `CF.*` (the list in
+//! `cuckoo/command_info.rs`) command beyond its handler:
 //! arity, summary, complexity, key specs and arguments (`COMMAND INFO`,
 //! `COMMAND DOCS`, key permissions of ACL users, cluster routing), and ACL
-//! categories, as RedisBloom registers them: every command in `@bloom` and
-//! in `@read` or `@write` (`@fast` where it applies).
+//! categories, as RedisBloom registers them: every `BF.*` command in
+//! `@bloom`, every `CF.*` command in `@cuckoo`, each in `@read` or `@write`
+//! (`@fast` where it applies).
 //!
 //! Command info needs `RedisModule_SetCommandInfo` (Redis 7.0, Valkey);
 //! module ACL categories need `RedisModule_AddACLCategory` and
@@ -17,7 +19,7 @@ use redis_module::{raw, Context};
 
 /// The kind of an argument, as `COMMAND DOCS` shows it.
 #[derive(Clone, Copy)]
-enum Kind {
+pub(crate) enum Kind {
     Text,
     Integer,
     Double,
@@ -42,16 +44,16 @@ impl Kind {
 }
 
 /// One argument of a command.
-struct Arg {
-    name: &'static str,
-    kind: Kind,
-    token: Option<&'static str>,
-    optional: bool,
-    multiple: bool,
-    sub: &'static [Arg],
+pub(crate) struct Arg {
+    pub(crate) name: &'static str,
+    pub(crate) kind: Kind,
+    pub(crate) token: Option<&'static str>,
+    pub(crate) optional: bool,
+    pub(crate) multiple: bool,
+    pub(crate) sub: &'static [Arg],
 }
 
-const fn arg(name: &'static str, kind: Kind) -> Arg {
+pub(crate) const fn arg(name: &'static str, kind: Kind) -> Arg {
     Arg {
         name,
         kind,
@@ -62,15 +64,15 @@ const fn arg(name: &'static str, kind: Kind) -> Arg {
     }
 }
 
-const KEY: Arg = arg("key", Kind::Key);
-const ITEM: Arg = arg("item", Kind::Text);
-const ITEMS: Arg = Arg {
+pub(crate) const KEY: Arg = arg("key", Kind::Key);
+pub(crate) const ITEM: Arg = arg("item", Kind::Text);
+pub(crate) const ITEMS: Arg = Arg {
     multiple: true,
     ..arg("item", Kind::Text)
 };
 
 /// `[TOKEN value]`.
-const fn option(name: &'static str, token: &'static str, value: &'static [Arg]) -> Arg {
+pub(crate) const fn option(name: &'static str, token: &'static str, value: &'static [Arg]) -> Arg {
     Arg {
         token: Some(token),
         optional: true,
@@ -80,7 +82,7 @@ const fn option(name: &'static str, token: &'static str, value: &'static [Arg]) 
 }
 
 /// `[TOKEN]`.
-const fn flag(name: &'static str, token: &'static str) -> Arg {
+pub(crate) const fn flag(name: &'static str, token: &'static str) -> Arg {
     Arg {
         token: Some(token),
         optional: true,
@@ -89,24 +91,24 @@ const fn flag(name: &'static str, token: &'static str) -> Arg {
 }
 
 /// What one command is.
-struct Command {
-    name: &'static str,
-    summary: &'static str,
-    complexity: &'static str,
-    since: &'static str,
-    signature: Signature,
+pub(crate) struct Command {
+    pub(crate) name: &'static str,
+    pub(crate) summary: &'static str,
+    pub(crate) complexity: &'static str,
+    pub(crate) since: &'static str,
+    pub(crate) signature: Signature,
 }
 
 /// How a command is called: its arity, its one key's spec flags, its ACL
 /// categories beside `bloom` and its arguments.
-struct Signature {
+pub(crate) struct Signature {
     arity: c_int,
     key_flags: u32,
     categories: &'static str,
     args: &'static [Arg],
 }
 
-const fn signature(
+pub(crate) const fn signature(
     arity: c_int,
     key_flags: u32,
     categories: &'static str,
@@ -120,10 +122,10 @@ const fn signature(
     }
 }
 
-const READ: u32 = raw::REDISMODULE_CMD_KEY_RO;
-const READ_ACCESS: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS;
-const WRITE_INSERT: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT;
-const WRITE_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
+pub(crate) const READ: u32 = raw::REDISMODULE_CMD_KEY_RO;
+pub(crate) const READ_ACCESS: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS;
+pub(crate) const WRITE_INSERT: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT;
+pub(crate) const WRITE_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
 
 // The item commands, alike in `BF.*` and `WBF.*`.
 /// `ADD key item`: the filter made if need be.
@@ -393,20 +395,38 @@ pub(crate) fn register(ctx: &Context) -> Result<(), String> {
             raw::RedisModule_SetCommandACLCategories,
         )
     };
-    let bloom = CString::new("bloom").expect("no NUL");
-    // Safety: during load, with the module's context.
-    let with_bloom = add_category
-        .is_some_and(|add| unsafe { add(ctx.ctx, bloom.as_ptr()) } == raw::REDISMODULE_OK as c_int);
+    let add = |category: &str| {
+        let category = CString::new(category).expect("no NUL");
+        // Safety: during load, with the module's context.
+        add_category.is_some_and(|add| {
+            let status = unsafe { add(ctx.ctx, category.as_ptr()) };
+            status == raw::REDISMODULE_OK as c_int
+        })
+    };
+    // RedisBloom's categories: `bloom` for BF.* (and WBF.* here), `cuckoo`
+    // for CF.*.
+    let with_bloom = add("bloom");
+    let with_cuckoo = add("cuckoo");
     if set_categories.is_none() {
         ctx.log_notice(
             "atomic-bloom: this server has no module ACL categories (Redis 7.2 or Valkey have \
-             them): BF.* commands are in no category, so grant them by name",
+             them): BF.* and CF.* commands are in no category, so grant them by name",
         );
     }
     let Some(get_command) = get_command else {
         return Err("the server cannot look up commands".into());
     };
-    for command in &COMMANDS {
+    let lists = [
+        (&COMMANDS[..], with_bloom.then_some("bloom")),
+        (
+            &crate::cuckoo::command_info::COMMANDS[..],
+            with_cuckoo.then_some("cuckoo"),
+        ),
+    ];
+    for (command, module_category) in lists
+        .iter()
+        .flat_map(|(list, category)| list.iter().map(move |command| (command, *category)))
+    {
         let name = CString::new(command.name).expect("no NUL");
         // Safety: during load; the command was created by this module.
         let handle = unsafe { get_command(ctx.ctx, name.as_ptr()) };
@@ -414,10 +434,9 @@ pub(crate) fn register(ctx: &Context) -> Result<(), String> {
             return Err(format!("{} was not created", command.name));
         }
         if let Some(set_categories) = set_categories {
-            let categories = if with_bloom {
-                format!("{} bloom", command.signature.categories)
-            } else {
-                command.signature.categories.to_string()
+            let categories = match module_category {
+                Some(category) => format!("{} {category}", command.signature.categories),
+                None => command.signature.categories.to_string(),
             };
             let categories = CString::new(categories).expect("no NUL");
             // Safety: a command handle of this module, during load.

@@ -204,7 +204,7 @@ fn register_all(ctx: &Context, extra: u32) -> Result<(), String> {
             return Err(failed(config.name));
         }
     }
-    Ok(())
+    crate::cuckoo::config::register_all(ctx, extra)
 }
 
 extern "C" fn get_numeric(_name: *const c_char, index: *mut c_void) -> c_longlong {
@@ -231,7 +231,7 @@ extern "C" fn set_numeric(
 static ERROR_RATE_TEXT: std::sync::Mutex<Option<ServerString>> = std::sync::Mutex::new(None);
 
 /// A string the module made with the server's allocator.
-struct ServerString(*mut raw::RedisModuleString);
+pub(crate) struct ServerString(pub(crate) *mut raw::RedisModuleString);
 
 // Safety: used only on the server's main thread, under the mutex.
 unsafe impl Send for ServerString {}
@@ -247,7 +247,7 @@ impl Drop for ServerString {
 }
 
 /// A server string holding `text`.
-fn server_string(text: &str) -> *mut raw::RedisModuleString {
+pub(crate) fn server_string(text: &str) -> *mut raw::RedisModuleString {
     // Safety: filled in at load; no context: the module owns the string.
     match unsafe { raw::RedisModule_CreateString } {
         Some(create) => unsafe { create(std::ptr::null_mut(), text.as_ptr().cast(), text.len()) },

@@ -6,6 +6,8 @@
 //! reloads it, checking what a user relies on. A panic here is a server's
 //! death there.
 
+use crate::cuckoo::config::Bounds;
+use crate::cuckoo::{Cuckoo, Growth, Insert, Lookup, Scanned};
 use crate::dump::{self, DumpState};
 use crate::filter::{Added, Bloom};
 use crate::redisbloom::rdb::{self, BytesInput, BytesOutput};
@@ -399,4 +401,142 @@ fn use_windowed(mut windowed: Windowed, knob: u64) {
         answers(&windowed, &items),
         "a reload answers otherwise"
     );
+}
+
+/// A RedisBloom cuckoo filter as foreign bytes bring it, the first byte
+/// saying how: even, a `CF.LOADCHUNK` stream (a 38-byte header at iterator
+/// 1, then pieces, each an 8-byte iterator and a 2-byte length before its
+/// bytes); odd, an RDB value (the next byte's encoding version, 1 to 4,
+/// then the fields as [`BytesInput`] reads them, bucket size 2 for the old
+/// encodings). Refused, or a filter that takes inserts (each then found),
+/// deletes, compactions and a duplicate flood within a byte cap, and whose
+/// `CF.SCANDUMP` stream, RDB value and AOF rewrite load back into the same
+/// filter (`use_cuckoo`).
+pub fn cuckoo(data: &[u8]) {
+    let Some((&how, rest)) = data.split_first() else {
+        return;
+    };
+    let loaded = if how % 2 == 0 {
+        cuckoo_stream(rest)
+    } else {
+        let Some((&encver, fields)) = rest.split_first() else {
+            return;
+        };
+        let defaults = crate::cuckoo::rdb::Defaults {
+            bucket_size: 2,
+            max_iterations: 20,
+            expansion: 1,
+        };
+        let encver = i32::from(encver % 4) + 1;
+        crate::cuckoo::rdb::load(&mut BytesInput(fields), encver, defaults, Some(CAP as u64)).ok()
+    };
+    if let Some(cuckoo) = loaded {
+        use_cuckoo(cuckoo);
+    }
+}
+
+/// A header, then pieces, as `CF.LOADCHUNK` takes them.
+fn cuckoo_stream(data: &[u8]) -> Option<Cuckoo> {
+    let header = data.get(..crate::cuckoo::HEADER_BYTES)?;
+    let mut cuckoo = Cuckoo::from_header(header, &Bounds::widest(), Some(CAP as u64)).ok()?;
+    let mut rest = &data[crate::cuckoo::HEADER_BYTES..];
+    while rest.len() >= 10 {
+        let iterator = i64::from_le_bytes(rest[..8].try_into().ok()?);
+        let length = usize::from(u16::from_le_bytes([rest[8], rest[9]])).min(rest.len() - 10);
+        let _ = cuckoo.load_piece(iterator, &rest[10..10 + length]);
+        rest = &rest[10 + length..];
+    }
+    Some(cuckoo)
+}
+
+/// What `cuckoo`'s RDB value loads back into.
+fn cuckoo_reloaded(cuckoo: &Cuckoo) -> Cuckoo {
+    let mut saved = crate::cuckoo::rdb::BytesOutput(Vec::new());
+    crate::cuckoo::rdb::save(cuckoo, &mut saved);
+    let defaults = crate::cuckoo::rdb::Defaults {
+        bucket_size: 1,
+        max_iterations: 1,
+        expansion: 0,
+    };
+    let again = crate::cuckoo::rdb::load(&mut BytesInput(&saved.0), 4, defaults, None)
+        .expect("what a held filter saves loads");
+    let mut second = crate::cuckoo::rdb::BytesOutput(Vec::new());
+    crate::cuckoo::rdb::save(&again, &mut second);
+    assert_eq!(
+        saved.0, second.0,
+        "a filter saved, loaded and saved is the same bytes"
+    );
+    again
+}
+
+/// What the AOF rewrite writes (the header, then every piece), loaded.
+fn cuckoo_rewritten(cuckoo: &Cuckoo) -> Cuckoo {
+    let mut copy = Cuckoo::from_header(&cuckoo.header(), &Bounds::widest(), None)
+        .expect("a held filter's header loads");
+    let mut iterator = 1;
+    let mut piece = Vec::new();
+    while let Scanned::Piece(next) = cuckoo.pieces_from(iterator, &mut piece) {
+        assert!(copy.load_piece(next, &piece), "its own piece loads");
+        iterator = next;
+    }
+    copy
+}
+
+/// Items `use_cuckoo` inserts: a filter may hold thousands of
+/// sub-filters, each insert looking in all of them.
+const CUCKOO_ITEMS: usize = 300;
+
+fn use_cuckoo(mut cuckoo: Cuckoo) {
+    let cap = Some(CAP as u64);
+    let items: Vec<Vec<u8>> = (0..CUCKOO_ITEMS).map(item).collect();
+    for (index, item) in items.iter().enumerate() {
+        let lookup = Lookup::of(item);
+        let growth = if index % 2 == 0 {
+            Growth::NotForDuplicates
+        } else {
+            Growth::AsRedisBloom
+        };
+        if cuckoo.insert(&lookup, index % 3 == 0, growth, cap) == Insert::Inserted {
+            assert!(cuckoo.contains(&lookup), "an inserted item is missing");
+        }
+    }
+    for item in items.iter().step_by(7) {
+        let lookup = Lookup::of(item);
+        let before = cuckoo.count(&lookup);
+        if cuckoo.delete(&lookup) && cuckoo.filters.len() == 1 {
+            assert_eq!(cuckoo.count(&lookup), before - 1, "a delete took no copy");
+        }
+    }
+    // A hot duplicate: a client's flood grows the filter at most once (to
+    // make room for its first copies), never for the copies after them.
+    // (Where sub-filters have buckets other than a power of two, which only
+    // a hand-made expansion gives, relocation does not come back to the
+    // bucket it left, and other fingerprints can share the hot item's.)
+    let hot = Lookup::of(b"hot");
+    let filters = cuckoo.filters.len();
+    for _ in 0..100 {
+        cuckoo.insert(&hot, false, Growth::NotForDuplicates, cap);
+    }
+    if cuckoo.expansion.is_power_of_two() {
+        assert!(
+            cuckoo.filters.len() <= filters + 1,
+            "duplicates grew the filter"
+        );
+    }
+    cuckoo.compact(true);
+    let answers: Vec<u64> = items
+        .iter()
+        .map(|item| cuckoo.count(&Lookup::of(item)))
+        .collect();
+    let _ = cuckoo.debug_line();
+    let _ = cuckoo.memory_bytes();
+    let _ = cuckoo.scan_dump(0, &mut Vec::new());
+    for copy in [cuckoo_reloaded(&cuckoo), cuckoo_rewritten(&cuckoo)] {
+        let again: Vec<u64> = items
+            .iter()
+            .map(|item| copy.count(&Lookup::of(item)))
+            .collect();
+        assert_eq!(again, answers, "a reload answers otherwise");
+        assert_eq!(copy.header(), cuckoo.header(), "a reload has other fields");
+    }
 }

@@ -1,5 +1,6 @@
 //! `atomic-bloom-redis`: a Valkey / Redis module that serves atomic-bloom's
-//! filters behind RedisBloom's `BF.*` commands.
+//! filters behind RedisBloom's `BF.*` commands, and RedisBloom's cuckoo
+//! filters behind its `CF.*` commands.
 //!
 //! ```text
 //! cargo build --release -p atomic-bloom-redis
@@ -21,9 +22,18 @@
 //! `WBF.EXISTS`, `WBF.MEXISTS`, `WBF.INFO` (a type of their own,
 //! `wbloom-ab`).
 //!
+//! RedisBloom's cuckoo filters are served as RedisBloom serves them, on its
+//! own data (type `MBbloomCF`): `CF.RESERVE`, `CF.ADD`, `CF.ADDNX`,
+//! `CF.INSERT`, `CF.INSERTNX`, `CF.EXISTS`, `CF.MEXISTS`, `CF.COUNT`,
+//! `CF.DEL`, `CF.COMPACT`, `CF.SCANDUMP`, `CF.LOADCHUNK`, `CF.INFO`,
+//! `CF.DEBUG`, each sub-filter a table of the library's cuckoo core.
+//!
 //! Layout, each file using only those after it (no circles):
 //! `fuzzing.rs` (the fuzz targets' entry points), `wbf_commands.rs` (the
-//! `WBF.*` commands), `commands.rs` (the `BF.*` commands that write:
+//! `WBF.*` commands), `cf_commands.rs` (the `CF.*` commands), `cuckoo/`
+//! (RedisBloom's cuckoo filters: its scheme on the core's tables, its
+//! header, pieces and RDB encoding, its type, configs and command info),
+//! `commands.rs` (the `BF.*` commands that write:
 //! parsing and replies), `bf_reads.rs` (those that read, and the reply
 //! helpers), `command_info.rs` (ACL categories,
 //! key specs, docs), `args.rs` (numbers, options, module arguments),
@@ -50,9 +60,11 @@
 mod alloc;
 mod args;
 mod bf_reads;
+mod cf_commands;
 mod command_info;
 mod commands;
 mod config;
+mod cuckoo;
 mod data_type;
 mod dump;
 mod events;
@@ -69,6 +81,7 @@ mod windowed;
 
 use redis_module::{redis_module, Context, RedisString, Status};
 
+use cuckoo::data_type::CUCKOO_TYPE;
 use data_type::BLOOM_TYPE;
 use redisbloom::data_type::REDISBLOOM_TYPE;
 use windowed::data_type::WINDOWED_TYPE;
@@ -109,7 +122,7 @@ redis_module! {
     name: "bf",
     version: 10000,
     allocator: (alloc::ServerAlloc, alloc::ServerAlloc),
-    data_types: [BLOOM_TYPE, REDISBLOOM_TYPE, WINDOWED_TYPE],
+    data_types: [BLOOM_TYPE, REDISBLOOM_TYPE, WINDOWED_TYPE, CUCKOO_TYPE],
     init: init,
     commands: [
         ["bf.reserve", commands::bf_reserve, "write deny-oom", 1, 1, 1, ""],
@@ -132,5 +145,22 @@ redis_module! {
         ["wbf.info", wbf_commands::wbf_info, "readonly may-replicate", 1, 1, 1, ""],
         ["wbf.advance", wbf_commands::wbf_advance, "write", 1, 1, 1, ""],
         ["wbf.loadchunk", wbf_commands::wbf_loadchunk, "write deny-oom", 1, 1, 1, ""],
+        ["cf.reserve", cf_commands::cf_reserve, "write deny-oom", 1, 1, 1, ""],
+        ["cf.add", cf_commands::cf_add, "write deny-oom", 1, 1, 1, ""],
+        ["cf.addnx", cf_commands::cf_addnx, "write deny-oom", 1, 1, 1, ""],
+        ["cf.insert", cf_commands::cf_insert, "write deny-oom", 1, 1, 1, ""],
+        ["cf.insertnx", cf_commands::cf_insertnx, "write deny-oom", 1, 1, 1, ""],
+        ["cf.exists", cf_commands::cf_exists, "readonly fast", 1, 1, 1, ""],
+        ["cf.mexists", cf_commands::cf_mexists, "readonly fast", 1, 1, 1, ""],
+        ["cf.count", cf_commands::cf_count, "readonly fast", 1, 1, 1, ""],
+        ["cf.del", cf_commands::cf_del, "write fast", 1, 1, 1, ""],
+        // RedisBloom registers it readonly, though it moves fingerprints: a
+        // read-only replica would then change its copy apart from its
+        // primary's. Here it is a write.
+        ["cf.compact", cf_commands::cf_compact, "write", 1, 1, 1, ""],
+        ["cf.scandump", cf_commands::cf_scandump, "readonly fast", 1, 1, 1, ""],
+        ["cf.loadchunk", cf_commands::cf_loadchunk, "write deny-oom", 1, 1, 1, ""],
+        ["cf.info", cf_commands::cf_info, "readonly fast", 1, 1, 1, ""],
+        ["cf.debug", cf_commands::cf_debug, "readonly fast", 1, 1, 1, ""],
     ],
 }

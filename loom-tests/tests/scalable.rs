@@ -229,3 +229,125 @@ fn a_growth_refused_while_a_clear_runs_does_not_stop_later_growth() {
         assert_eq!(filter.stages(), 2, "the cleared filter did not grow");
     });
 }
+
+/// An item whose bits in a fresh filter are disjoint from `first`'s (found
+/// in a model of one thread: loom's atomics live only in models).
+fn disjoint_from(first: u64) -> u64 {
+    let found = std::sync::Arc::new(std::sync::Mutex::new(0));
+    let setup = std::sync::Arc::clone(&found);
+    loom::model(move || {
+        let second = (first + 1..)
+            .find(|&item| {
+                let both = filter(usize::MAX);
+                both.insert(&first);
+                both.insert(&item);
+                both.stage_stats()[0].set_bits == bits_of(first) + bits_of(item)
+            })
+            .unwrap();
+        *setup.lock().unwrap() = second;
+    });
+    let second = *found.lock().unwrap();
+    second
+}
+
+/// The seal: one thread inserts an item that fills the first stage alone,
+/// so it seals the stage (publishes the list marked sealed) and appends the
+/// next. Another thread looks at the list, then inserts an item: if it saw
+/// the seal, its insert must not go into the first stage (its bits there
+/// would show), whether the sealer has appended yet or not: it appends the
+/// next stage itself or uses the sealer's. Every item is found afterwards,
+/// and the boundary got exactly one stage. Fails when the insert path
+/// ignores the seal (the item lands in the sealed stage), at a preemption
+/// bound of 1 as well as 2.
+#[test]
+fn an_insert_that_sees_a_sealed_stage_goes_into_the_next() {
+    let (sealer_item, late_item) = (1u64, disjoint_from(1));
+    loom::model(move || {
+        let filter = Arc::new(filter(bits_of(sealer_item)));
+        let late = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || {
+                let saw_seal = filter.__newest_sealed();
+                filter.insert(&late_item);
+                saw_seal
+            })
+        };
+        filter.insert(&sealer_item);
+        let saw_seal = late.join().unwrap();
+        if saw_seal {
+            // Only the sealer's item can have filled the stage: the seal
+            // was seen before the late item's insert began.
+            assert_eq!(
+                filter.stage_stats()[0].set_bits,
+                bits_of(sealer_item),
+                "an insert that saw the seal went into the sealed stage"
+            );
+        }
+        assert_eq!(filter.stages(), 2, "one boundary, one stage");
+        assert!(filter.contains(&sealer_item) && filter.contains(&late_item));
+    });
+}
+
+/// Three threads at one boundary: each inserts one item, and the first
+/// stage is full once any item's bits are in it. Whoever fills it seals
+/// it; the others either got into the stage before the seal (at most the
+/// one item each that had loaded the list before it) or meet the sealed
+/// list and append the next stage themselves, racing the sealer: exactly
+/// one compare-and-swap wins, the losers drop their stage. Every item is
+/// found, and there are exactly two stages.
+#[test]
+fn three_threads_at_a_sealed_boundary_append_one_stage_and_lose_nothing() {
+    loom::model(|| {
+        let filter = Arc::new(filter(1));
+        let handles: Vec<_> = [1u64, 2]
+            .into_iter()
+            .map(|item| {
+                let filter = Arc::clone(&filter);
+                thread::spawn(move || {
+                    filter.insert(&item);
+                })
+            })
+            .collect();
+        filter.insert(&3);
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        assert_eq!(filter.stages(), 2, "one boundary, one stage");
+        for item in [1, 2, 3] {
+            assert!(filter.contains(&item), "item {item} lost");
+        }
+    });
+}
+
+/// A sealed stage whose growth the memory limit refuses: the inserts that
+/// meet it do not wait or loop, they go into the sealed stage (which
+/// overfills, as documented), and every item is found; the filter stays at
+/// one stage and reports the limit.
+#[test]
+fn a_sealed_stage_that_cannot_grow_takes_the_inserts() {
+    loom::model(|| {
+        let first_stage_only = filter(1).memory_bytes();
+        let filter = Arc::new(
+            ScalableBloomFilter::builder(1, 0.5)
+                .seed(SEED)
+                .memory_limit(first_stage_only)
+                .__first_stage_fill_bits(1)
+                .build()
+                .unwrap(),
+        );
+        let other = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || {
+                filter.insert(&1u64);
+            })
+        };
+        filter.insert(&2u64);
+        other.join().unwrap();
+        assert_eq!(filter.stages(), 1);
+        assert!(filter.contains(&1) && filter.contains(&2));
+        assert!(matches!(
+            filter.growth_error(),
+            Some(atomic_bloom::Error::MemoryLimitReached { .. })
+        ));
+    });
+}

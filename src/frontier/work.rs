@@ -5,7 +5,9 @@
 //! finished").
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::ops::Deref;
+use std::ptr;
 
 use crate::sync::{fence, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 
@@ -180,6 +182,32 @@ pub struct Taken<'a, T> {
 impl<'a, T> Taken<'a, T> {
     pub(super) fn new(item: T, work: &'a Work) -> Self {
         Taken { item, work }
+    }
+
+    /// The item, moved out without a clone; it is done here, as when the
+    /// guard drops. Push the links its page yields before (through the
+    /// guard's `Deref`): once every item is done and nothing is queued,
+    /// the crawl is over.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let frontier: atomic_bloom::Frontier<String> = atomic_bloom::Frontier::new(100, 0.01)?;
+    /// frontier.push("https://example.com/".to_string());
+    /// let page = frontier.take().unwrap();
+    /// frontier.push(format!("{}about", *page)); // its links first
+    /// let url: String = page.into_inner();
+    /// assert_eq!(url, "https://example.com/");
+    /// assert!(!frontier.is_finished()); // the link is queued
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_inner(self) -> T {
+        let this = ManuallyDrop::new(self);
+        // Safety: `this` is never dropped and its item never read again,
+        // so the item is moved out exactly once and owned by the caller.
+        let item = unsafe { ptr::read(&this.item) };
+        this.work.done();
+        item
     }
 }
 

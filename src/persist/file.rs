@@ -5,12 +5,17 @@ use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 
 use super::{Decoder, Saved};
+use crate::error::{READING, SAVING};
 use crate::Error;
 
 /// Saves `value` to `path` so that a crash at any instant leaves either the
 /// previous file or the new one there, whole: write a temporary file in the
 /// same directory, fsync it, rename it over `path`, fsync the directory.
 pub(crate) fn save<V: Saved>(value: &V, path: &Path) -> Result<(), Error> {
+    save_steps(value, path).map_err(|error| error.on_file(SAVING, path))
+}
+
+fn save_steps<V: Saved>(value: &V, path: &Path) -> Result<(), Error> {
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
@@ -18,7 +23,7 @@ pub(crate) fn save<V: Saved>(value: &V, path: &Path) -> Result<(), Error> {
     let name = path.file_name().ok_or_else(|| {
         Error::from(crate::IoError::from(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("{} names no file", path.display()),
+            "the path names no file",
         )))
     })?;
     // Saves running at once get different names; `create_new` refuses a
@@ -62,8 +67,11 @@ fn sync_directory(directory: &Path) -> Result<(), Error> {
 
 /// Loads a `V` from `path`, which must hold nothing after it.
 pub(crate) fn load<V: Saved>(path: &Path) -> Result<V, Error> {
-    let mut reader = BufReader::new(File::open(path)?);
-    let value = super::read_from(&mut reader)?;
-    Decoder::new(reader).expect_end()?;
-    Ok(value)
+    let read = || {
+        let mut reader = BufReader::new(File::open(path)?);
+        let value = super::read_from(&mut reader)?;
+        Decoder::new(reader).expect_end()?;
+        Ok(value)
+    };
+    read().map_err(|error: Error| error.on_file(READING, path))
 }

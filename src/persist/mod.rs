@@ -322,9 +322,12 @@ pub(crate) fn write_header<W: std::io::Write>(
     out.end_section()
 }
 
-/// Reads and checks a header; returns the seed. Magic and version come
-/// first, so that another file or a newer format gets its own error rather
-/// than a checksum mismatch.
+/// Reads and checks a header; returns the seed. The magic comes first, so
+/// that another file gets its own error; then the checksum, so that a
+/// damaged header is called damaged whatever its bytes now say; then the
+/// version (its layout is the same in every version, so a newer format's
+/// header passes its checksum and gets its own error), kind, scheme and
+/// reserved bytes.
 pub(crate) fn read_header<R: std::io::Read>(
     input: &mut Decoder<R>,
     expected: Kind,
@@ -334,6 +337,11 @@ pub(crate) fn read_header<R: std::io::Read>(
         return Err(Error::NotAFilter);
     }
     let version = input.u16()?;
+    let kind = input.u8()?;
+    let scheme = input.u8()?;
+    let reserved = input.u32()?;
+    let seed = input.u64()?;
+    input.end_section()?;
     if version == 0 || version > FORMAT_VERSION {
         return Err(Error::UnsupportedVersion {
             found: version,
@@ -341,11 +349,6 @@ pub(crate) fn read_header<R: std::io::Read>(
         });
     }
     input.set_version(version);
-    let kind = input.u8()?;
-    let scheme = input.u8()?;
-    let reserved = input.u32()?;
-    let seed = input.u64()?;
-    input.end_section()?;
     let kind = Kind::from_byte(kind)?;
     if kind != expected {
         return Err(Error::WrongKind {

@@ -53,11 +53,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         // replaces or its compare-and-swap finds replaced.
         first.clear();
         let memory_bytes = first.memory_bytes();
-        let only_first = Arc::new(StageList {
-            older: Vec::new(),
-            newest: first,
-            memory_bytes,
-        });
+        let only_first = Arc::new(StageList::first(first, memory_bytes));
         // SeqCst inside arc-swap (a lock under loom): a load that
         // happens-after this sees the new list, and a growth's
         // compare-and-swap on an older list fails from here on.

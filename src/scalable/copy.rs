@@ -5,7 +5,7 @@
 
 use super::growth::{Stage, StageList};
 use super::ScalableBloomFilter;
-use crate::sync::{Arc, ArcSwap, AtomicBool, Mutex};
+use crate::sync::{Arc, ArcSwap, Mutex};
 use crate::Error;
 
 impl<T: ?Sized, S: Clone> ScalableBloomFilter<T, S> {
@@ -79,7 +79,6 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         let list = Arc::clone(&self.list());
         let ScalableBloomFilter {
             stages,
-            growing,
             growth_failed,
             growth_error,
             hasher,
@@ -94,7 +93,6 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 return ScalableBloomFilter {
                     stages: ArcSwap::new(shared),
                     plan,
-                    growing,
                     growth_failed,
                     growth_error,
                     hasher,
@@ -114,9 +112,11 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 older: list.older,
                 newest,
                 memory_bytes: list.memory_bytes,
+                // The newest stage's fill is counted afresh, exactly: it
+                // decides, not a seal made by the sampled count.
+                sealed: false,
             }),
             plan,
-            growing: AtomicBool::new(false),
             growth_failed,
             growth_error: Mutex::new(
                 growth_error

@@ -175,10 +175,11 @@ impl GrowthPlan {
         )
     }
 
-    /// Sizes stage `index` before it is needed, so that the insert that
-    /// fills the stage before it finds its size remembered instead of
-    /// computing it while others pile into the full stage. Called when the
-    /// filter is built and after each growth.
+    /// Sizes stage `index` before it is needed, so that the inserts that
+    /// meet the stage before it sealed find its size remembered instead of
+    /// each computing it (up to a few milliseconds) before they can go on.
+    /// Called when the filter is built and after each growth, outside any
+    /// flag.
     pub(crate) fn size_ahead(&self, index: usize) {
         // An error here is met, and reported, when the stage is appended.
         let _ = self.geometry(index);
@@ -221,9 +222,24 @@ pub(super) struct StageList<T: ?Sized> {
     pub(super) older: Vec<Arc<Stage<T>>>,
     pub(super) newest: Arc<Stage<T>>,
     pub(super) memory_bytes: usize,
+    /// The newest stage was found full: no insert that loads this list puts
+    /// an item into it while the filter can grow (see
+    /// [`insert_past_seal`](ScalableBloomFilter::insert_past_seal)). Read
+    /// with the list, from the line an insert reads anyway.
+    pub(super) sealed: bool,
 }
 
 impl<T: ?Sized> StageList<T> {
+    /// A list of `first` alone, not sealed.
+    pub(super) fn first(first: Arc<Stage<T>>, memory_bytes: usize) -> Self {
+        StageList {
+            older: Vec::new(),
+            newest: first,
+            memory_bytes,
+            sealed: false,
+        }
+    }
+
     pub(super) fn all(&self) -> impl DoubleEndedIterator<Item = &Stage<T>> {
         self.older
             .iter()
@@ -245,7 +261,7 @@ impl<T: ?Sized> StageList<T> {
             .any(|stage| stage.contains_hash(hash))
     }
 
-    /// This list with `stage` appended.
+    /// This list with `stage` appended (and not sealed).
     fn with(&self, stage: Stage<T>, bytes: usize) -> Self {
         let mut older = self.older.clone();
         older.push(Arc::clone(&self.newest));
@@ -253,6 +269,17 @@ impl<T: ?Sized> StageList<T> {
             older,
             newest: Arc::new(stage),
             memory_bytes: self.memory_bytes + bytes,
+            sealed: false,
+        }
+    }
+
+    /// The same stages, the newest sealed.
+    fn sealed(&self) -> Self {
+        StageList {
+            older: self.older.clone(),
+            newest: Arc::clone(&self.newest),
+            memory_bytes: self.memory_bytes,
+            sealed: true,
         }
     }
 }
@@ -265,34 +292,79 @@ fn is_permanent(error: &Error) -> bool {
 }
 
 impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
-    /// Makes the next stage and publishes it with a compare-and-swap on the
-    /// list loaded as `seen`: of racing growers, exactly one succeeds.
+    /// The newest stage of `seen` was found full by an insert into it:
+    /// seals it, then appends the next stage.
     ///
-    /// The `growing` flag spares duplicate allocations: while one thread
-    /// grows, others skip, unless the stage is overfull by an eighth (its
-    /// grower may have been descheduled), in which case they race it.
-    /// Growth never waits on another thread. After a growth that failed for
-    /// good (the memory limit) it does nothing; after one the allocator
-    /// refused, it tries again.
+    /// Sealing publishes `seen` marked sealed, by a compare-and-swap on
+    /// `seen`: from then on an insert that loads the list puts nothing into
+    /// the full stage (see [`insert_past_seal`](Self::insert_past_seal)).
+    /// If the list changed meanwhile, it was sealed by another thread (then
+    /// this one helps it grow), grown, or cleared (nothing to do). No
+    /// thread waits on another: every one that meets the sealed list may
+    /// append, and of racing appends exactly one compare-and-swap succeeds.
+    /// After a growth that failed for good (the memory limit) it does
+    /// nothing; after one the allocator refused, it tries again.
     #[cold]
-    pub(super) fn grow(&self, seen: &Arc<StageList<T>>) {
+    pub(super) fn seal_and_grow(&self, seen: &Arc<StageList<T>>) {
         if self.growth_stopped() {
             return;
         }
-        // Acquire: pairs with the Release that ends the previous growth, so
-        // the list that growth published is the one loaded next.
-        let holder = !self.growing.swap(true, Ordering::Acquire);
-        if holder || seen.newest.is_overfull() {
-            let current = self.list();
-            if Arc::ptr_eq(&current, seen) {
-                // A failure is recorded for `growth_error` and tried again
-                // at the next insert that finds the stage full.
-                let _ = self.append_stage(&current);
+        let sealed = if seen.sealed {
+            Arc::clone(seen)
+        } else {
+            let sealed = Arc::new(seen.sealed());
+            // SeqCst inside arc-swap (a lock under loom): a load that comes
+            // after this in that order returns the sealed list or a later
+            // one, so its insert does not go into the full stage.
+            let previous = self.stages.compare_and_swap(seen, Arc::clone(&sealed));
+            if Arc::ptr_eq(&previous, seen) {
+                sealed
+            } else if previous.sealed && Arc::ptr_eq(&previous.newest, &seen.newest) {
+                Arc::clone(&previous)
+            } else {
+                return;
             }
-        }
-        if holder {
-            // Release: publishes this growth's outcome to the next grower.
-            self.growing.store(false, Ordering::Release);
+        };
+        // A failure is recorded for `growth_error` and tried again at the
+        // next insert that finds the stage full.
+        let _ = self.append_stage(&sealed);
+    }
+
+    /// Inserts `hash` when `seen`, the list loaded, has its newest stage
+    /// sealed and its older stages do not hold `hash`: the insert does not
+    /// wait for the thread that sealed it. While the filter can grow it
+    /// appends the next stage itself (racing the others: the losers drop
+    /// theirs), loads the list again and inserts into the new newest
+    /// stage. When the growth failed (the memory limit, or the allocator),
+    /// it inserts into the sealed stage, which overfills as documented, and
+    /// tries the growth again when that stage's fill says full.
+    #[cold]
+    pub(super) fn insert_past_seal(&self, seen: &Arc<StageList<T>>, hash: u64) -> bool {
+        let mut current = Arc::clone(seen);
+        loop {
+            if self.growth_failed() {
+                let outcome = current.newest.insert_hash(hash);
+                if outcome.full {
+                    self.seal_and_grow(&current);
+                }
+                return outcome.new;
+            }
+            // A failure is recorded (the next round then inserts into the
+            // sealed stage), unless a clear replaced `current`.
+            let _ = self.append_stage(&current);
+            let next = Arc::clone(&self.list());
+            if next.older_contain(hash) {
+                return false;
+            }
+            if !next.sealed {
+                let outcome = next.newest.insert_hash(hash);
+                if outcome.full {
+                    self.seal_and_grow(&next);
+                }
+                return outcome.new;
+            }
+            // Sealed again: another boundary, or this one's growth failed.
+            current = next;
         }
     }
 

@@ -13,6 +13,7 @@ mod copy;
 mod growth;
 mod impls;
 
+use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 use std::ops::Deref;
@@ -40,16 +41,22 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, Sizing};
 /// 1% request once grown.) One hash serves every stage, by masking.
 ///
 /// An insert checks the older stages, then sets bits in the newest; when the
-/// newest is full, the inserter that notices appends the next stage.
+/// newest is full, the inserter that notices seals it and appends the next
+/// stage.
 ///
 /// # Growth and memory
 ///
 /// The stage list is immutable and swapped in whole through `arc-swap`: a
-/// reader loads it once per call and never blocks. Of several threads that
-/// find the newest stage full, exactly one allocates the next stage and
-/// publishes the longer list with a compare-and-swap; the others go on
-/// inserting into the full stage meanwhile (a little past its fill, which
-/// the sizing's margin absorbs).
+/// reader loads it once per call and never blocks. The inserter that finds
+/// the newest stage full first publishes the list with that stage sealed:
+/// from then on no insert puts an item into it (only inserts already under
+/// way may, at most one item per thread). An insert that meets the sealed
+/// stage does not wait for the next one: it allocates it itself if it is
+/// not there yet. Of the threads that allocate it, exactly one publishes
+/// the longer list with a compare-and-swap, and the others drop theirs. So
+/// a stage ends at its fill however many threads insert and however they
+/// are scheduled (within its fill count's sampling error, a fraction of a
+/// percent), and the total rate holds.
 ///
 /// Memory is capped at 1 GiB unless the builder says otherwise
 /// ([`memory_limit`](ScalableBloomFilterBuilder::memory_limit),
@@ -93,9 +100,6 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, Sizing};
 pub struct ScalableBloomFilter<T: ?Sized, S = DefaultHasher> {
     stages: ArcSwap<StageList<T>>,
     plan: GrowthPlan,
-    /// Set while one thread makes the next stage, so others do not make
-    /// (and throw away) another: they never wait on it.
-    growing: AtomicBool,
     /// Set while the last growth failed (the memory limit, or the
     /// allocator), cleared by one that succeeds.
     growth_failed: AtomicBool,
@@ -117,12 +121,11 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
     pub(crate) fn from_parts(plan: GrowthPlan, hasher: S) -> Result<Self, Error> {
         let (first, bytes) = plan.allocate(0, plan.geometry(0)?, 0)?;
         plan.size_ahead(1);
-        let stages = StageList {
-            older: Vec::new(),
-            newest: Arc::new(first),
-            memory_bytes: bytes,
-        };
-        Ok(Self::from_list(plan, stages, hasher))
+        Ok(Self::from_list(
+            plan,
+            StageList::first(Arc::new(first), bytes),
+            hasher,
+        ))
     }
 
     /// A filter over `stages`, not growing, with no growth error.
@@ -130,7 +133,6 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         ScalableBloomFilter {
             stages: ArcSwap::from_pointee(stages),
             plan,
-            growing: AtomicBool::new(false),
             growth_failed: AtomicBool::new(false),
             growth_error: Mutex::new(None),
             hasher,
@@ -185,6 +187,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
             older: stages,
             newest,
             memory_bytes,
+            sealed: false,
         };
         Self::from_list(plan, list, hasher)
     }
@@ -207,6 +210,14 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         // SeqCst inside arc-swap (a lock under loom): sees every list published
         // by a compare-and-swap that happened-before this call.
         self.stages.load()
+    }
+
+    #[doc(hidden)]
+    #[cfg(atomic_bloom_loom)]
+    /// Whether the newest stage of the current stage list is sealed (found
+    /// full, no insert that loads the list goes into it); for loom models.
+    pub fn __newest_sealed(&self) -> bool {
+        self.list().sealed
     }
 
     /// The current newest stage, for prefetching a batch's blocks.
@@ -232,9 +243,12 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         if stages.older_contain(hash) {
             return false;
         }
+        if stages.sealed {
+            return self.insert_past_seal(&stages, hash);
+        }
         let outcome = stages.newest.insert_hash(hash);
         if outcome.full {
-            self.grow(&stages);
+            self.seal_and_grow(&stages);
         }
         outcome.new
     }
@@ -518,7 +532,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn insert(&self, item: &T) -> bool {
+    pub fn insert<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.insert_hash(self.hash_item(item))
     }
 
@@ -546,7 +564,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
     /// assert!(f.memory_bytes() <= 64 * 1024);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn try_insert(&self, item: &T) -> Result<bool, Error> {
+    pub fn try_insert<Q>(&self, item: &Q) -> Result<bool, Error>
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         let hash = self.hash_item(item);
         if !self.growth_failed() {
             return Ok(self.insert_hash(hash));

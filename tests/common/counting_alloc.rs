@@ -1,6 +1,6 @@
 //! A global allocator that counts live heap bytes and their peak, passing
 //! every call on to `System`. Shared by `tests/persist_alloc.rs` and
-//! `examples/bits_per_item.rs` (through `#[path]`); each declares its own
+//! `benches/examples/bits_per_item.rs` (through `#[path]`); each declares its own
 //! `#[global_allocator] static ALLOC: CountingAlloc = CountingAlloc;`.
 
 use std::alloc::{GlobalAlloc, Layout, System};

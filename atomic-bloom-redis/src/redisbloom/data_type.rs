@@ -49,7 +49,7 @@ impl RdbOutput for ServerOutput {
 }
 
 /// The server's RDB stream of one value.
-struct ServerInput(*mut raw::RedisModuleIO);
+pub(crate) struct ServerInput(pub(crate) *mut raw::RedisModuleIO);
 
 impl RdbInput for ServerInput {
     fn unsigned(&mut self) -> Result<u64, ()> {

@@ -33,7 +33,8 @@ pub(crate) mod rdb;
 mod stream;
 pub(crate) mod unheld;
 
-use murmur::{murmur2, murmur64a};
+use murmur::murmur2;
+pub(crate) use murmur::murmur64a;
 
 /// Options of a chain (RedisBloom's `BLOOM_OPT_*`).
 pub(crate) const NOROUND: u32 = 1;
@@ -114,7 +115,7 @@ pub(crate) struct Link {
 
 /// `bytes` zero bytes from the allocator's zeroed path (`calloc`: pages are
 /// the kernel's until written).
-fn zeroed(bytes: u64) -> Result<Box<[u8]>, ChainError> {
+pub(crate) fn zeroed(bytes: u64) -> Result<Box<[u8]>, ChainError> {
     if bytes == 0 {
         return Ok(Box::new([]));
     }

@@ -4,7 +4,7 @@
 //! item, and the false-positive rate measured over 1M absent keys.
 //!
 //! ```text
-//! cargo run --release --example bits_per_item
+//! cargo run --release -p atomic-bloom-benches --example bits_per_item
 //! ```
 //!
 //! Memory is measured the same way for every subject: a counting global
@@ -31,7 +31,7 @@ use atomic_bloom::{
 use dashmap::DashSet;
 use growable_bloom_filter::GrowableBloom;
 
-#[path = "../tests/common/counting_alloc.rs"]
+#[path = "../../tests/common/counting_alloc.rs"]
 mod counting_alloc;
 
 use counting_alloc::{live, peak, reset_peak, CountingAlloc};
@@ -150,7 +150,7 @@ fn rows(rate: f64, queue_extra: &mut Vec<String>) -> Vec<Row> {
     rows.push(measure(Subject {
         name: "atomic-bloom `CountingBloomFilter`".into(),
         build: Box::new(move || {
-            CountingBloomFilter::builder(N, rate)
+            CountingBloomFilter::<u64>::builder(N, rate)
                 .seed(SEED)
                 .build()
                 .expect("a valid filter")

@@ -5,8 +5,8 @@
 //! figures, printed and written to `docs/curves/table.md`.
 //!
 //! ```sh
-//! cargo bench --bench contention
-//! cargo run --release --example plot_curves [CRITERION_DIR]   # default target/criterion
+//! cargo bench -p atomic-bloom-benches --bench contention
+//! cargo run --release -p atomic-bloom-benches --example plot_curves [CRITERION_DIR]   # default target/criterion
 //! ```
 //!
 //! It reads every `benchmark.json` in a `new/` directory below the criterion
@@ -86,7 +86,7 @@ fn main() {
     );
     if !dir.is_dir() {
         eprintln!(
-            "no criterion results in {}: run `cargo bench --bench contention` first, \
+            "no criterion results in {}: run `cargo bench -p atomic-bloom-benches --bench contention` first, \
              or pass the criterion directory",
             dir.display()
         );
@@ -421,7 +421,7 @@ fn table(results: &Results, subjects: &[String]) -> String {
     let heads: Vec<String> = threads.iter().map(|t| format!("{t} thr")).collect();
     let _ = writeln!(
         out,
-        "Mops/s (median), `cargo bench --bench contention`, 1% target, u64 keys.\n\n\
+        "Mops/s (median), `cargo bench -p atomic-bloom-benches --bench contention`, 1% target, u64 keys.\n\n\
          | family | workload | size | subject | {} |",
         heads.join(" | ")
     );

@@ -5,7 +5,7 @@
 //! against an evaluation of the formula written here otherwise: bottom up,
 //! every `(k, l)` tried.
 
-#[path = "../benches/common/window_peers.rs"]
+#[path = "../common/window_peers.rs"]
 mod window_peers;
 
 use atomic_bloom::DefaultHasher;

@@ -9,11 +9,11 @@
 //! bits per window item at 1%), the peer `benches/windowed.rs` builds.
 //! Deterministic (fixed seeds, one thread); no timing.
 //!
-//! Run: `cargo run --release --example windowed_table [-- RATE]`
+//! Run: `cargo run --release -p atomic-bloom-benches --example windowed_table [-- RATE]`
 
 use atomic_bloom::{Layout, WindowedBloomFilter};
 
-#[path = "../benches/common/window_peers.rs"]
+#[path = "../common/window_peers.rs"]
 mod window_peers;
 
 use window_peers::{apbf_bits_per_item, apbf_least_memory, apbf_rate};

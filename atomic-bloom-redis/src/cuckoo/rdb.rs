@@ -1,0 +1,173 @@
+//! RedisBloom's RDB encoding of a cuckoo filter (`MBbloomCF`), read from
+//! any [`RdbInput`]: the server's RDB stream (`data_type.rs`) or, for the
+//! fuzz targets, bytes.
+//!
+//! Encoding 4 (RedisBloom 2.2 on, and this module): the number of
+//! sub-filters, the first one's buckets, items, deletes, bucket size, max
+//! iterations and expansion, then per sub-filter its buckets and its slots
+//! as a string. Encodings 1 to 3 (RedisBloom 1.1 to 2.0): the number of
+//! sub-filters, buckets and items, then per sub-filter its slots (each of
+//! the first one's buckets); RedisBloom reads their deletes as 0 and their
+//! bucket size, max iterations and expansion from its configs now, and so
+//! does this module (`defaults`).
+//!
+//! RedisBloom checks only that there are sub-filters and buckets, then
+//! aborts the server on a string of the wrong length; here every field is
+//! checked against what RedisBloom can write before it is used, and a
+//! value that fails is refused (`RESTORE`: "Bad data format"). A value is
+//! held to what a `CF.LOADCHUNK` header of it must be (the first
+//! sub-filter's buckets a power of two, sub-filter `i` of `buckets ·
+//! expansion^i` buckets, no second sub-filter without expansion), so that
+//! every filter this module holds dumps, rewrites and copies into one it
+//! accepts again. (A filter of an old encoding grown while RedisBloom had
+//! no expansion, loaded under a `cf-expansion-factor` other than 1, fails
+//! that: RedisBloom loads it, and then its own `CF.SCANDUMP` of it loads
+//! into a different filter.)
+
+use super::table::Table;
+use super::{Cuckoo, SubFilter, MAX_BUCKETS, MAX_FILTERS};
+use crate::redisbloom::rdb::RdbInput;
+
+/// The encoding RedisBloom writes, and this module.
+pub(crate) const ENCODING_VERSION: i32 = 4;
+
+/// What an encoding before 4 does not say: RedisBloom's configs now.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Defaults {
+    pub(crate) bucket_size: u16,
+    pub(crate) max_iterations: u16,
+    pub(crate) expansion: u16,
+}
+
+/// Reads a filter written with encoding `encver` (1 to 4), refusing one
+/// whose slots would pass `cap` bytes before they are read (a `RESTORE`
+/// under `bf-memory-limit-per-filter`: a compressed payload may hold many
+/// times its size).
+///
+/// # Errors
+///
+/// Why it was refused, for the log.
+pub(crate) fn load(
+    input: &mut impl RdbInput,
+    encver: i32,
+    defaults: Defaults,
+    cap: Option<u64>,
+) -> Result<Cuckoo, &'static str> {
+    let truncated = |()| "the RDB ends early";
+    if !(0..=ENCODING_VERSION).contains(&encver) {
+        return Err("an encoding newer than this module's");
+    }
+    let filters = input.unsigned().map_err(truncated)?;
+    let buckets = input.unsigned().map_err(truncated)?;
+    if filters == 0
+        || filters > MAX_FILTERS as u64
+        || buckets > MAX_BUCKETS
+        || !buckets.is_power_of_two()
+    {
+        return Err("no sub-filters, or more than 65535, or buckets not a power of two below 2^56");
+    }
+    let items = input.unsigned().map_err(truncated)?;
+    let mut cuckoo = Cuckoo {
+        buckets,
+        items,
+        deletes: 0,
+        bucket_size: defaults.bucket_size,
+        max_iterations: defaults.max_iterations,
+        expansion: defaults.expansion,
+        filters: Vec::new(),
+    };
+    if encver >= ENCODING_VERSION {
+        cuckoo.deletes = input.unsigned().map_err(truncated)?;
+        let field =
+            |value: u64, most: u64| u16::try_from(value).ok().filter(|v| u64::from(*v) <= most);
+        let bucket_size = input.unsigned().map_err(truncated)?;
+        let max_iterations = input.unsigned().map_err(truncated)?;
+        let expansion = input.unsigned().map_err(truncated)?;
+        cuckoo.bucket_size = field(bucket_size, 255)
+            .filter(|size| *size >= 1)
+            .ok_or("a bucket size out of 1..=255")?;
+        cuckoo.max_iterations = field(max_iterations, 65535)
+            .filter(|moves| *moves >= 1)
+            .ok_or("max iterations out of 1..=65535")?;
+        cuckoo.expansion = field(expansion, 32768).ok_or("an expansion past 32768")?;
+    }
+    if cuckoo.expansion == 0 && filters > 1 {
+        return Err("sub-filters past the first in a filter that cannot grow");
+    }
+    let size = u64::from(cuckoo.bucket_size);
+    let mut total = 40 + 16 * filters;
+    cuckoo
+        .filters
+        .try_reserve_exact(filters as usize)
+        .map_err(|_| "no memory for the sub-filters")?;
+    for index in 0..filters as usize {
+        let sub_buckets = if encver >= ENCODING_VERSION {
+            input.unsigned().map_err(truncated)?
+        } else {
+            buckets
+        };
+        if Some(sub_buckets) != cuckoo.buckets_of(index) {
+            return Err("a sub-filter whose buckets are not buckets x expansion^i");
+        }
+        total = total.saturating_add(sub_buckets.saturating_mul(size));
+        if cap.is_some_and(|cap| total > cap) {
+            return Err("its slots would pass bf-memory-limit-per-filter");
+        }
+        // The string's length is what the input holds: the server read it.
+        let slots = input.string().map_err(truncated)?;
+        if Some(slots.len() as u64) != sub_buckets.checked_mul(size) {
+            return Err("slots that are not buckets x bucket size");
+        }
+        let table = Table::from_bytes(sub_buckets, cuckoo.bucket_size, &slots)
+            .ok_or("no memory for a sub-filter")?;
+        drop(slots);
+        cuckoo.filters.push(SubFilter {
+            buckets: sub_buckets,
+            table,
+        });
+    }
+    Ok(cuckoo)
+}
+
+/// Where a filter's fields go (the server's RDB stream, or bytes).
+pub(crate) trait RdbOutput {
+    fn unsigned(&mut self, value: u64);
+    fn bytes(&mut self, value: &[u8]);
+}
+
+/// Writes `cuckoo` as RedisBloom does (encoding 4).
+pub(crate) fn save(cuckoo: &Cuckoo, out: &mut impl RdbOutput) {
+    out.unsigned(cuckoo.filters.len() as u64);
+    out.unsigned(cuckoo.buckets);
+    out.unsigned(cuckoo.items);
+    out.unsigned(cuckoo.deletes);
+    out.unsigned(u64::from(cuckoo.bucket_size));
+    out.unsigned(u64::from(cuckoo.max_iterations));
+    out.unsigned(u64::from(cuckoo.expansion));
+    // One buffer for every sub-filter's bytes: each is saved as one
+    // string, copied out of the core's words.
+    let mut bytes = Vec::new();
+    for sub in &cuckoo.filters {
+        out.unsigned(sub.buckets);
+        bytes.clear();
+        bytes.resize(sub.slots() as usize, 0);
+        sub.read(0, &mut bytes);
+        out.bytes(&bytes);
+    }
+}
+
+/// An RDB value as bytes, as [`crate::redisbloom::rdb::BytesInput`] reads
+/// them (for the fuzz targets: what they load, they save and load again).
+pub(crate) struct BytesOutput(pub(crate) Vec<u8>);
+
+impl RdbOutput for BytesOutput {
+    fn unsigned(&mut self, value: u64) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+
+    fn bytes(&mut self, value: &[u8]) {
+        self.0
+            .extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(value);
+    }
+}
