@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{error_text, reply, scan_dump, used_memory, Server, KINDS};
+use common::{crc32c, error_text, reply, scan_dump, used_memory, Server, KINDS};
 use redis::Value;
 
 /// xorshift64*: a fixed-seed stream of test choices.
@@ -222,20 +222,4 @@ fn a_record_claiming_two_to_the_64_items_takes_adds_without_wrapping() {
         let card: i64 = reply(&mut c, &["BF.CARD", "top"]);
         assert_eq!(card, i64::MAX, "{kind:?}: after a reload");
     }
-}
-
-/// CRC-32C (Castagnoli), bitwise.
-fn crc32c(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0x82f6_3b78
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }

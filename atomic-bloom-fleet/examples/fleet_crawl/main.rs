@@ -1,11 +1,12 @@
-//! The crawl example's fleet mode: worker threads share a `FleetFrontier`,
-//! and so do all the crawl processes started against the same server or
-//! cluster (blocking or async, `crawl_async`): together they crawl each
+//! The fleet crawl (`fleet_crawl`; the library's one-process crawl is
+//! `crawl`): worker threads share a `FleetFrontier`, and so do all the
+//! crawl processes started against the same server or cluster (blocking
+//! or async, `fleet_crawl_async`): together they crawl each
 //! page once, and a process that dies loses nothing.
 //!
 //! ```text
-//! cargo run --release -p atomic-bloom-fleet --example crawl -- --redis redis://127.0.0.1:6379/ --crawled-out pages.txt
-//! cargo run --release -p atomic-bloom-fleet --example crawl -- --help
+//! cargo run --release -p atomic-bloom-fleet --example fleet_crawl -- --redis redis://127.0.0.1:6379/ --crawled-out pages.txt
+//! cargo run --release -p atomic-bloom-fleet --example fleet_crawl -- --help
 //! ```
 //!
 //! The synthetic web and the link extraction are the library's crawl

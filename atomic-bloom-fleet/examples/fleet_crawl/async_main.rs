@@ -1,14 +1,14 @@
 //! The async fleet crawl: tokio tasks share a
 //! `atomic_bloom_fleet::tokio::FleetFrontier` over the same synthetic web
-//! as the blocking crawl (`crawl`), and with any crawl process, blocking or
+//! as the blocking crawl (`fleet_crawl`), and with any crawl process, blocking or
 //! async, started against the same server or cluster.
 //!
 //! ```text
-//! cargo run --release -p atomic-bloom-fleet --example crawl_async -- --redis redis://127.0.0.1:6379/ --tasks 64
+//! cargo run --release -p atomic-bloom-fleet --example fleet_crawl_async -- --redis redis://127.0.0.1:6379/ --tasks 64
 //! ```
 
 mod cli;
-#[allow(dead_code)] // the blocking crawl, which `crawl` runs
+#[allow(dead_code)] // the blocking crawl, which `fleet_crawl` runs
 mod fleet;
 mod fleet_async;
 #[path = "../../../examples/crawl/links.rs"]

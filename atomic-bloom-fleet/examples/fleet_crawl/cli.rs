@@ -20,7 +20,7 @@ use crate::site::SiteArgs;
 /// cluster) with the atomic-bloom-redis module: together they crawl each
 /// page once.
 #[derive(Parser, Debug)]
-#[command(name = "crawl")]
+#[command(name = "fleet_crawl")]
 pub struct Args {
     /// The fleet's server, or any node of its cluster.
     #[arg(long, value_name = "URL")]
@@ -28,7 +28,7 @@ pub struct Args {
     /// Worker threads (the blocking crawl).
     #[arg(long, default_value_t = 4)]
     pub threads: usize,
-    /// Worker tasks (the async crawl, `crawl_async`).
+    /// Worker tasks (the async crawl, `fleet_crawl_async`).
     #[arg(long, default_value_t = 64)]
     pub tasks: usize,
     #[command(flatten)]

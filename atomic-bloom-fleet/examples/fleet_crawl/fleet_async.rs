@@ -1,4 +1,4 @@
-//! The async fleet crawl (`crawl_async --redis URL --tasks N`): tokio tasks
+//! The async fleet crawl (`fleet_crawl_async --redis URL --tasks N`): tokio tasks
 //! share a `atomic_bloom_fleet::tokio::FleetFrontier`, over the same
 //! synthetic web and with the same tally as the blocking crawl
 //! (`fleet.rs`), and with any blocking or async crawl process pointed at
