@@ -35,6 +35,7 @@
 //! | [`Table::count`] | its copies in both buckets (one bucket once) | none |
 //! | [`Table::count_in`] | its copies in one bucket | `subFilterCount` adds both, even when they are one |
 //! | [`Table::remove`] | one CAS clearing the lowest copy in `first`, else in `second` | `Filter_Delete` |
+//! | [`Table::insert_free_mut`], [`Table::remove_mut`] | the same slots, plain stores under `&mut self` | |
 //! | [`Table::relocate`] | concurrent relocation: a breadth-first path search, then moves from the free end backwards (see below); [`Native`]-like schemes only | none |
 //! | [`Table::kick_out`] | RedisBloom's single-threaded, deterministic relocation, with its roll-back | `Filter_KOInsert` |
 //! | [`Table::slot`], [`Table::set_slot`], [`Table::find_free`] | slot by slot, for compaction | `relocateSlot` |
@@ -576,6 +577,11 @@ impl Table {
         }
     }
 
+    /// The lowest slot of `bucket` holding `value`.
+    pub(super) fn find_value(&self, bucket: usize, value: u64) -> Option<SlotRef> {
+        self.find(bucket, value)
+    }
+
     /// A free slot of `bucket`, for the relocation's search.
     pub(super) fn free_slot(&self, bucket: usize) -> Option<SlotRef> {
         self.find(bucket, 0)
@@ -620,62 +626,6 @@ impl Table {
         self.versions
             .bump(from_bucket, to_bucket, Ordering::Release);
         moved
-    }
-}
-
-impl Table {
-    /// Checks a table read from a saved filter: no slot reserved, no bit
-    /// set outside the slots (the spare bits of a word, words past the
-    /// last slot); returns the fingerprints it holds.
-    pub(crate) fn check_loaded(&self) -> Result<usize, Error> {
-        let shape = &self.shape;
-        let per_word = shape.slots_per_word() as usize;
-        let full_words = shape.slots() / per_word;
-        let tail_lanes = (shape.slots() % per_word) as u32;
-        let reserved = self.lanes.broadcast(self.lanes.all_ones);
-        let lane_bits = |valid_high: u64| {
-            // Every bit of the lanes whose high bits are `valid_high`.
-            let mut bits = 0u64;
-            let mut high = valid_high;
-            while high != 0 {
-                let shift = self.lanes.lowest_shift(high);
-                high &= high - 1;
-                bits |= self.lanes.all_ones << shift;
-            }
-            bits
-        };
-        let all_lanes = lane_bits(self.lanes.high);
-        let mut held = 0;
-        for index in 0..self.words.num_blocks() * WORDS_PER_BLOCK {
-            let valid = if index < full_words {
-                self.lanes.high
-            } else if index == full_words && tail_lanes != 0 {
-                self.lanes.lane_range(0, tail_lanes)
-            } else {
-                0
-            };
-            let allowed = if valid == self.lanes.high {
-                all_lanes
-            } else {
-                lane_bits(valid)
-            };
-            // Relaxed: the table is the loader's alone.
-            let bits = self.word(index).load(Ordering::Relaxed);
-            if bits & !allowed != 0 {
-                return Err(Error::InvalidField {
-                    field: "cuckoo word with bits outside its slots",
-                    value: index as u64,
-                });
-            }
-            if self.lanes.matching(bits, reserved, valid) != 0 {
-                return Err(Error::InvalidField {
-                    field: "cuckoo word with a reserved slot",
-                    value: index as u64,
-                });
-            }
-            held += (valid & !self.lanes.matching(bits, 0, valid)).count_ones() as usize;
-        }
-        Ok(held)
     }
 }
 

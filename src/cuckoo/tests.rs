@@ -396,11 +396,26 @@ fn an_exclusive_table_costs_its_slots_alone_and_answers_alike() {
         let inserted = exclusive.insert_free(&probe) || exclusive.kick_out(&RedisBloom, &probe, 20);
         assert!(!inserted || exclusive.contains(&probe));
     }
-    for hash in hashes(5).take(900).step_by(3) {
+    for (i, hash) in hashes(5).take(900).step_by(3).enumerate() {
         let probe = exclusive.probe(&RedisBloom, hash);
         let count = exclusive.count(&probe);
-        assert_eq!(exclusive.remove(&probe), count > 0);
+        let removed = if i % 2 == 0 {
+            exclusive.remove(&probe)
+        } else {
+            exclusive.remove_mut(&probe)
+        };
+        assert_eq!(removed, count > 0);
     }
+    // The plain-store insert takes the slot the CAS insert would.
+    let mut twin = Table::new_exclusive(shape).unwrap();
+    let cas = Table::new_exclusive(shape).unwrap();
+    for hash in hashes(9).take(800) {
+        let probe = twin.probe(&RedisBloom, hash);
+        assert_eq!(twin.insert_free_mut(&probe), cas.insert_free(&probe));
+        assert_eq!(twin.remove_mut(&probe), cas.remove(&probe));
+        assert_eq!(twin.insert_free_mut(&probe), cas.insert_free(&probe));
+    }
+    assert!(twin.same(&cas));
     // The byte views are the bytes read and written a word at a time.
     let bytes = exclusive.bytes().to_vec();
     assert_eq!(bytes.len(), 1024);
