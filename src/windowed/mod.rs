@@ -126,12 +126,11 @@ enum Attempt {
 /// CrowdStrike/apbf builds it) takes 19.66 at its least memory within 1%
 /// by its own false-positive formula (k = 11, l = 46, 0.995%; 25.72 at
 /// 0.1%, k = 16, l = 140; `benches/tests/window_peers.rs` computes both), two
-/// fastbloom filters rotated 22.1. The default's 19.5 and the compact
-/// layout's 17.3 are accepted as they stand (the owner's decision, issue
-/// 34); the standing goal is at most the APBF's best by default and at
-/// least 11% under it compact (17.5 at 1%). Lookups on URL keys are held
-/// to 0.7× a plain [`BloomFilter`](crate::BloomFilter)'s speed or better
-/// (`windowed/contains/url` in `benches/windowed.rs`).
+/// fastbloom filters rotated 22.1: the default takes about 1% less than
+/// the APBF at its best, the compact layout 12% less. How fast lookups on
+/// URL keys are beside a plain [`BloomFilter`](crate::BloomFilter)'s
+/// (`windowed/contains/url` in `benches/windowed.rs`) is measured in
+/// `docs/BENCHMARKS.md`.
 ///
 /// Forgetting costs a Bloom filter twice: the generations it holds beyond
 /// the window (`g / (g − 1)`) and the union of `g` lookups, each
@@ -923,10 +922,10 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
 /// The last epoch [`advance_by`](WindowedBloomFilter::advance_by) jumps to,
 /// 2^57: half of `MAX_LOADED_EPOCH`, so that a filter advanced as far as it
 /// goes still rotates 2^57 times (45 years at 100 million rotations a
-/// second) before its saves stop loading. (Before the review of issue 34,
-/// `advance_by(u64::MAX)` went to the last epoch, where nothing rotates: a
-/// time window's insert waited there for ever, and the filter's save did
-/// not load; test `a_time_window_advanced_as_far_as_it_goes_keeps_its_promise`.)
+/// second) before its saves stop loading. (At the last epoch nothing
+/// rotates: a time window's insert would wait there for ever, and the
+/// filter's save would not load; test
+/// `a_time_window_advanced_as_far_as_it_goes_keeps_its_promise`.)
 const LAST_JUMP: u64 = MAX_EPOCH.div_ceil(4);
 
 /// Nanoseconds on `clock`, saturating.
