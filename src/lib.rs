@@ -100,7 +100,9 @@
 //! docs say what an insert racing it may see). An insert that
 //! happens-before a lookup (through a join, a channel, a lock or any
 //! release/acquire pair) is always seen by it; a lookup that races an
-//! insert of the same item may or may not see it. Counts such as
+//! insert of the same item may or may not see it. A [`CuckooFilter`]'s
+//! fingerprints also leave slots (remove) and move between them
+//! (relocation); its docs say what a concurrent reader sees. Counts such as
 //! [`BloomFilter::len_estimate`] are snapshots.
 //!
 //! Every filter is `Send + Sync`, `Clone` (a snapshot), `PartialEq` and

@@ -85,6 +85,14 @@ pub enum Error {
         /// What it must be.
         expected: &'static str,
     },
+    /// An async call ran where tokio cannot do its I/O: outside a tokio
+    /// runtime, or on one built without its I/O or time driver. The call
+    /// did nothing it cannot finish later: the next call, on a runtime that
+    /// can, goes on with what it began.
+    RuntimeUnusable {
+        /// What tokio said.
+        reason: String,
+    },
     /// The local filter in front of the server could not be built (its
     /// capacity and rate, [`FleetConfig::local_filter`](crate::FleetConfig::local_filter)).
     LocalFilter(atomic_bloom::Error),
@@ -136,6 +144,12 @@ impl fmt::Display for Error {
             Error::InvalidFleetConfig { setting, expected } => {
                 write!(f, "fleet setting `{setting}` must be {expected}")
             }
+            Error::RuntimeUnusable { reason } => write!(
+                f,
+                "this async fleet call cannot do its I/O here ({reason}): await it inside a \
+                 tokio runtime with its I/O and time drivers (`#[tokio::main]`, or a runtime \
+                 built with `enable_all()`)"
+            ),
             Error::LocalFilter(error) => write!(f, "the fleet's local filter: {error}"),
         }
     }

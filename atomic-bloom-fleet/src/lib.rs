@@ -105,9 +105,9 @@
 //! clock. Two drivers run it: the blocking one at the crate's root
 //! ([`FleetSeen`], [`FleetFrontier`]: a socket per node, and one thread
 //! per frontier for the heartbeat) and, with the feature `tokio`, an async
-//! one with the same methods in [`tokio`] (a task per frontier
-//! for the heartbeat). Blocking and async clients of one fleet work
-//! together.
+//! one with the same methods in [`tokio`] (the same heartbeat thread, so
+//! that leases outlive the runtime). Blocking and async clients of one
+//! fleet work together.
 //!
 //! # Crate features
 //!

@@ -207,7 +207,7 @@ impl Table {
         Ok(Self::from_words(words, shape))
     }
 
-    pub(super) fn from_words(words: BitArray, shape: Shape) -> Self {
+    pub(crate) fn from_words(words: BitArray, shape: Shape) -> Self {
         Table {
             words,
             shape,
@@ -217,8 +217,7 @@ impl Table {
         }
     }
 
-    #[allow(dead_code)] // used by persistence
-    pub(super) fn words(&self) -> &BitArray {
+    pub(crate) fn words(&self) -> &BitArray {
         &self.words
     }
 
@@ -325,7 +324,7 @@ impl Table {
     pub fn contains(&self, probe: &Probe) -> bool {
         let mut round = 0;
         loop {
-            let before = self.versions.read(probe.first, probe.second);
+            let before = self.versions.read_for(round, probe.first, probe.second);
             if self.find(probe.first, probe.fingerprint).is_some()
                 || self.find(probe.second, probe.fingerprint).is_some()
             {
@@ -345,7 +344,7 @@ impl Table {
     pub fn count(&self, probe: &Probe) -> usize {
         let mut round = 0;
         loop {
-            let before = self.versions.read(probe.first, probe.second);
+            let before = self.versions.read_for(round, probe.first, probe.second);
             let mut copies = self.count_in(probe.first, probe.fingerprint);
             if probe.second != probe.first {
                 copies += self.count_in(probe.second, probe.fingerprint);
@@ -442,7 +441,7 @@ impl Table {
     pub fn remove(&self, probe: &Probe) -> bool {
         let mut round = 0;
         loop {
-            let before = self.versions.read(probe.first, probe.second);
+            let before = self.versions.read_for(round, probe.first, probe.second);
             for bucket in [probe.first, probe.second] {
                 while let Some(slot) = self.find(bucket, probe.fingerprint) {
                     // Relaxed: clearing publishes nothing; the CAS takes
@@ -513,7 +512,7 @@ impl Table {
         self.shape == other.shape && self.words.same(&other.words)
     }
 
-    pub(super) fn lock_relocation(&self) -> MutexGuard<'_, ()> {
+    pub(crate) fn lock_relocation(&self) -> MutexGuard<'_, ()> {
         self.relocation
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -573,12 +572,14 @@ impl Table {
         // Release: a reader whose load sees the slot cleared, then fences,
         // sees the odd version bumped before it.
         let moved = self.swap_lane(from, value, 0, Ordering::Release);
-        // Relaxed: published by the closing bump's Release.
+        // Release: a lookup that reads the fingerprint here, after reading it
+        // at `from` before the clear (a count that would count it twice),
+        // then fences, sees the opening bump and reads again.
         let written = self.swap_lane(
             to,
             reserved,
             if moved { value } else { 0 },
-            Ordering::Relaxed,
+            Ordering::Release,
         );
         debug_assert!(
             written,
@@ -587,6 +588,62 @@ impl Table {
         self.versions
             .bump(from_bucket, to_bucket, Ordering::Release);
         moved
+    }
+}
+
+impl Table {
+    /// Checks a table read from a saved filter: no slot reserved, no bit
+    /// set outside the slots (the spare bits of a word, words past the
+    /// last slot); returns the fingerprints it holds.
+    pub(crate) fn check_loaded(&self) -> Result<usize, Error> {
+        let shape = &self.shape;
+        let per_word = shape.slots_per_word() as usize;
+        let full_words = shape.slots() / per_word;
+        let tail_lanes = (shape.slots() % per_word) as u32;
+        let reserved = self.lanes.broadcast(self.lanes.all_ones);
+        let lane_bits = |valid_high: u64| {
+            // Every bit of the lanes whose high bits are `valid_high`.
+            let mut bits = 0u64;
+            let mut high = valid_high;
+            while high != 0 {
+                let shift = self.lanes.lowest_shift(high);
+                high &= high - 1;
+                bits |= self.lanes.all_ones << shift;
+            }
+            bits
+        };
+        let all_lanes = lane_bits(self.lanes.high);
+        let mut held = 0;
+        for index in 0..self.words.num_blocks() * WORDS_PER_BLOCK {
+            let valid = if index < full_words {
+                self.lanes.high
+            } else if index == full_words && tail_lanes != 0 {
+                self.lanes.lane_range(0, tail_lanes)
+            } else {
+                0
+            };
+            let allowed = if valid == self.lanes.high {
+                all_lanes
+            } else {
+                lane_bits(valid)
+            };
+            // Relaxed: the table is the loader's alone.
+            let bits = self.word(index).load(Ordering::Relaxed);
+            if bits & !allowed != 0 {
+                return Err(Error::InvalidField {
+                    field: "cuckoo word with bits outside its slots",
+                    value: index as u64,
+                });
+            }
+            if self.lanes.matching(bits, reserved, valid) != 0 {
+                return Err(Error::InvalidField {
+                    field: "cuckoo word with a reserved slot",
+                    value: index as u64,
+                });
+            }
+            held += (valid & !self.lanes.matching(bits, 0, valid)).count_ones() as usize;
+        }
+        Ok(held)
     }
 }
 

@@ -303,6 +303,9 @@ fn growth_keeps_every_item_and_the_total_rate() {
 fn lookups_take_a_borrowed_form() {
     let f: CuckooFilter<String> = CuckooFilter::builder(100, 0.01).seed(1).build().unwrap();
     f.insert(&"url".to_string()).unwrap();
+    f.insert("url").unwrap();
+    assert_eq!(f.count("url"), 2);
+    assert!(f.remove("url"));
     assert!(f.contains("url"));
     assert_eq!(f.count("url"), 1);
     assert_eq!(f.hash_item("url"), f.hash_item(&"url".to_string()));

@@ -42,7 +42,9 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter, Wind
 ///   except for racing pushes that straddle a growth.
 /// * [`Frontier::windowed`]: a [`WindowedBloomFilter`] (also
 ///   [`Layout::Word`]), for re-visits: an item is admitted again once
-///   `window` other items have been admitted after it, and never sooner,
+///   `window` other items have been admitted by pushes that returned after
+///   its own push began (the window's count, as
+///   [`WindowedBloomFilter`] counts it), and never sooner,
 ///   so a crawler fetches each page again after at least `window` other
 ///   pages. A push of an item seen within the window is dropped without
 ///   refreshing it, so a page linked from everywhere is still re-visited
@@ -134,7 +136,7 @@ impl<T: Hash> Frontier<T, DefaultHasher> {
         let filter = BloomFilter::builder(capacity, rate)
             .layout(Layout::Word)
             .build()?;
-        Ok(Self::from_filter(filter))
+        Ok(Self::from_seen(Seen::fresh(filter)))
     }
 
     /// A frontier on a [`ScalableBloomFilter`] with [`Layout::Word`]
@@ -164,7 +166,9 @@ impl<T: Hash> Frontier<T, DefaultHasher> {
 
 impl<T: Hash> Frontier<T, DefaultHasher> {
     /// A frontier that admits an item again once `window` other items have
-    /// been admitted after it (and forgets it by `window × 4/3`), on a
+    /// been admitted after it (counted from its push's start, as
+    /// [`WindowedBloomFilter`] counts its window; forgotten by
+    /// `window × 4/3`), on a
     /// [`WindowedBloomFilter`] with [`Layout::Word`] at false-positive rate
     /// `rate`, with a random seed. For a time window or other generations,
     /// build the filter and use [`from_windowed`](Self::from_windowed).
@@ -222,7 +226,9 @@ impl<T, S> Frontier<T, S> {
     }
 
     /// A frontier on `filter`, built with any layout, seed or hasher.
-    /// Items already in the filter count as seen.
+    /// Items already in the filter count as seen, and its set bits towards
+    /// its fill (one pass over the filter, O(size); [`new`](Self::new)
+    /// makes none).
     ///
     /// # Example
     ///

@@ -1,21 +1,22 @@
 //! The blocking driver: [`FleetSeen`] and [`FleetFrontier`] run the core's
 //! calls on a socket per node (`io.rs`), one call at a time per client
 //! (under the wire's lock), and a frontier's heartbeat on a thread of its
-//! own, on connections of its own.
+//! own, on connections of its own (`heartbeat.rs`, which the tokio driver's
+//! frontiers run too).
 
+mod heartbeat;
 mod io;
 
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
 use crate::core::call::{Call, Step};
 use crate::core::client::{Client, Wire};
-use crate::core::frontier::{FrontierCore, Heartbeat, Push};
+use crate::core::frontier::{FrontierCore, Push};
 use crate::core::{fresh_seed, lock, seen};
 use crate::sync::{Arc, Mutex};
 use crate::{Error, FleetConfig, Leased};
 
+pub(crate) use heartbeat::HeartbeatThread;
 pub(crate) use io::Connections;
 
 /// Runs `call` to its end, answering its I/O on `io`.
@@ -190,9 +191,7 @@ crate::accessors::client_accessors!(seen FleetSeen);
 pub struct FleetFrontier {
     core: Arc<FrontierCore>,
     session: Mutex<Session>,
-    /// Stops the heartbeat thread when dropped.
-    stop: Option<Sender<()>>,
-    heartbeat: Option<JoinHandle<()>>,
+    heartbeat: HeartbeatThread,
 }
 
 impl FleetFrontier {
@@ -215,32 +214,11 @@ impl FleetFrontier {
         let core = Arc::new(FrontierCore::new(client));
         let session = Mutex::new(Session::new(wire));
         lock(&session).run(|wire| core.connect(wire))?;
-        let mut link = core.client.beat_link()?;
-        let (stop, stopped) = mpsc::channel::<()>();
-        let beat = Arc::clone(&core);
-        let mut clock = Heartbeat::new(config, Instant::now());
-        let heartbeat = thread::Builder::new()
-            .name("atomic-bloom-fleet-heartbeat".into())
-            .spawn(move || {
-                let mut io = Connections::default();
-                let wait =
-                    |clock: &Heartbeat| clock.next().saturating_duration_since(Instant::now());
-                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(wait(&clock)) {
-                    clock.started(Instant::now());
-                    if !drive(&mut io, beat.beat(&mut link)) {
-                        clock.failed(Instant::now());
-                    }
-                }
-            })
-            .map_err(|error| Error::ServerUnavailable {
-                node: "this process".into(),
-                reason: format!("cannot start the lease heartbeat thread: {error}"),
-            })?;
+        let heartbeat = HeartbeatThread::start(&core)?;
         Ok(FleetFrontier {
             core,
             session,
-            stop: Some(stop),
-            heartbeat: Some(heartbeat),
+            heartbeat,
         })
     }
 
@@ -318,10 +296,7 @@ impl Drop for FleetFrontier {
     /// Stops the heartbeat. What this client held and did not complete
     /// goes back to the fleet when its leases end.
     fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(heartbeat) = self.heartbeat.take() {
-            let _ = heartbeat.join();
-        }
+        self.heartbeat.stop(true);
     }
 }
 

@@ -115,20 +115,40 @@ enum Buffered {
 
 /// What a push needs (see [`FrontierCore::push`]).
 #[derive(Debug)]
-pub(crate) enum Push {
+pub(crate) enum Push<'a> {
     /// Nothing more: the answer.
     Answered(bool),
     /// A call through the wire: [`FrontierCore::push_slow`].
-    Slow(PushLeft),
+    Slow(PushLeft<'a>),
 }
 
-/// What a push leaves to its call through the wire.
+/// What a push leaves to its call through the wire: a URL not buffered yet
+/// (it waits for the busy mark, or for room), or a shard whose batch is
+/// due. A URL not buffered yet is buffered all the same if the push is
+/// dropped first (a cancelled future), while it waits for the wire or
+/// during its call, so that the next call sends it: every push leaves what
+/// it began to the next call. Buffered so, it moves nothing on the server
+/// (a send marks the client busy before it goes), and a check of the
+/// fleet holding the wire meanwhile does not answer "finished" (see
+/// `is_finished`); the buffer may exceed `max_buffered` by the pushes
+/// dropped so.
 #[derive(Debug)]
-pub(crate) enum PushLeft {
-    /// The URL is not buffered yet (the mark, or room, first).
-    Url(String, Option<u64>),
-    /// The URL is buffered; its shard's batch is due.
-    Due(usize),
+pub(crate) struct PushLeft<'a> {
+    core: &'a FrontierCore,
+    /// The URL and its local hash, until buffered.
+    url: Option<(String, Option<u64>)>,
+    /// The URL is buffered; this shard's batch is due.
+    due: Option<usize>,
+}
+
+impl Drop for PushLeft<'_> {
+    fn drop(&mut self) {
+        if let Some((url, hash)) = self.url.take() {
+            let shard = self.core.client.shard_of(&url);
+            let mut outbox = lock(&self.core.outboxes[shard]);
+            self.core.put(&mut outbox, url, hash);
+        }
+    }
 }
 
 /// A URL popped from the fleet, leased to this process until it is passed
@@ -247,28 +267,6 @@ pub(crate) struct FrontierCore {
     held_per_shard: usize,
 }
 
-/// A URL a push has yet to buffer (it waits for the client's busy mark,
-/// or for room): buffered all the same if the push is dropped first (a
-/// cancelled future), so that the next call sends it, as every call leaves
-/// what it began to the next. The push held the wire until then, so no
-/// check of this client runs meanwhile; the buffer may exceed
-/// `max_buffered` by the pushes dropped so.
-struct Pushing<'a> {
-    core: &'a FrontierCore,
-    url: Option<String>,
-    hash: Option<u64>,
-}
-
-impl Drop for Pushing<'_> {
-    fn drop(&mut self) {
-        if let Some(url) = self.url.take() {
-            let shard = self.core.client.shard_of(&url);
-            let mut outbox = lock(&self.core.outboxes[shard]);
-            self.core.put(&mut outbox, url, self.hash);
-        }
-    }
-}
-
 /// Marks a check's idling over when dropped: a check dropped mid-way (its
 /// future cancelled) leaves the mark unsure, for the next call to send
 /// again.
@@ -328,8 +326,9 @@ impl FrontierCore {
 
     /// Offers `url` without the wire where it can: dropped if this process
     /// pushed it before, buffered if the client is marked busy and its
-    /// shard has room. Otherwise the rest is a call through the wire.
-    pub(crate) fn push(&self, url: String, now: Instant) -> Push {
+    /// shard has room. Otherwise the rest is a call through the wire, and
+    /// what it is left holds the URL until then (see [`PushLeft`]).
+    pub(crate) fn push(&self, url: String, now: Instant) -> Push<'_> {
         let client = &self.client;
         client.count_offered(1);
         // A URL this process pushed before is dropped before any lock.
@@ -341,13 +340,18 @@ impl FrontierCore {
                 return Push::Answered(false);
             }
         }
+        let left = |url, due| {
+            Push::Slow(PushLeft {
+                core: self,
+                url,
+                due,
+            })
+        };
         match self.buffer(url, hash, now) {
             Buffered::Seen => Push::Answered(false),
             Buffered::Queued { due: None } => Push::Answered(true),
-            Buffered::Queued { due: Some(shard) } => Push::Slow(PushLeft::Due(shard)),
-            Buffered::NotReady(url) | Buffered::Full(url, _) => {
-                Push::Slow(PushLeft::Url(url, hash))
-            }
+            Buffered::Queued { due: Some(shard) } => left(None, Some(shard)),
+            Buffered::NotReady(url) | Buffered::Full(url, _) => left(Some((url, hash)), None),
         }
     }
 
@@ -401,20 +405,14 @@ impl FrontierCore {
     pub(crate) fn push_slow<'a>(
         &'a self,
         wire: &'a mut Wire,
-        left: PushLeft,
+        mut left: PushLeft<'a>,
     ) -> Call<'a, Result<bool, Error>> {
         Call::new(wire.port(), async move {
-            let (url, hash) = match left {
-                PushLeft::Due(shard) => return self.send(wire, &[shard]).await.map(|()| true),
-                PushLeft::Url(url, hash) => (url, hash),
-            };
-            let mut pushing = Pushing {
-                core: self,
-                url: Some(url),
-                hash,
-            };
+            if let Some(shard) = left.due {
+                return self.send(wire, &[shard]).await.map(|()| true);
+            }
             loop {
-                let url = pushing
+                let (url, hash) = left
                     .url
                     .take()
                     .expect("a push holds its URL until buffered");
@@ -425,17 +423,17 @@ impl FrontierCore {
                         return self.send(wire, &[shard]).await.map(|()| true)
                     }
                     Buffered::NotReady(back) => {
-                        pushing.url = Some(back);
+                        left.url = Some((back, hash));
                         if let Err(error) = self.busy(wire).await {
                             // Not taken: the caller pushes it again.
-                            pushing.url = None;
+                            left.url.take();
                             return Err(error);
                         }
                     }
                     Buffered::Full(back, shard) => {
-                        pushing.url = Some(back);
+                        left.url = Some((back, hash));
                         if let Err(error) = self.send(wire, &[shard]).await {
-                            pushing.url = None;
+                            left.url.take();
                             return Err(error);
                         }
                     }
@@ -695,7 +693,11 @@ impl FrontierCore {
             if busy > 0 || client.pending(wire).await? > 0 {
                 return Ok(false);
             }
-            Ok(client.census(wire).await?.0 == epoch)
+            let unchanged = client.census(wire).await?.0 == epoch;
+            // A push dropped while it waited for the wire (which this call
+            // holds) buffered its URL without it: not finished, and the
+            // next call marks the client busy and sends it.
+            Ok(unchanged && !self.holds_work(wire))
         })
     }
 

@@ -277,6 +277,46 @@ fn a_seen_set_call_dropped_at_any_request_keeps_its_answers() {
     assert!(ended > 0, "some call ended before its drop");
 }
 
+/// An item offered twice in one call whose reply was lost (the call
+/// dropped before its pipeline ran or after, or every reply lost until it
+/// gave up) is answered new once when the caller offers the same items
+/// again. Before, the book kept one answer per item: the repeat's `false`
+/// overwrote the first occurrence's `true`, and the item was answered new
+/// to no caller.
+#[test]
+fn a_repeated_item_whose_reply_was_lost_is_answered_new_once() {
+    let config = config();
+    let items = ["x", "y", "x"];
+    let every_reply_lost = Faults {
+        drop_before: 0,
+        drop_after: 0,
+        lose_after: 1000,
+        cut: 0,
+    };
+    for lost in ["dropped before it ran", "dropped after it ran", "failed"] {
+        let mut fake = Fake::new();
+        let mut model = Model::default();
+        let (client, mut wire) = seen_client(&config, &mut fake, &mut model);
+        let call = super::seen::insert_many(&client, &mut wire, &items);
+        let first = match lost {
+            "failed" => {
+                let mut rng = super::Rng::new(1);
+                let failed = drive_faulty(&mut fake, &mut model, &mut rng, every_reply_lost, call);
+                assert!(matches!(failed, Some(Err(_))), "{failed:?}");
+                None
+            }
+            _ => drive_dropping(&mut fake, &mut model, call, 0, lost.contains("after")),
+        };
+        assert!(first.is_none(), "{lost}: {first:?}");
+        let again = drive(
+            &mut fake,
+            &mut model,
+            super::seen::insert_many(&client, &mut wire, &items),
+        );
+        assert_eq!(again, Ok(vec![true, true, false]), "{lost}");
+    }
+}
+
 /// A seen-set keeps the answers a failed call recovered (batches of an
 /// earlier failed call, sent again) until a call returns them: one that
 /// fails on other items, or is dropped, leaves them for the next. Before,
@@ -516,6 +556,65 @@ fn a_push_dropped_at_any_request_loses_nothing() {
                 }
             }
         }
+    }
+}
+
+/// A push dropped before it reaches the wire (a tokio future cancelled
+/// while another call of the client holds the wire) keeps its URL: a later
+/// call sends it, and a check of the fleet that runs meanwhile (the call
+/// holding the wire) does not answer "finished" while the client holds it.
+/// Before, the URL sat only in the dropped push: lost, and the check
+/// answered "finished".
+#[test]
+fn a_push_dropped_before_it_reaches_the_wire_keeps_its_url() {
+    let config = config();
+    // The push dropped before the check, or during one of the check's
+    // three rounds (two census and the count of the queues).
+    for drop_at in [None, Some(0), Some(1), Some(2)] {
+        let mut fake = Fake::new();
+        let mut model = Model::default();
+        let (core, mut wire) = frontier(&config, &mut fake, &mut model);
+        let url = "https://example.com/waited".to_string();
+        // Not marked busy yet: the push needs the wire.
+        let Push::Slow(left) = core.push(url.clone(), fake.now) else {
+            panic!("a push that waits for its mark goes through the wire");
+        };
+        let mut left = Some(left);
+        if drop_at.is_none() {
+            drop(left.take());
+        }
+        let mut check = core.is_finished(&mut wire);
+        let mut round = 0;
+        let finished = loop {
+            let io = match check.step(fake.now) {
+                Step::Done(finished) => break finished,
+                Step::Io(io) => io,
+            };
+            let received = match io {
+                Io::Sleep(until) => {
+                    fake.now = fake.now.max(until);
+                    Vec::new()
+                }
+                Io::Round(pipelines) => {
+                    // The push's future dropped while the check waits for
+                    // this round's replies.
+                    if drop_at == Some(round) {
+                        drop(left.take());
+                    }
+                    round += 1;
+                    pipelines.iter().map(|p| model.answer(p)).collect()
+                }
+            };
+            check.answer(received);
+        };
+        drop(check);
+        drop(left);
+        assert_eq!(finished, Ok(false), "dropped at {drop_at:?}");
+        drive(&mut fake, &mut model, core.flush(&mut wire)).expect("flushed");
+        assert!(
+            model.queued(&url),
+            "dropped at {drop_at:?}: the URL never reached a queue"
+        );
     }
 }
 

@@ -12,7 +12,8 @@ use crate::Error;
 #[derive(Debug, Default)]
 pub(crate) struct Book {
     /// Answers of batches sent again after a call that failed, for the
-    /// caller who asks again.
+    /// caller who asks again: an item is new if any of its occurrences
+    /// was (a repeat within a batch is answered seen by the server).
     recovered: HashMap<String, bool>,
     /// Batches whose answers a failed (or dropped) call never got.
     unresolved: Vec<Batch>,
@@ -128,8 +129,9 @@ async fn insert<I: AsRef<str>>(
 }
 
 /// Keeps the answers of the batches in flight that got one for the caller
-/// who offers their items again, and the batches that failed to be sent
-/// again first; the first error, if any failed.
+/// who offers their items again (one per item: new if any occurrence
+/// was), and the batches that failed to be sent again first; the first
+/// error, if any failed.
 fn sort_out(
     client: &Client,
     wire: &mut Wire,
@@ -143,7 +145,8 @@ fn sort_out(
                     if let Some(local) = &client.local {
                         local.insert(&item);
                     }
-                    wire.book.recovered.insert(item, new);
+                    // A repeat's `false` does not undo the first's `true`.
+                    *wire.book.recovered.entry(item).or_default() |= new;
                 }
             }
             Err(error) => {

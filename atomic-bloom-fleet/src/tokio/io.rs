@@ -10,11 +10,31 @@ use std::time::Duration;
 
 use ::tokio::io::{AsyncReadExt, AsyncWriteExt};
 use ::tokio::net::TcpStream;
+use ::tokio::runtime::Handle;
 use ::tokio::task::JoinSet;
 use ::tokio::time;
 
 use crate::core::call::{Io, Pipeline, Received};
 use crate::core::resp::Replies;
+use crate::Error;
+
+/// Whether a call can run here: inside a tokio runtime. (Whether that
+/// runtime has its I/O and time drivers tokio tells only by a panic: the
+/// first round's tasks find out, see [`Connections::round`].)
+pub(crate) fn runtime_can_run() -> Result<(), Error> {
+    Handle::try_current()
+        .map(drop)
+        .map_err(|error| Error::RuntimeUnusable {
+            reason: error.to_string(),
+        })
+}
+
+/// What a task that panicked said.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    (payload.downcast_ref::<&str>().copied())
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a task of the round panicked")
+}
 
 /// The connections of one wire (or of a heartbeat), by node address.
 #[derive(Debug, Default)]
@@ -70,19 +90,21 @@ async fn exchange(pipeline: Pipeline, stream: Option<TcpStream>) -> (Received, O
 }
 
 impl Connections {
-    /// Does what a call asked for.
-    pub(crate) async fn perform(&mut self, io: Io) -> Vec<Received> {
+    /// Does what a call asked for; an error where this runtime cannot.
+    pub(crate) async fn perform(&mut self, io: Io) -> Result<Vec<Received>, Error> {
         match io {
             Io::Sleep(until) => {
                 time::sleep_until(time::Instant::from_std(until)).await;
-                Vec::new()
+                Ok(Vec::new())
             }
             Io::Round(pipelines) => self.round(pipelines).await,
         }
     }
 
-    /// Every pipeline at once, each on its node's connection.
-    async fn round(&mut self, pipelines: Vec<Pipeline>) -> Vec<Received> {
+    /// Every pipeline at once, each on its node's connection. A task that
+    /// panicked (a runtime without its I/O or time driver panics in the
+    /// first) makes the round an error: no try could do better.
+    async fn round(&mut self, pipelines: Vec<Pipeline>) -> Result<Vec<Received>, Error> {
         let count = pipelines.len();
         let mut tasks = JoinSet::new();
         for (at, pipeline) in pipelines.into_iter().enumerate() {
@@ -97,21 +119,31 @@ impl Connections {
             tasks.spawn(async move { (at, address, exchange(pipeline, stream).await) });
         }
         let mut received: Vec<Received> = (0..count).map(|_| Received::default()).collect();
+        let mut panicked = None;
         while let Some(done) = tasks.join_next().await {
-            let Ok((at, address, (answer, stream))) = done else {
-                continue;
+            let (at, address, (answer, stream)) = match done {
+                Ok(done) => done,
+                Err(error) if error.is_panic() => {
+                    let payload = error.into_panic();
+                    panicked.get_or_insert_with(|| panic_text(payload.as_ref()).to_string());
+                    continue;
+                }
+                Err(_) => continue,
             };
             if let Some(stream) = stream {
                 self.streams.insert(address, stream);
             }
             received[at] = answer;
         }
-        // A task that panicked or was cancelled answered nothing.
+        if let Some(reason) = panicked {
+            return Err(Error::RuntimeUnusable { reason });
+        }
+        // A task cancelled (its runtime shutting down) answered nothing.
         for answer in &mut received {
             if answer.replies.is_empty() && answer.lost.is_none() {
                 *answer = Received::failed("the exchange's task ended early");
             }
         }
-        received
+        Ok(received)
     }
 }

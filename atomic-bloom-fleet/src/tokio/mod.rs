@@ -2,43 +2,50 @@
 //! with the blocking ones' methods, async. They run the same protocol core
 //! (no decision of the protocol is made here): each pipeline of a round on
 //! a task of its own, one call at a time per client (under the wire's
-//! async lock), and a frontier's heartbeat on a task of its own, on
-//! connections of its own. A blocking and an async client of one fleet
-//! work together.
+//! async lock), and a frontier's heartbeat on a thread of its own (the
+//! blocking driver's), on connections of its own, so that its leases are
+//! renewed whatever becomes of the runtime that connected it. A blocking
+//! and an async client of one fleet work together.
 //!
 //! Every method is cancel-safe: a call dropped mid-way (a `select!`, a
-//! timeout) leaves what it had begun to the next call: a batch is sent
-//! again with its id, a take with its tokens, a busy or idle mark is sent
-//! again.
+//! timeout), or before it had its turn on the client, leaves what it had
+//! begun to the next call: a pushed URL is buffered, a batch is sent again
+//! with its id, a take with its tokens, a busy or idle mark is sent again,
+//! and a completion counts from the call to `complete`.
 //!
-//! `connect` must run inside a tokio runtime (the heartbeat is a task
-//! spawned on it); the runtime needs its time and I/O drivers
-//! (`enable_all`).
+//! Calls must be awaited inside a tokio runtime with its I/O and time
+//! drivers (`enable_all`); elsewhere each call answers
+//! [`Error::RuntimeUnusable`] at once, and leaves what it began to the
+//! next. A client may move between runtimes.
 
 mod io;
 
+use std::future::Future;
 use std::time::Instant;
 
 use ::tokio::sync::Mutex;
-use ::tokio::task::JoinHandle;
 
+use crate::blocking::HeartbeatThread;
 use crate::core::call::{Call, Step};
 use crate::core::client::{Client, Wire};
-use crate::core::frontier::{FrontierCore, Heartbeat, Push};
+use crate::core::frontier::{FrontierCore, Push};
 use crate::core::{fresh_seed, seen};
 use crate::sync::Arc;
 use crate::{Error, FleetConfig, Leased};
 
 use io::Connections;
 
-/// Runs `call` to its end, answering its I/O on `io`.
-async fn drive<T>(io: &mut Connections, mut call: Call<'_, T>) -> T {
+/// Runs `call` to its end, answering its I/O on `io`; where this runtime
+/// cannot do the I/O, drops it (as a cancelled future is dropped: what it
+/// began stays with the wire) and answers why.
+async fn drive<T>(io: &mut Connections, mut call: Call<'_, T>) -> Result<T, Error> {
+    io::runtime_can_run()?;
     loop {
         let request = match call.step(Instant::now()) {
-            Step::Done(value) => return value,
+            Step::Done(value) => return Ok(value),
             Step::Io(request) => request,
         };
-        call.answer(io.perform(request).await);
+        call.answer(io.perform(request).await?);
     }
 }
 
@@ -47,8 +54,11 @@ type Session = crate::core::client::Session<Connections>;
 
 impl Session {
     /// Runs the call `make` makes of the wire.
-    async fn run<'s, T>(&'s mut self, make: impl FnOnce(&'s mut Wire) -> Call<'s, T>) -> T {
-        drive(&mut self.io, make(&mut self.wire)).await
+    async fn run<'s, T>(
+        &'s mut self,
+        make: impl FnOnce(&'s mut Wire) -> Call<'s, Result<T, Error>>,
+    ) -> Result<T, Error> {
+        drive(&mut self.io, make(&mut self.wire)).await?
     }
 }
 
@@ -106,7 +116,9 @@ impl FleetSeen {
     /// [`Error::ServerUnavailable`] when the server cannot be reached,
     /// [`Error::ModuleMissing`] when it has no `BF.*` commands,
     /// [`Error::FleetSettingsDiffer`] when the fleet's first client used
-    /// other shards, capacity, rate or expansion.
+    /// other shards, capacity, rate or expansion,
+    /// [`Error::RuntimeUnusable`] outside a tokio runtime with its I/O and
+    /// time drivers.
     pub async fn connect(config: &FleetConfig) -> Result<FleetSeen, Error> {
         let (client, wire) = Client::new(config, fresh_seed())?;
         let seen = FleetSeen {
@@ -135,7 +147,7 @@ impl FleetSeen {
     /// finds out, so offering the same items again answers them as the
     /// first, lost, reply would have. A batch that keeps failing fails
     /// only the calls that offer its items again; calls for other items
-    /// go on.
+    /// go on. [`Error::RuntimeUnusable`] where tokio cannot do the I/O.
     pub async fn insert_many<I: AsRef<str> + Sync>(&self, items: &[I]) -> Result<Vec<bool>, Error> {
         let mut session = self.session.lock().await;
         session
@@ -168,9 +180,10 @@ crate::accessors::client_accessors!(seen FleetSeen);
 /// time, each under a lease; [`complete`](Self::complete) says a popped
 /// URL is done (its links pushed), and ends its lease once the server has
 /// answered those pushes; [`is_finished`](Self::is_finished) says when the
-/// whole fleet is out of work. A task of the frontier renews its leases
-/// while it lives; the URLs of a process that dies go back on the queue
-/// when their leases end. See [the crate docs](crate) for why the queues
+/// whole fleet is out of work. A thread of the frontier renews its leases
+/// while it lives (whatever becomes of the runtime it was connected on);
+/// the URLs of a process that dies go back on the queue when their leases
+/// end. See [the crate docs](crate) for why the queues
 /// live on the server, and for failures.
 ///
 /// Share it between tasks as `Arc<FleetFrontier>`.
@@ -216,15 +229,17 @@ crate::accessors::client_accessors!(seen FleetSeen);
 pub struct FleetFrontier {
     core: Arc<FrontierCore>,
     session: Mutex<Session>,
-    /// Aborted when the frontier drops.
-    heartbeat: JoinHandle<()>,
+    /// Stopped when the frontier drops.
+    heartbeat: HeartbeatThread,
 }
 
 impl FleetFrontier {
     /// Connects to the fleet's server (or cluster), checks it has the
     /// module and that the fleet's stored settings match these, and starts
-    /// the task that renews this client's leases (on connections of its
-    /// own, opened by its first beat: two per node in all).
+    /// the thread that renews this client's leases (on connections of its
+    /// own, opened by its first beat: two per node in all). The thread is
+    /// not the runtime's: the leases are renewed while the frontier lives,
+    /// on this runtime or another.
     ///
     /// # Errors
     ///
@@ -234,33 +249,16 @@ impl FleetFrontier {
     /// [`Error::ServerUnavailable`] when the server cannot be reached,
     /// [`Error::ModuleMissing`] when it has no `BF.*` commands,
     /// [`Error::FleetSettingsDiffer`] when the fleet's first client used
-    /// other shards, capacity, rate or expansion; [`Error::ServerUnavailable`]
-    /// naming this process outside a tokio runtime.
+    /// other shards, capacity, rate or expansion,
+    /// [`Error::RuntimeUnusable`] outside a tokio runtime with its I/O and
+    /// time drivers; [`Error::ServerUnavailable`] naming this process when
+    /// the heartbeat's thread cannot be started.
     pub async fn connect(config: &FleetConfig) -> Result<FleetFrontier, Error> {
-        let runtime =
-            ::tokio::runtime::Handle::try_current().map_err(|error| Error::ServerUnavailable {
-                node: "this process".into(),
-                reason: format!(
-                    "cannot start the lease heartbeat outside a tokio runtime: {error}"
-                ),
-            })?;
         let (client, wire) = Client::new(config, fresh_seed())?;
         let core = Arc::new(FrontierCore::new(client));
         let session = Mutex::new(Session::new(wire));
         session.lock().await.run(|wire| core.connect(wire)).await?;
-        let mut link = core.client.beat_link()?;
-        let beat = Arc::clone(&core);
-        let mut clock = Heartbeat::new(config, Instant::now());
-        let heartbeat = runtime.spawn(async move {
-            let mut io = Connections::default();
-            loop {
-                ::tokio::time::sleep_until(clock.next().into()).await;
-                clock.started(Instant::now());
-                if !drive(&mut io, beat.beat(&mut link)).await {
-                    clock.failed(Instant::now());
-                }
-            }
-        });
+        let heartbeat = HeartbeatThread::start(&core)?;
         Ok(FleetFrontier {
             core,
             session,
@@ -278,9 +276,12 @@ impl FleetFrontier {
     /// shard's buffer is full and cannot be sent: the URL was not taken;
     /// push it again later. The same error when the URL filled a batch that
     /// could not be sent: the URL is buffered, and pushing it again answers
-    /// `Ok(false)`. A push dropped before it returns (a cancelled future)
-    /// keeps its URL, for the next call to send.
+    /// `Ok(false)`. A push dropped before it returns (a cancelled future),
+    /// even while it waits for another call of this client, keeps its URL,
+    /// for the next call to send. [`Error::RuntimeUnusable`] where tokio
+    /// cannot do the I/O (the URL is kept then too).
     pub async fn push(&self, url: String) -> Result<bool, Error> {
+        // Holds the URL until it is buffered, and buffers it if dropped.
         let left = match self.core.push(url, Instant::now()) {
             Push::Answered(accepted) => return Ok(accepted),
             Push::Slow(left) => left,
@@ -311,6 +312,7 @@ impl FleetFrontier {
     /// The error of the batches that cannot be sent, with nothing taken,
     /// once [`max_buffered`](FleetConfig::max_buffered) completions wait
     /// for them (their pages' links are in those batches).
+    /// [`Error::RuntimeUnusable`] where tokio cannot do the I/O.
     pub async fn pop(&self) -> Result<Option<Leased>, Error> {
         if let Some(page) = self.core.pop_buffered() {
             return Ok(Some(page));
@@ -325,8 +327,13 @@ impl FleetFrontier {
     /// client, once every URL of the take is completed and the server has
     /// answered every push made before. Until then it is renewed; if this
     /// process dies first, the take's URLs are crawled again by others.
-    pub async fn complete(&self, page: Leased) {
+    ///
+    /// The page is completed by this call, before the future it returns is
+    /// polled: a future dropped unpolled (a `select!` whose other branch
+    /// was ready) gives nothing back, and awaiting it waits for nothing.
+    pub fn complete(&self, page: Leased) -> impl Future<Output = ()> {
         self.core.complete(page);
+        std::future::ready(())
     }
 
     /// Whether the whole fleet is out of work: no live process holds,
@@ -335,9 +342,14 @@ impl FleetFrontier {
     /// it holds nothing. Leases of processes that died are put back on the
     /// queues here.
     ///
+    /// A push dropped while it waited for this call (a cancelled future)
+    /// buffered its URL meanwhile: the call answers `false`, and the next
+    /// call sends the URL.
+    ///
     /// # Errors
     ///
-    /// [`Error::ServerUnavailable`] (or another server error).
+    /// [`Error::ServerUnavailable`] (or another server error);
+    /// [`Error::RuntimeUnusable`] where tokio cannot do the I/O.
     pub async fn is_finished(&self) -> Result<bool, Error> {
         let mut session = self.session.lock().await;
         session.run(|wire| self.core.is_finished(wire)).await
@@ -345,10 +357,11 @@ impl FleetFrontier {
 }
 
 impl Drop for FleetFrontier {
-    /// Stops the heartbeat. What this client held and did not complete
-    /// goes back to the fleet when its leases end.
+    /// Stops the heartbeat (without waiting for a beat under way: a drop
+    /// in a task does not block its runtime). What this client held and
+    /// did not complete goes back to the fleet when its leases end.
     fn drop(&mut self) {
-        self.heartbeat.abort();
+        self.heartbeat.stop(false);
     }
 }
 

@@ -82,8 +82,15 @@ pub(crate) struct SubFilter {
 impl SubFilter {
     /// Where RedisBloom's lookups find index `x`'s bucket: its first slot
     /// at `(x % buckets) · bucket_size`, cut to 32 bits.
+    #[inline]
     fn at(&self, x: u64, bucket_size: u64) -> At {
-        let bucket = x % self.buckets;
+        // RedisBloom's sub-filters have a power of two of buckets (but for
+        // a hand-made header's odd expansion): a mask, not a division.
+        let bucket = if self.buckets.is_power_of_two() {
+            x & (self.buckets - 1)
+        } else {
+            x % self.buckets
+        };
         let offset = bucket * bucket_size;
         if offset <= u64::from(u32::MAX) {
             return At::Bucket(bucket as usize);
@@ -166,8 +173,8 @@ pub(crate) enum Insert {
     OverLimit,
 }
 
-/// Who asks for an insert: a client, whose duplicates do not grow a
-/// filter, or the server replaying its primary's or its AOF's commands,
+/// Who asks for an insert: a client, whose duplicates grow a filter once
+/// at most, or the server replaying its primary's or its AOF's commands,
 /// which does what the primary did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Growth {
@@ -313,13 +320,17 @@ impl Cuckoo {
 
     /// Inserts `lookup`'s fingerprint as RedisBloom does (with `unique`:
     /// only if it is not there), but for one difference when a client asks
-    /// ([`Growth::NotForDuplicates`]): an insert whose two buckets in the
-    /// newest sub-filter hold nothing but its own fingerprint (2 ·
-    /// bucket size copies: no relocation can make room) answers as a full
-    /// filter does, where RedisBloom grows a whole new sub-filter to hold
-    /// one more copy (a hot duplicate then grew a filter to 8 GB for 92,000
-    /// items: RedisBloom's issue 533). Replayed commands grow as RedisBloom
-    /// grew ([`Growth::AsRedisBloom`]): a replica does what its primary did.
+    /// ([`Growth::NotForDuplicates`]): in a filter that has grown already,
+    /// an insert whose two buckets in the newest sub-filter hold nothing
+    /// but its own fingerprint (2 · bucket size copies: no relocation can
+    /// make room) answers as a full filter does, where RedisBloom grows one
+    /// more sub-filter, `expansion` times the last, to hold one more copy
+    /// (a hot duplicate grew a filter to 19 sub-filters and 8 GB for 92,000
+    /// items: RedisBloom's issue 533). A duplicate thus grows a filter by
+    /// one sub-filter at most, as RedisBloom's own tests expect (six copies
+    /// of an item in a filter of bucket size 2). Replayed commands grow as
+    /// RedisBloom grew ([`Growth::AsRedisBloom`]): a replica does what its
+    /// primary did.
     ///
     /// A new sub-filter that would take the filter past `cap` bytes is not
     /// made: [`Insert::OverLimit`].
@@ -348,7 +359,8 @@ impl Cuckoo {
             if self.expansion == 0 {
                 return Insert::NoSpace;
             }
-            if growth == Growth::NotForDuplicates && self.only_copies_of(lookup) {
+            let grown = self.filters.len() > 1;
+            if growth == Growth::NotForDuplicates && grown && self.only_copies_of(lookup) {
                 return Insert::NoSpace;
             }
             if let Err(failure) = self.grow(cap) {
