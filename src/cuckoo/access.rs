@@ -52,27 +52,39 @@ impl Table {
     }
 
     /// Copies `out.len()` bytes of the little-endian words from byte
-    /// `offset` (RedisBloom's `data` for 8-bit shapes).
+    /// `offset` (RedisBloom's `data` for 8-bit shapes), each word read once.
     ///
     /// # Panics
     ///
     /// If the range passes the table's words.
     pub fn read_bytes(&self, offset: usize, out: &mut [u8]) {
-        for (at, byte) in out.iter_mut().enumerate() {
+        let mut at = 0;
+        while at < out.len() {
             let position = offset + at;
+            let within = position % 8;
+            let take = (8 - within).min(out.len() - at);
             // Relaxed: a snapshot of bytes others may be writing.
-            let bits = self.word(position / 8).load(Ordering::Relaxed);
-            *byte = (bits >> (position % 8 * 8)) as u8;
+            let word = self
+                .word(position / 8)
+                .load(Ordering::Relaxed)
+                .to_le_bytes();
+            out[at..at + take].copy_from_slice(&word[within..within + take]);
+            at += take;
         }
     }
 
     /// Writes `bytes` into the little-endian words from byte `offset`
-    /// (RedisBloom's `LOADCHUNK`), single-threaded.
+    /// (RedisBloom's `LOADCHUNK`), single-threaded: whole words at a time.
     ///
     /// # Panics
     ///
     /// If the range passes the table's words.
     pub fn write_bytes(&mut self, offset: usize, bytes: &[u8]) {
+        #[cfg(all(target_endian = "little", not(atomic_bloom_loom)))]
+        {
+            self.words.bytes_mut()[offset..offset + bytes.len()].copy_from_slice(bytes);
+        }
+        #[cfg(not(all(target_endian = "little", not(atomic_bloom_loom))))]
         for (at, &byte) in bytes.iter().enumerate() {
             let position = offset + at;
             let word = self.word(position / 8);
@@ -85,5 +97,23 @@ impl Table {
                 Ordering::Relaxed,
             );
         }
+    }
+
+    /// The slots' bytes in place ([`Shape::data_bytes`](super::core::Shape::data_bytes)
+    /// of them: RedisBloom's `data` for 8-bit shapes), to save without a
+    /// copy; `&mut self`, so nobody writes meanwhile.
+    #[cfg(all(target_endian = "little", not(atomic_bloom_loom)))]
+    pub fn bytes(&mut self) -> &[u8] {
+        let len = self.shape.data_bytes();
+        &self.words.bytes_mut()[..len]
+    }
+
+    /// The slots' bytes in place, to load into without a byte-by-byte
+    /// copy. Bytes past [`Shape::data_bytes`](super::core::Shape::data_bytes)
+    /// are not in the slice (they stay 0).
+    #[cfg(all(target_endian = "little", not(atomic_bloom_loom)))]
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.shape.data_bytes();
+        &mut self.words.bytes_mut()[..len]
     }
 }

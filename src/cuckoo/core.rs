@@ -29,6 +29,7 @@
 //! | operation | what it does | RedisBloom's |
 //! |---|---|---|
 //! | [`Table::new`] | an empty table of a shape | `CuckooFilter_Grow`'s calloc |
+//! | [`Table::new_exclusive`] | the same for a single-threaded owner: the slots' memory alone, no version loop | |
 //! | [`Table::insert_free`] | one CAS into the lowest free slot of `first`, else of `second` | `Filter_FindAvailable` + store |
 //! | [`Table::contains`] | the fingerprint in either bucket | `Filter_Find` |
 //! | [`Table::count`] | its copies in both buckets (one bucket once) | none |
@@ -37,7 +38,8 @@
 //! | [`Table::relocate`] | concurrent relocation: a breadth-first path search, then moves from the free end backwards (see below); [`Native`]-like schemes only | none |
 //! | [`Table::kick_out`] | RedisBloom's single-threaded, deterministic relocation, with its roll-back | `Filter_KOInsert` |
 //! | [`Table::slot`], [`Table::set_slot`], [`Table::find_free`] | slot by slot, for compaction | `relocateSlot` |
-//! | [`Table::read_bytes`], [`Table::write_bytes`] | the slots as bytes (8-bit shapes: RedisBloom's `data`) | RDB, `SCANDUMP`, `LOADCHUNK` |
+//! | [`Table::read_bytes`], [`Table::write_bytes`] | the slots as bytes (8-bit shapes: RedisBloom's `data`), a word at a time | RDB, `SCANDUMP`, `LOADCHUNK` |
+//! | [`Table::bytes`], [`Table::bytes_mut`] | the same bytes in place, under `&mut self` (little-endian targets) | one RDB string, no copy |
 //!
 //! A RedisBloom sub-filter is one table of shape `Shape::new(8,
 //! bucketSize, numBuckets)`; RedisBloom's search over sub-filters (insert
@@ -194,6 +196,9 @@ pub struct Table {
     pub(super) lanes: Lanes,
     pub(super) versions: Versions,
     relocation: Mutex<()>,
+    /// Made by [`new_exclusive`](Self::new_exclusive): one stripe, lookups
+    /// without the version loop, memory of the slots alone.
+    exclusive: bool,
 }
 
 impl Table {
@@ -214,7 +219,26 @@ impl Table {
             lanes: Lanes::new(shape.slot_bits),
             versions: Versions::new(shape.buckets),
             relocation: Mutex::new(()),
+            exclusive: false,
         }
+    }
+
+    /// An empty table for a single-threaded owner (the module's RedisBloom
+    /// sub-filters, whose commands run one at a time and relocate with
+    /// [`kick_out`](Self::kick_out)): one version stripe instead of up to
+    /// 1,024, so [`memory_bytes`](Self::memory_bytes) is the slots' whole
+    /// 64-byte lines alone, and lookups and removes skip the version loop.
+    /// Never call [`relocate`](Self::relocate) on it while other threads
+    /// look up: they would not retry a miss.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AllocationFailed`] when the allocator refuses.
+    pub fn new_exclusive(shape: Shape) -> Result<Self, Error> {
+        let mut table = Self::new(shape)?;
+        table.versions = Versions::new(1);
+        table.exclusive = true;
+        Ok(table)
     }
 
     pub(crate) fn words(&self) -> &BitArray {
@@ -229,6 +253,9 @@ impl Table {
     /// Bytes allocated: the words (whole cache lines) and the version
     /// stripes.
     pub fn memory_bytes(&self) -> usize {
+        if self.exclusive {
+            return self.words.memory_bytes();
+        }
         self.words.memory_bytes() + self.versions.memory_bytes()
     }
 
@@ -322,6 +349,10 @@ impl Table {
     /// [`relocate`](Self::relocate) moves it.
     #[inline]
     pub fn contains(&self, probe: &Probe) -> bool {
+        if self.exclusive {
+            return self.find(probe.first, probe.fingerprint).is_some()
+                || self.find(probe.second, probe.fingerprint).is_some();
+        }
         let mut round = 0;
         loop {
             let before = self.versions.read_for(round, probe.first, probe.second);
@@ -349,7 +380,7 @@ impl Table {
             if probe.second != probe.first {
                 copies += self.count_in(probe.second, probe.fingerprint);
             }
-            if self.versions.unchanged(probe.first, probe.second, before) {
+            if self.exclusive || self.versions.unchanged(probe.first, probe.second, before) {
                 return copies;
             }
             crate::sync::wait_round(round);
@@ -451,7 +482,7 @@ impl Table {
                     }
                 }
             }
-            if self.versions.unchanged(probe.first, probe.second, before) {
+            if self.exclusive || self.versions.unchanged(probe.first, probe.second, before) {
                 return false;
             }
             crate::sync::wait_round(round);
@@ -504,6 +535,7 @@ impl Table {
             lanes: self.lanes,
             versions: self.versions.snapshot(),
             relocation: Mutex::new(()),
+            exclusive: self.exclusive,
         }
     }
 

@@ -383,3 +383,33 @@ fn items_present_are_found_while_others_relocate() {
     });
     assert_eq!(table.len(), stable.len());
 }
+
+#[test]
+fn an_exclusive_table_costs_its_slots_alone_and_answers_alike() {
+    let shape = Shape::new(8, 2, 512).unwrap();
+    let mut exclusive = Table::new_exclusive(shape).unwrap();
+    let shared = Table::new(shape).unwrap();
+    assert_eq!(exclusive.memory_bytes(), 1024);
+    assert!(shared.memory_bytes() > 1024);
+    for hash in hashes(5).take(900) {
+        let probe = exclusive.probe(&RedisBloom, hash);
+        let inserted = exclusive.insert_free(&probe) || exclusive.kick_out(&RedisBloom, &probe, 20);
+        assert!(!inserted || exclusive.contains(&probe));
+    }
+    for hash in hashes(5).take(900).step_by(3) {
+        let probe = exclusive.probe(&RedisBloom, hash);
+        let count = exclusive.count(&probe);
+        assert_eq!(exclusive.remove(&probe), count > 0);
+    }
+    // The byte views are the bytes read and written a word at a time.
+    let bytes = exclusive.bytes().to_vec();
+    assert_eq!(bytes.len(), 1024);
+    assert_eq!(bytes, bytes_of(&exclusive));
+    let mut other = Table::new_exclusive(shape).unwrap();
+    other.write_bytes(0, &bytes[..700]);
+    other.bytes_mut()[700..].copy_from_slice(&bytes[700..]);
+    assert!(other.same(&exclusive));
+    let mut middle = [0u8; 13];
+    exclusive.read_bytes(501, &mut middle);
+    assert_eq!(middle, bytes[501..514]);
+}
