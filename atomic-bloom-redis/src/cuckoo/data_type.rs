@@ -35,8 +35,10 @@ impl RdbOutput for ServerOutput {
 }
 
 unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // Safety: the server passes a value this type created.
-    let cuckoo = unsafe { &*value.cast::<Cuckoo>() };
+    // Safety: the server passes a value this type created, and reads or
+    // writes it nowhere else while it saves it (its main thread, or a
+    // forked child's copy).
+    let cuckoo = unsafe { &mut *value.cast::<Cuckoo>() };
     rdb::save(cuckoo, &mut ServerOutput(io));
 }
 

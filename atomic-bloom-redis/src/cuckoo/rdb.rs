@@ -152,10 +152,7 @@ pub(crate) fn load(
             continue;
         }
         match Table::from_bytes(sub_buckets, cuckoo.bucket_size, &slots) {
-            Some(table) => cuckoo.filters.push(SubFilter {
-                buckets: sub_buckets,
-                table,
-            }),
+            Some(table) => cuckoo.filters.push(SubFilter { table }),
             None => refuse(&mut refused, "no memory for a sub-filter"),
         }
     }
@@ -171,8 +168,10 @@ pub(crate) trait RdbOutput {
     fn bytes(&mut self, value: &[u8]);
 }
 
-/// Writes `cuckoo` as RedisBloom does (encoding 4).
-pub(crate) fn save(cuckoo: &Cuckoo, out: &mut impl RdbOutput) {
+/// Writes `cuckoo` as RedisBloom does (encoding 4): each sub-filter's
+/// slots as one string, straight from the table (`&mut`: nothing writes
+/// meanwhile).
+pub(crate) fn save(cuckoo: &mut Cuckoo, out: &mut impl RdbOutput) {
     out.unsigned(cuckoo.filters.len() as u64);
     out.unsigned(cuckoo.buckets);
     out.unsigned(cuckoo.items);
@@ -180,15 +179,9 @@ pub(crate) fn save(cuckoo: &Cuckoo, out: &mut impl RdbOutput) {
     out.unsigned(u64::from(cuckoo.bucket_size));
     out.unsigned(u64::from(cuckoo.max_iterations));
     out.unsigned(u64::from(cuckoo.expansion));
-    // One buffer for every sub-filter's bytes: each is saved as one
-    // string, copied out of the core's words.
-    let mut bytes = Vec::new();
-    for sub in &cuckoo.filters {
-        out.unsigned(sub.buckets);
-        bytes.clear();
-        bytes.resize(sub.slots() as usize, 0);
-        sub.read(0, &mut bytes);
-        out.bytes(&bytes);
+    for sub in &mut cuckoo.filters {
+        out.unsigned(sub.buckets());
+        out.bytes(sub.bytes());
     }
 }
 
