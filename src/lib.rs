@@ -193,7 +193,7 @@ pub use counting::CountingBloomFilter;
 pub use cuckoo::core as cuckoo_core;
 pub use cuckoo::{CuckooFilter, CuckooFilterBuilder};
 pub use error::{Error, ErrorKind, IoError};
-pub use frontier::{Frontier, Taken};
+pub use frontier::{Frontier, Taken, WaitTake};
 pub use hash::DefaultHasher;
 pub use item::AsItem;
 pub use layout::{Layout, Sizing};

@@ -29,15 +29,18 @@
 //! | operation | what it does | RedisBloom's |
 //! |---|---|---|
 //! | [`Table::new`] | an empty table of a shape | `CuckooFilter_Grow`'s calloc |
+//! | [`Table::new_exclusive`] | the same for a single-threaded owner: the slots' memory alone, no version loop | |
 //! | [`Table::insert_free`] | one CAS into the lowest free slot of `first`, else of `second` | `Filter_FindAvailable` + store |
 //! | [`Table::contains`] | the fingerprint in either bucket | `Filter_Find` |
 //! | [`Table::count`] | its copies in both buckets (one bucket once) | none |
 //! | [`Table::count_in`] | its copies in one bucket | `subFilterCount` adds both, even when they are one |
 //! | [`Table::remove`] | one CAS clearing the lowest copy in `first`, else in `second` | `Filter_Delete` |
+//! | [`Table::insert_free_mut`], [`Table::remove_mut`] | the same slots, plain stores under `&mut self` | |
 //! | [`Table::relocate`] | concurrent relocation: a breadth-first path search, then moves from the free end backwards (see below); [`Native`]-like schemes only | none |
 //! | [`Table::kick_out`] | RedisBloom's single-threaded, deterministic relocation, with its roll-back | `Filter_KOInsert` |
 //! | [`Table::slot`], [`Table::set_slot`], [`Table::find_free`] | slot by slot, for compaction | `relocateSlot` |
-//! | [`Table::read_bytes`], [`Table::write_bytes`] | the slots as bytes (8-bit shapes: RedisBloom's `data`) | RDB, `SCANDUMP`, `LOADCHUNK` |
+//! | [`Table::read_bytes`], [`Table::write_bytes`] | the slots as bytes (8-bit shapes: RedisBloom's `data`), a word at a time | RDB, `SCANDUMP`, `LOADCHUNK` |
+//! | [`Table::bytes`], [`Table::bytes_mut`] | the same bytes in place, under `&mut self` (little-endian targets) | one RDB string, no copy |
 //!
 //! A RedisBloom sub-filter is one table of shape `Shape::new(8,
 //! bucketSize, numBuckets)`; RedisBloom's search over sub-filters (insert
@@ -194,6 +197,9 @@ pub struct Table {
     pub(super) lanes: Lanes,
     pub(super) versions: Versions,
     relocation: Mutex<()>,
+    /// Made by [`new_exclusive`](Self::new_exclusive): one stripe, lookups
+    /// without the version loop, memory of the slots alone.
+    exclusive: bool,
 }
 
 impl Table {
@@ -214,7 +220,26 @@ impl Table {
             lanes: Lanes::new(shape.slot_bits),
             versions: Versions::new(shape.buckets),
             relocation: Mutex::new(()),
+            exclusive: false,
         }
+    }
+
+    /// An empty table for a single-threaded owner (the module's RedisBloom
+    /// sub-filters, whose commands run one at a time and relocate with
+    /// [`kick_out`](Self::kick_out)): one version stripe instead of up to
+    /// 1,024, so [`memory_bytes`](Self::memory_bytes) is the slots' whole
+    /// 64-byte lines alone, and lookups and removes skip the version loop.
+    /// Never call [`relocate`](Self::relocate) on it while other threads
+    /// look up: they would not retry a miss.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AllocationFailed`] when the allocator refuses.
+    pub fn new_exclusive(shape: Shape) -> Result<Self, Error> {
+        let mut table = Self::new(shape)?;
+        table.versions = Versions::new(1);
+        table.exclusive = true;
+        Ok(table)
     }
 
     pub(crate) fn words(&self) -> &BitArray {
@@ -229,6 +254,9 @@ impl Table {
     /// Bytes allocated: the words (whole cache lines) and the version
     /// stripes.
     pub fn memory_bytes(&self) -> usize {
+        if self.exclusive {
+            return self.words.memory_bytes();
+        }
         self.words.memory_bytes() + self.versions.memory_bytes()
     }
 
@@ -322,6 +350,10 @@ impl Table {
     /// [`relocate`](Self::relocate) moves it.
     #[inline]
     pub fn contains(&self, probe: &Probe) -> bool {
+        if self.exclusive {
+            return self.find(probe.first, probe.fingerprint).is_some()
+                || self.find(probe.second, probe.fingerprint).is_some();
+        }
         let mut round = 0;
         loop {
             let before = self.versions.read_for(round, probe.first, probe.second);
@@ -349,7 +381,7 @@ impl Table {
             if probe.second != probe.first {
                 copies += self.count_in(probe.second, probe.fingerprint);
             }
-            if self.versions.unchanged(probe.first, probe.second, before) {
+            if self.exclusive || self.versions.unchanged(probe.first, probe.second, before) {
                 return copies;
             }
             crate::sync::wait_round(round);
@@ -451,7 +483,7 @@ impl Table {
                     }
                 }
             }
-            if self.versions.unchanged(probe.first, probe.second, before) {
+            if self.exclusive || self.versions.unchanged(probe.first, probe.second, before) {
                 return false;
             }
             crate::sync::wait_round(round);
@@ -504,6 +536,7 @@ impl Table {
             lanes: self.lanes,
             versions: self.versions.snapshot(),
             relocation: Mutex::new(()),
+            exclusive: self.exclusive,
         }
     }
 
@@ -542,6 +575,11 @@ impl Table {
                 ));
             }
         }
+    }
+
+    /// The lowest slot of `bucket` holding `value`.
+    pub(super) fn find_value(&self, bucket: usize, value: u64) -> Option<SlotRef> {
+        self.find(bucket, value)
     }
 
     /// A free slot of `bucket`, for the relocation's search.
@@ -588,62 +626,6 @@ impl Table {
         self.versions
             .bump(from_bucket, to_bucket, Ordering::Release);
         moved
-    }
-}
-
-impl Table {
-    /// Checks a table read from a saved filter: no slot reserved, no bit
-    /// set outside the slots (the spare bits of a word, words past the
-    /// last slot); returns the fingerprints it holds.
-    pub(crate) fn check_loaded(&self) -> Result<usize, Error> {
-        let shape = &self.shape;
-        let per_word = shape.slots_per_word() as usize;
-        let full_words = shape.slots() / per_word;
-        let tail_lanes = (shape.slots() % per_word) as u32;
-        let reserved = self.lanes.broadcast(self.lanes.all_ones);
-        let lane_bits = |valid_high: u64| {
-            // Every bit of the lanes whose high bits are `valid_high`.
-            let mut bits = 0u64;
-            let mut high = valid_high;
-            while high != 0 {
-                let shift = self.lanes.lowest_shift(high);
-                high &= high - 1;
-                bits |= self.lanes.all_ones << shift;
-            }
-            bits
-        };
-        let all_lanes = lane_bits(self.lanes.high);
-        let mut held = 0;
-        for index in 0..self.words.num_blocks() * WORDS_PER_BLOCK {
-            let valid = if index < full_words {
-                self.lanes.high
-            } else if index == full_words && tail_lanes != 0 {
-                self.lanes.lane_range(0, tail_lanes)
-            } else {
-                0
-            };
-            let allowed = if valid == self.lanes.high {
-                all_lanes
-            } else {
-                lane_bits(valid)
-            };
-            // Relaxed: the table is the loader's alone.
-            let bits = self.word(index).load(Ordering::Relaxed);
-            if bits & !allowed != 0 {
-                return Err(Error::InvalidField {
-                    field: "cuckoo word with bits outside its slots",
-                    value: index as u64,
-                });
-            }
-            if self.lanes.matching(bits, reserved, valid) != 0 {
-                return Err(Error::InvalidField {
-                    field: "cuckoo word with a reserved slot",
-                    value: index as u64,
-                });
-            }
-            held += (valid & !self.lanes.matching(bits, 0, valid)).count_ones() as usize;
-        }
-        Ok(held)
     }
 }
 
