@@ -259,3 +259,35 @@ fn serde_round_trips_and_validates() {
         .unwrap_err();
     assert!(error.to_string().contains("corrupt"), "{error}");
 }
+
+/// Found by the fuzzer (cuckoo_read_from): a growing filter whose stored
+/// first capacity does not back its stages planned a next stage from it,
+/// and its first growth asked the allocator for 3 TB. Such a file is
+/// refused: every stage must be the one the growth options give its index.
+#[test]
+fn growth_options_that_do_not_back_the_stages_are_refused() {
+    let growing: CuckooFilter<u64> = CuckooFilter::builder(100, 0.01)
+        .seed(2)
+        .growth(true)
+        .build()
+        .unwrap();
+    for item in 0..300u64 {
+        growing.insert(&item).unwrap();
+    }
+    assert!(growing.stages() > 1);
+    let good = bytes_of(&growing);
+    assert!(read(&good).is_ok());
+    let first_capacity_at = body_start() + 9;
+    for claimed in [1u64 << 40, 101, 50, 0] {
+        let bytes = with(&good, first_capacity_at, &claimed.to_le_bytes());
+        assert!(
+            matches!(read(&bytes), Err(Error::InvalidField { .. })),
+            "first capacity {claimed}: {:?}",
+            read(&bytes).map(|f| f.capacity())
+        );
+    }
+    // Without growth the field is 0.
+    let plain = bytes_of(&small());
+    let bytes = with(&plain, first_capacity_at, &7u64.to_le_bytes());
+    assert!(matches!(read(&bytes), Err(Error::InvalidField { .. })));
+}

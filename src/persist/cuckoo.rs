@@ -6,7 +6,7 @@ use super::{reserve_as_read, to_usize, Decoder, Encoder, Kind, Saved};
 use crate::bits::BitArray;
 use crate::block::WORDS_PER_BLOCK;
 use crate::cuckoo::core::{Shape, Table};
-use crate::cuckoo::sizing::{capacity_of, Packing};
+use crate::cuckoo::sizing::{capacity_of, plan, Packing};
 use crate::cuckoo::stages::{Growth, Stage};
 use crate::sync::Arc;
 use crate::{CuckooFilter, DefaultHasher, Error};
@@ -124,6 +124,32 @@ impl<T: ?Sized> Saved for CuckooFilter<T, DefaultHasher> {
             };
             if (stored - expected).abs() > expected * 1e-9 {
                 return Err(Error::InvalidStoredRate { rate: stored });
+            }
+        }
+        if !grows && first_capacity != 0 {
+            return Err(Error::InvalidField {
+                field: "cuckoo first capacity (0 without growth)",
+                value: first_capacity as u64,
+            });
+        }
+        if grows {
+            // Every stage is the one the growth options plan for its index:
+            // the next stage, planned from them, is then twice the last one
+            // read, which the input's bytes back (a stored first capacity of
+            // 2^40 asked for 3 TB at the first growth).
+            let shapes = std::iter::once(&first).chain(later.iter().map(|s| &**s));
+            for (index, stage) in shapes.enumerate() {
+                let planned = u32::try_from(index)
+                    .ok()
+                    .and_then(|index| 1usize.checked_shl(index))
+                    .and_then(|factor| first_capacity.checked_mul(factor))
+                    .and_then(|capacity| plan(capacity, rate / 2f64.powi(index as i32 + 1)).ok());
+                if planned.map(|(shape, _)| shape) != Some(*stage.table.shape()) {
+                    return Err(Error::InvalidField {
+                        field: "cuckoo stage not the growth options' (its index)",
+                        value: index as u64,
+                    });
+                }
             }
         }
         let growth = grows.then(|| Growth::new(first_capacity, rate, later));
