@@ -198,3 +198,28 @@ fn a_header_claiming_a_terabyte_allocates_what_it_holds() {
         assert!(text.contains("being restored"), "{text}");
     }
 }
+
+/// A record that claims 2^64 - 1 items (its checksums right: anyone can
+/// write one) takes adds without its count wrapping: `BF.CARD` stays at the
+/// top, and the key reloads. (The count wrapped; under the tests' overflow
+/// checks the add panicked and killed the server.)
+#[test]
+fn a_record_claiming_two_to_the_64_items_takes_adds_without_wrapping() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let mut chunks = filled_source(&mut c, "source", false);
+        let first = &mut chunks[0].1;
+        first[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
+        let crc = crc32c(&first[..52]);
+        first[52..56].copy_from_slice(&crc.to_le_bytes());
+        common::load_chunks(&mut c, "top", &chunks);
+        let added: bool = reply(&mut c, &["BF.ADD", "top", "never added before"]);
+        assert!(added, "{kind:?}");
+        let card: i64 = reply(&mut c, &["BF.CARD", "top"]);
+        assert_eq!(card, i64::MAX, "{kind:?}");
+        common::ok(&mut c, &["DEBUG", "RELOAD"]);
+        let card: i64 = reply(&mut c, &["BF.CARD", "top"]);
+        assert_eq!(card, i64::MAX, "{kind:?}: after a reload");
+    }
+}

@@ -1,6 +1,7 @@
 //! `Frontier`: a crawler's to-visit queue that drops what it has seen.
 
 mod seen;
+mod wait;
 mod work;
 
 use std::borrow::Borrow;
@@ -8,6 +9,7 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 pub(crate) use seen::Seen;
+pub use wait::WaitTake;
 pub use work::Taken;
 use work::Work;
 
@@ -17,7 +19,8 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter, Wind
 /// A crawler's to-visit queue: [`push`](Self::push) drops an item that was
 /// pushed before, [`wait_take`](Self::wait_take) hands out the others and
 /// says when the crawl is over, and every worker thread shares one
-/// `Arc<Frontier<String>>`.
+/// `Arc<Frontier<String>>`; async workers await
+/// [`wait_take_async`](Self::wait_take_async) instead.
 ///
 /// It is a Bloom filter of everything ever pushed in front of crossbeam's
 /// lock-free `SegQueue`. Popping does not forget: an item is pushed at most

@@ -1001,10 +1001,10 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
 /// The last epoch [`advance_by`](WindowedBloomFilter::advance_by) jumps to,
 /// 2^57: half of `MAX_LOADED_EPOCH`, so that a filter advanced as far as it
 /// goes still rotates 2^57 times (45 years at 100 million rotations a
-/// second) before its saves stop loading. (Before the review of issue 34,
-/// `advance_by(u64::MAX)` went to the last epoch, where nothing rotates: a
-/// time window's insert waited there for ever, and the filter's save did
-/// not load; test `a_time_window_advanced_as_far_as_it_goes_keeps_its_promise`.)
+/// second) before its saves stop loading. (At the last epoch nothing
+/// rotates: a time window's insert would wait there for ever, and the
+/// filter's save would not load; test
+/// `a_time_window_advanced_as_far_as_it_goes_keeps_its_promise`.)
 const LAST_JUMP: u64 = MAX_EPOCH.div_ceil(4);
 
 /// Nanoseconds on `clock`, saturating.
