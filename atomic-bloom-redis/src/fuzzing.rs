@@ -450,7 +450,7 @@ fn cuckoo_stream(data: &[u8]) -> Option<Cuckoo> {
 }
 
 /// What `cuckoo`'s RDB value loads back into.
-fn cuckoo_reloaded(cuckoo: &Cuckoo) -> Cuckoo {
+fn cuckoo_reloaded(cuckoo: &mut Cuckoo) -> Cuckoo {
     let mut saved = crate::cuckoo::rdb::BytesOutput(Vec::new());
     crate::cuckoo::rdb::save(cuckoo, &mut saved);
     let defaults = crate::cuckoo::rdb::Defaults {
@@ -458,10 +458,10 @@ fn cuckoo_reloaded(cuckoo: &Cuckoo) -> Cuckoo {
         max_iterations: 1,
         expansion: 0,
     };
-    let again = crate::cuckoo::rdb::load(&mut BytesInput(&saved.0), 4, defaults, None)
+    let mut again = crate::cuckoo::rdb::load(&mut BytesInput(&saved.0), 4, defaults, None)
         .expect("what a held filter saves loads");
     let mut second = crate::cuckoo::rdb::BytesOutput(Vec::new());
-    crate::cuckoo::rdb::save(&again, &mut second);
+    crate::cuckoo::rdb::save(&mut again, &mut second);
     assert_eq!(
         saved.0, second.0,
         "a filter saved, loaded and saved is the same bytes"
@@ -531,7 +531,7 @@ fn use_cuckoo(mut cuckoo: Cuckoo) {
     let _ = cuckoo.debug_line();
     let _ = cuckoo.memory_bytes();
     let _ = cuckoo.scan_dump(0, &mut Vec::new());
-    for copy in [cuckoo_reloaded(&cuckoo), cuckoo_rewritten(&cuckoo)] {
+    for copy in [cuckoo_reloaded(&mut cuckoo), cuckoo_rewritten(&cuckoo)] {
         let again: Vec<u64> = items
             .iter()
             .map(|item| copy.count(&Lookup::of(item)))

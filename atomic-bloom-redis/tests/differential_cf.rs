@@ -457,3 +457,102 @@ fn every_cf_reply_and_dump_matches_redisbloom_on_seeded_streams() {
             .join("\n")
     );
 }
+
+/// What this module saves, RedisBloom loads, and answers alike: its RDB
+/// file, its AOF rewrite (`CF.LOADCHUNK` commands) and its `DUMP`s, of
+/// filters of every bucket size, grown, with deletes and compactions.
+#[test]
+fn redisbloom_loads_what_this_module_saves() {
+    let Some(redisbloom) = std::env::var_os("REDISBLOOM_SO").map(PathBuf::from) else {
+        eprintln!("differential_cf: skipped: set REDISBLOOM_SO to RedisBloom's redisbloom.so");
+        return;
+    };
+    let ours = Server::start(
+        Kind::Valkey,
+        &[],
+        &["--appendonly", "yes", "--aof-use-rdb-preamble", "no"],
+    );
+    let mut c = Conn::open(ours.port, false);
+    let keys = ["b1", "b2", "b3", "b4", "b255", "full", "gone"];
+    for (key, size, expansion) in [
+        ("b1", "1", "2"),
+        ("b2", "2", "1"),
+        ("b3", "3", "4"),
+        ("b4", "4", "1"),
+        ("b255", "255", "1"),
+        ("full", "2", "0"),
+        ("gone", "2", "1"),
+    ] {
+        let reply = c.call(&[
+            "CF.RESERVE",
+            key,
+            "600",
+            "BUCKETSIZE",
+            size,
+            "EXPANSION",
+            expansion,
+        ]);
+        assert!(reply.is_ok(), "{key}: {reply}");
+        let mut insert = vec![
+            "CF.INSERT".to_string(),
+            key.to_string(),
+            "ITEMS".to_string(),
+        ];
+        insert.extend((0..3000).map(|i| format!("{key}:{i}")));
+        c.call(&insert);
+        for i in (0..3000).step_by(4) {
+            c.call(&["CF.DEL", key, &format!("{key}:{i}")]);
+        }
+    }
+    c.call(&["CF.COMPACT", "b2"]);
+    let dumps: Vec<Reply> = keys.iter().map(|key| c.call(&["DUMP", key])).collect();
+    assert!(c.call(&["SAVE"]).is_ok());
+    assert!(matches!(c.call(&["BGREWRITEAOF"]), Reply::Status(_)));
+    let mut redis = ours.connect();
+    common::wait_for_aof_rewrite(&mut redis);
+    for way in ["rdb", "aof", "restore"] {
+        let mut theirs = Server::start_with_other_module(Kind::Valkey, &redisbloom);
+        match way {
+            "rdb" => {
+                theirs.stop(false);
+                std::fs::copy(ours.dir.join("dump.rdb"), theirs.dir.join("dump.rdb")).unwrap();
+                theirs.launch().unwrap();
+            }
+            "aof" => {
+                theirs.stop(false);
+                common::copy_files(
+                    &ours.dir.join("appendonlydir"),
+                    &theirs.dir.join("appendonlydir"),
+                );
+                theirs.push_extra(&["--appendonly", "yes"]);
+                theirs.launch().unwrap();
+            }
+            _ => {
+                let mut t = Conn::open(theirs.port, false);
+                for (key, dump) in keys.iter().zip(&dumps) {
+                    let Reply::Bulk(payload) = dump else {
+                        panic!("{dump}")
+                    };
+                    let reply = t.call(&[b"RESTORE".as_slice(), key.as_bytes(), b"0", payload]);
+                    assert!(reply.is_ok(), "RESTORE {key} into RedisBloom: {reply}");
+                }
+            }
+        }
+        let mut t = Conn::open(theirs.port, false);
+        for (key, dump) in keys.iter().zip(&dumps) {
+            assert_eq!(
+                &t.call(&["DUMP", key]),
+                dump,
+                "{way}: {key} differs in RedisBloom"
+            );
+            let probes: Vec<String> = (0..3000).map(|i| format!("{key}:{i}")).collect();
+            let mut mexists = vec!["CF.MEXISTS".to_string(), key.to_string()];
+            mexists.extend(probes);
+            assert_eq!(
+                t.call(&mexists),
+                c.call(&mexists),
+                "{way}: {key} answers otherwise"
+            );
+        }
+    }
+}

@@ -75,21 +75,25 @@ fn alternate(fingerprint: u8, index: u64) -> u64 {
 
 /// One sub-filter.
 pub(crate) struct SubFilter {
-    pub(crate) buckets: u64,
     table: Table,
 }
 
 impl SubFilter {
+    /// Its buckets.
+    pub(crate) fn buckets(&self) -> u64 {
+        self.table.buckets()
+    }
+
     /// Where RedisBloom's lookups find index `x`'s bucket: its first slot
     /// at `(x % buckets) · bucket_size`, cut to 32 bits.
     #[inline]
     fn at(&self, x: u64, bucket_size: u64) -> At {
         // RedisBloom's sub-filters have a power of two of buckets (but for
         // a hand-made header's odd expansion): a mask, not a division.
-        let bucket = if self.buckets.is_power_of_two() {
-            x & (self.buckets - 1)
+        let bucket = if self.buckets().is_power_of_two() {
+            x & (self.buckets() - 1)
         } else {
-            x % self.buckets
+            x % self.buckets()
         };
         let offset = bucket * bucket_size;
         if offset <= u64::from(u32::MAX) {
@@ -132,14 +136,9 @@ impl SubFilter {
         self.table.insert_free(first, second, fingerprint)
     }
 
-    /// The slots' bytes from `offset` into `out`.
-    pub(crate) fn read(&self, offset: u64, out: &mut [u8]) {
-        self.table.read(offset, out);
-    }
-
-    /// The number of slots.
-    pub(crate) fn slots(&self) -> u64 {
-        self.table.len()
+    /// The slots as bytes, in place.
+    pub(crate) fn bytes(&mut self) -> &[u8] {
+        self.table.bytes()
     }
 }
 
@@ -275,13 +274,15 @@ impl Cuckoo {
         if over(bytes) {
             return Err(Insert::OverLimit);
         }
-        self.filters.try_reserve(1).map_err(|_| Insert::NoMemory)?;
+        self.filters
+            .try_reserve_exact(1)
+            .map_err(|_| Insert::NoMemory)?;
         let table = Table::zeroed(buckets, self.bucket_size).ok_or(Insert::NoMemory)?;
         let added = std::mem::size_of::<SubFilter>() + table.memory_bytes();
         if over(added as u64) {
             return Err(Insert::OverLimit);
         }
-        self.filters.push(SubFilter { buckets, table });
+        self.filters.push(SubFilter { table });
         Ok(())
     }
 
@@ -388,7 +389,7 @@ impl Cuckoo {
         let Some(sub) = self.filters.last_mut() else {
             return false;
         };
-        let first = lookup.h1 % sub.buckets;
+        let first = lookup.h1 % sub.buckets();
         sub.table.kick_out(first, lookup.fingerprint, moves)
     }
 
@@ -415,7 +416,7 @@ impl Cuckoo {
         let (older, newer) = self.filters.split_at_mut(index);
         let current = &mut newer[0];
         let mut moved_all = true;
-        for bucket in 0..current.buckets {
+        for bucket in 0..current.buckets() {
             for slot in 0..size {
                 let at = bucket * size + slot;
                 let fingerprint = current.table.get(at);
@@ -466,11 +467,30 @@ impl Cuckoo {
         filters.try_reserve_exact(self.filters.len()).ok()?;
         for sub in &self.filters {
             filters.push(SubFilter {
-                buckets: sub.buckets,
                 table: sub.table.try_clone()?,
             });
         }
         Some(Cuckoo { filters, ..*self })
+    }
+
+    /// A load's placeholder for a key it holds no filter under
+    /// (`redisbloom/unheld.rs`): no sub-filters, which every command takes
+    /// for a missing key.
+    pub(crate) fn placeholder() -> Cuckoo {
+        Cuckoo {
+            buckets: 1,
+            items: 0,
+            deletes: 0,
+            bucket_size: 1,
+            max_iterations: 1,
+            expansion: 0,
+            filters: Vec::new(),
+        }
+    }
+
+    /// Whether this is a load's placeholder.
+    pub(crate) fn is_placeholder(&self) -> bool {
+        self.filters.is_empty()
     }
 
     /// `CF.DEBUG`'s line.
