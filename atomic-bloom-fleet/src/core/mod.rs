@@ -16,8 +16,10 @@
 pub(crate) mod call;
 pub(crate) mod client;
 mod durability;
+mod execute;
 mod failure;
 pub(crate) mod frontier;
+pub(crate) mod group;
 mod keys;
 mod link;
 #[cfg(test)]
@@ -27,6 +29,7 @@ mod scripts;
 pub(crate) mod seen;
 #[cfg(test)]
 mod tests;
+pub(crate) mod wire;
 
 use std::sync::PoisonError;
 use std::time::Duration;

@@ -9,10 +9,12 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use super::call::{Call, Io, Pipeline, Received, Step};
-use super::client::{Client, Wire};
+use super::client::Client;
 use super::frontier::{FrontierCore, Leased, Push};
 use super::keys;
+use super::seen::SeenCore;
 use super::tests::{commands, config, script, standalone, waits, Fake};
+use super::wire::Wire;
 use crate::sync::Arc;
 
 fn bulk(text: &str) -> Value {
@@ -203,15 +205,20 @@ fn drive<T>(fake: &mut Fake, model: &mut Model, call: Call<'_, T>) -> T {
 }
 
 /// A seen-set's client, connected to `model`.
-fn seen_client(config: &crate::FleetConfig, fake: &mut Fake, model: &mut Model) -> (Client, Wire) {
+fn seen_client(
+    config: &crate::FleetConfig,
+    fake: &mut Fake,
+    model: &mut Model,
+) -> (SeenCore, Wire) {
     let (client, mut wire) = Client::new(config, 7).expect("a valid config");
+    let seen = SeenCore::new(client);
     let connected = drive(
         fake,
         model,
-        Call::new(wire.port(), client.connect(&mut wire)),
+        Call::new(wire.port(), seen.client.connect(&mut wire)),
     );
     connected.expect("connects");
-    (client, wire)
+    (seen, wire)
 }
 
 /// A frontier's core, connected to `model`.
@@ -245,13 +252,13 @@ fn a_seen_set_call_dropped_at_any_request_keeps_its_answers() {
         for ran in [false, true] {
             let mut fake = Fake::new();
             let mut model = Model::default();
-            let (client, mut wire) = seen_client(&config, &mut fake, &mut model);
-            let call = super::seen::insert_many(&client, &mut wire, &items);
+            let (seen, mut wire) = seen_client(&config, &mut fake, &mut model);
+            let call = super::seen::insert_many(&seen, &mut wire, &items);
             let first = drive_dropping(&mut fake, &mut model, call, drop_at, ran);
             let again = drive(
                 &mut fake,
                 &mut model,
-                super::seen::insert_many(&client, &mut wire, &items),
+                super::seen::insert_many(&seen, &mut wire, &items),
             )
             .expect("answered");
             let mut new = vec![0; items.len()];
@@ -296,8 +303,8 @@ fn a_repeated_item_whose_reply_was_lost_is_answered_new_once() {
     for lost in ["dropped before it ran", "dropped after it ran", "failed"] {
         let mut fake = Fake::new();
         let mut model = Model::default();
-        let (client, mut wire) = seen_client(&config, &mut fake, &mut model);
-        let call = super::seen::insert_many(&client, &mut wire, &items);
+        let (seen, mut wire) = seen_client(&config, &mut fake, &mut model);
+        let call = super::seen::insert_many(&seen, &mut wire, &items);
         let first = match lost {
             "failed" => {
                 let mut rng = super::Rng::new(1);
@@ -311,7 +318,7 @@ fn a_repeated_item_whose_reply_was_lost_is_answered_new_once() {
         let again = drive(
             &mut fake,
             &mut model,
-            super::seen::insert_many(&client, &mut wire, &items),
+            super::seen::insert_many(&seen, &mut wire, &items),
         );
         assert_eq!(again, Ok(vec![true, true, false]), "{lost}");
     }
@@ -330,16 +337,16 @@ fn a_failed_seen_set_call_keeps_the_answers_it_recovered() {
         let config = config();
         let mut fake = Fake::new();
         let mut model = Model::default();
-        let (client, mut wire) = seen_client(&config, &mut fake, &mut model);
+        let (seen, mut wire) = seen_client(&config, &mut fake, &mut model);
         let on = |shard: usize, nth: usize| {
             (0..)
                 .map(|n| format!("item-{n}"))
-                .filter(|item| client.shard_of(item) == shard)
+                .filter(|item| seen.client.shard_of(item) == shard)
                 .nth(nth)
                 .expect("an item")
         };
         let (a, b, c) = (on(0, 0), on(1, 0), on(1, 1));
-        let refused = Some(client.keys[1].seen.clone());
+        let refused = Some(seen.client.keys[1].seen.clone());
         let mut new: HashMap<String, usize> = HashMap::new();
         for (turn, items) in [vec![&a, &b], vec![&a, &c], vec![&a, &b, &c]]
             .into_iter()
@@ -347,7 +354,7 @@ fn a_failed_seen_set_call_keeps_the_answers_it_recovered() {
         {
             let refuse = turn == 0 || (turn == 1 && second.is_none());
             model.refuse_filter = if refuse { refused.clone() } else { None };
-            let call = super::seen::insert_many(&client, &mut wire, &items);
+            let call = super::seen::insert_many(&seen, &mut wire, &items);
             let drop_at = if turn == 1 { second } else { None };
             let answered = drive_dropping(
                 &mut fake,
