@@ -87,8 +87,9 @@ fn answer<S: Serve>(
 /// [`insert_many`](Self::insert_many) answers, for each item, whether the
 /// fleet saw it for the first time: the local filter answers what this
 /// process offered before, and the rest goes to the server in one pipeline
-/// of batches. Share it between threads as `Arc<FleetSeen>`; calls that go
-/// to the server take turns on its connections.
+/// of batches. Share it between threads as `Arc<FleetSeen>`: the calls that
+/// threads make at the same time share one round on its connections (one
+/// pipeline per node), and each thread gets the answers to its own items.
 ///
 /// # Consistency
 ///

@@ -138,9 +138,16 @@ impl<R, A> fmt::Debug for Turn<'_, R, A> {
     }
 }
 
-/// What a ticket whose round was dropped does: asks again with this
-/// request (and weight), or takes this answer.
-pub(crate) type Again<'t, R, A> = Box<dyn FnMut() -> Result<(R, usize), A> + Send + 't>;
+/// What a ticket whose round was dropped does (see [`Again`]).
+pub(crate) enum Retry<R, A> {
+    /// Asks again with this request, of this weight.
+    Ask(R, usize),
+    /// Takes this answer.
+    Answer(A),
+}
+
+/// What a ticket whose round was dropped does, asked when it finds out.
+pub(crate) type Again<'t, R, A> = Box<dyn FnMut() -> Retry<R, A> + Send + 't>;
 
 impl<R, A> Group<R, A> {
     /// A group whose rounds take up to `limit` of the requests' weights.
@@ -179,12 +186,6 @@ impl<R, A> Group<R, A> {
             again,
         }
     }
-
-    /// Requests queued and not yet in a round.
-    #[cfg(test)]
-    pub(crate) fn queued(&self) -> usize {
-        lock(&self.state).queue.len()
-    }
 }
 
 /// A submitted request, until its caller has its answer. Dropped before,
@@ -216,8 +217,8 @@ impl<'g, R, A> Ticket<'g, R, A> {
             guard.slots.remove(&self.ticket);
             drop(guard);
             let (request, weight) = match (self.again)() {
-                Ok(again) => again,
-                Err(answer) => return Poll::Ready(Turn::Answered(answer)),
+                Retry::Ask(request, weight) => (request, weight),
+                Retry::Answer(answer) => return Poll::Ready(Turn::Answered(answer)),
             };
             guard = lock(&group.state);
             guard.queue.push_back(Entry {

@@ -10,7 +10,7 @@ use std::mem;
 
 use super::call::Call;
 use super::client::Client;
-use super::group::{Group, Serve, Ticket};
+use super::group::{Group, Retry, Serve, Ticket};
 use super::lock;
 use super::wire::{Batch, Wire};
 use crate::sync::{Arc, Mutex};
@@ -105,7 +105,7 @@ impl SeenCore {
     ) -> Ticket<'t, Offer, Answer> {
         self.client.count_offered(items.len() as u64);
         let owned = move || items.iter().map(|item| item.as_ref().to_string()).collect();
-        let again = move || Ok((owned(), items.len()));
+        let again = move || Retry::Ask(owned(), items.len());
         self.group.submit(owned(), items.len(), Box::new(again))
     }
 

@@ -101,8 +101,9 @@ async fn answer<S: Serve>(
 /// [`insert_many`](Self::insert_many) answers, for each item, whether the
 /// fleet saw it for the first time: the local filter answers what this
 /// process offered before, and the rest goes to the server in one pipeline
-/// of batches. Share it between tasks as `Arc<FleetSeen>`; calls that go to
-/// the server take turns on its connections.
+/// of batches. Share it between tasks as `Arc<FleetSeen>`: the calls that
+/// tasks make at the same time share one round on its connections (one
+/// pipeline per node), and each task gets the answers to its own items.
 ///
 /// # Consistency
 ///

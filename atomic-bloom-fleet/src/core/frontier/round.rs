@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::sync::PoisonError;
 
 use crate::core::call::Call;
-use crate::core::group::{Again, Serve, Ticket};
+use crate::core::group::{Again, Retry, Serve, Ticket};
 use crate::core::lock;
 use crate::core::wire::{TakenUrl, Wire};
 use crate::sync::{Arc, RwLock};
@@ -106,10 +106,10 @@ impl FrontierCore {
     /// buffered: it is on its way.
     pub(crate) fn ask(&self, request: Request) -> Ticket<'_, Request, Answer> {
         let again: Again<'_, Request, Answer> = match request {
-            Request::Push(_) => Box::new(|| Err(Answer::Pushed(Ok(true)))),
-            Request::Pop => Box::new(|| Ok((Request::Pop, 1))),
-            Request::Flush => Box::new(|| Ok((Request::Flush, 1))),
-            Request::IsFinished => Box::new(|| Ok((Request::IsFinished, 1))),
+            Request::Push(_) => Box::new(|| Retry::Answer(Answer::Pushed(Ok(true)))),
+            Request::Pop => Box::new(|| Retry::Ask(Request::Pop, 1)),
+            Request::Flush => Box::new(|| Retry::Ask(Request::Flush, 1)),
+            Request::IsFinished => Box::new(|| Retry::Ask(Request::IsFinished, 1)),
         };
         self.group.submit(request, 1, again)
     }
