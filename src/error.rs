@@ -131,6 +131,16 @@ pub enum Error {
         /// The duration that was passed.
         duration: std::time::Duration,
     },
+    /// A windowed filter's time window is shorter than
+    /// [`WindowedBloomFilter::MIN_TIME_WINDOW`](crate::WindowedBloomFilter::MIN_TIME_WINDOW)
+    /// (1 ms): an insert could not place its item in a generation before
+    /// that generation's share of the window ran out.
+    WindowTooShort {
+        /// The duration that was passed.
+        duration: std::time::Duration,
+        /// The shortest time window a windowed filter keeps.
+        min: std::time::Duration,
+    },
     /// A windowed filter's generation count does not suit its layout: 2,
     /// 4 or 8 for [`Layout::CacheLine`](crate::Layout::CacheLine) and
     /// [`Layout::Word`](crate::Layout::Word), 2 to 16 for
@@ -371,8 +381,14 @@ impl fmt::Display for Error {
             ),
             Error::InvalidWindowDuration { duration } => write!(
                 f,
-                "time window {duration:?} is zero or too long: pass a duration from 1 ns to \
+                "time window {duration:?} is zero or too long: pass a duration from 1 ms to \
                  about 292 years, such as Duration::from_secs(3600)"
+            ),
+            Error::WindowTooShort { duration, min } => write!(
+                f,
+                "time window {duration:?} is shorter than {min:?}, the shortest a windowed filter \
+                 keeps (an insert must place its item before its generation's share of the \
+                 window runs out): pass at least {min:?}, or use a count window"
             ),
             Error::InvalidGenerations {
                 generations,
@@ -588,6 +604,7 @@ impl Error {
             | Error::MemoryLimitTooSmall { .. }
             | Error::ZeroWindow
             | Error::InvalidWindowDuration { .. }
+            | Error::WindowTooShort { .. }
             | Error::InvalidGenerations { .. }
             | Error::CuckooRateTooLow { .. } => ErrorKind::Parameter,
             Error::SizeMismatch { .. }

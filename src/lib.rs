@@ -100,7 +100,9 @@
 //! docs say what an insert racing it may see). An insert that
 //! happens-before a lookup (through a join, a channel, a lock or any
 //! release/acquire pair) is always seen by it; a lookup that races an
-//! insert of the same item may or may not see it. Counts such as
+//! insert of the same item may or may not see it. A [`CuckooFilter`]'s
+//! fingerprints also leave slots (remove) and move between them
+//! (relocation); its docs say what a concurrent reader sees. Counts such as
 //! [`BloomFilter::len_estimate`] are snapshots.
 //!
 //! Every filter is `Send + Sync`, `Clone` (a snapshot), `PartialEq` and
@@ -191,7 +193,7 @@ pub use counting::CountingBloomFilter;
 pub use cuckoo::core as cuckoo_core;
 pub use cuckoo::{CuckooFilter, CuckooFilterBuilder};
 pub use error::{Error, ErrorKind, IoError};
-pub use frontier::{Frontier, Taken};
+pub use frontier::{Frontier, Taken, WaitTake};
 pub use hash::DefaultHasher;
 pub use item::AsItem;
 pub use layout::{Layout, Sizing};

@@ -69,3 +69,54 @@ par_insert!(
     WindowedBloomFilter,
     "WindowedBloomFilter::new(100_000, 0.01)?"
 );
+
+impl<T, S> crate::CuckooFilter<T, S>
+where
+    T: ?Sized + Hash,
+    S: BuildHasher + Sync,
+{
+    /// Inserts every item of a parallel iterator on rayon's thread pool, as
+    /// [`insert`](crate::CuckooFilter::insert) would one at a time.
+    ///
+    /// The items may be the filter's own, or references to them or to
+    /// their owners: anything [`AsItem<T>`](AsItem).
+    ///
+    /// # Errors
+    ///
+    /// The first error an insert returned ([`Error::CuckooFilterFull`](crate::Error::CuckooFilterFull)
+    /// without growth): the items inserted before it, and by other threads
+    /// meanwhile, stay in; rayon stops handing out the rest.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use rayon::prelude::*;
+    /// use atomic_bloom::{CuckooFilter, Error};
+    ///
+    /// let f: CuckooFilter<u64> = CuckooFilter::new(20_000, 0.01)?;
+    /// f.par_insert((0..10_000u64).into_par_iter())?;
+    /// assert!(f.contains(&9_999));
+    ///
+    /// // A crawler's URLs, as it holds them.
+    /// let retry: CuckooFilter<str> = CuckooFilter::new(2_000, 0.01)?;
+    /// let urls: Vec<String> = (0..1_000).map(|i| format!("https://example.com/{i}")).collect();
+    /// retry.par_insert(urls.par_iter())?;
+    /// assert!(retry.contains("https://example.com/999"));
+    ///
+    /// // Full: the error, and what went in stays in.
+    /// let small: CuckooFilter<u64> = CuckooFilter::new(100, 0.01)?;
+    /// let err = small.par_insert((0..10_000u64).into_par_iter()).unwrap_err();
+    /// assert!(matches!(err, Error::CuckooFilterFull { .. }));
+    /// assert!(small.len() >= small.capacity());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn par_insert<I>(&self, items: I) -> Result<(), crate::Error>
+    where
+        I: IntoParallelIterator,
+        I::Item: AsItem<T>,
+    {
+        items
+            .into_par_iter()
+            .try_for_each(|item| self.insert(item.as_item()))
+    }
+}

@@ -174,6 +174,172 @@ fn counting_builder_reports_the_same_errors() {
     }
 }
 
+/// One rule for every filter: the same hostile request gets the same error
+/// from every constructor, whatever the filter, layout or rotation (a
+/// windowed filter's count is a window: its 0 is `ZeroWindow`; a cuckoo
+/// filter's fingerprints set a lowest rate whatever the capacity, and a
+/// rate under it is `CuckooRateTooLow`, naming it). Before, the windowed
+/// filters built (1, 1e-300) (3.2 GB at a 1M window, and `expected_fpr()`
+/// 0), and the scalable one named its first stage's rate.
+#[test]
+fn every_constructor_gives_the_same_error_for_the_same_request() {
+    use atomic_bloom::{Frontier, ScalableBloomFilter, WindowedBloomFilter};
+    use std::time::Duration;
+
+    type Build = Box<dyn Fn(usize, f64) -> Result<(), Error>>;
+    fn ok<T>(_: T) {}
+    let mut constructors: Vec<(String, bool, Build)> = Vec::new();
+    for layout in [Layout::CacheLine, Layout::Word, Layout::Compact] {
+        constructors.push((
+            format!("BloomFilter {layout:?}"),
+            false,
+            Box::new(move |c, r| build(c, r, layout).map(ok)),
+        ));
+        constructors.push((
+            format!("ScalableBloomFilter {layout:?}"),
+            false,
+            Box::new(move |c, r| {
+                ScalableBloomFilter::<str>::builder(c, r)
+                    .seed(1)
+                    .layout(layout)
+                    .build()
+                    .map(ok)
+            }),
+        ));
+        constructors.push((
+            format!("WindowedBloomFilter {layout:?}"),
+            true,
+            Box::new(move |c, r| {
+                WindowedBloomFilter::<str>::builder(c, r)
+                    .seed(1)
+                    .layout(layout)
+                    .build()
+                    .map(ok)
+            }),
+        ));
+        constructors.push((
+            format!("WindowedBloomFilter {layout:?}, time window"),
+            true,
+            Box::new(move |c, r| {
+                WindowedBloomFilter::<str>::builder(c, r)
+                    .seed(1)
+                    .layout(layout)
+                    .time_window(Duration::from_secs(60))
+                    .build()
+                    .map(ok)
+            }),
+        ));
+    }
+    constructors.push((
+        "CountingBloomFilter".into(),
+        false,
+        Box::new(|c, r| {
+            atomic_bloom::CountingBloomFilter::<str>::builder(c, r)
+                .seed(1)
+                .build()
+                .map(ok)
+        }),
+    ));
+    constructors.push((
+        "Frontier::new".into(),
+        false,
+        Box::new(|c, r| Frontier::<String>::new(c, r).map(ok)),
+    ));
+    constructors.push((
+        "Frontier::scalable".into(),
+        false,
+        Box::new(|c, r| Frontier::<String>::scalable(c, r).map(ok)),
+    ));
+    constructors.push((
+        "Frontier::windowed".into(),
+        true,
+        Box::new(|c, r| Frontier::<String>::windowed(c, r).map(ok)),
+    ));
+
+    let bad_rates = [
+        0.0,
+        -0.0,
+        1.0,
+        1.5,
+        -0.5,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    // Rates no filter reaches, for any capacity.
+    let unreachable = [1e-300, 1e-200, 1e-100, f64::MIN_POSITIVE, 5e-324];
+    let mut table: Vec<(usize, f64, Option<Error>)> = Vec::new();
+    for capacity in [0, 1, 1000, 1 << 20, usize::MAX] {
+        for rate in bad_rates {
+            let expected = (capacity != 0).then_some(Error::InvalidFalsePositiveRate { rate });
+            table.push((capacity, rate, expected));
+        }
+        for rate in unreachable {
+            let expected = (capacity != 0).then_some(Error::TooLarge { capacity, rate });
+            table.push((capacity, rate, expected));
+        }
+    }
+    // Past the address space at any rate.
+    for rate in [0.5, 0.01, 1e-9] {
+        table.push((
+            usize::MAX,
+            rate,
+            Some(Error::TooLarge {
+                capacity: usize::MAX,
+                rate,
+            }),
+        ));
+    }
+    // The cuckoo filter's lowest rate, as its error names it.
+    let lowest = match atomic_bloom::CuckooFilter::<str>::new(1, 1e-300) {
+        Err(Error::CuckooRateTooLow { lowest, .. }) => lowest,
+        other => panic!("a cuckoo filter at 1e-300: {other:?}"),
+    };
+    constructors.push((
+        "CuckooFilter".into(),
+        false,
+        Box::new(move |c, r| {
+            let built = atomic_bloom::CuckooFilter::<str>::builder(c, r)
+                .seed(1)
+                .build();
+            // Its own rule for a rate under its lowest, else the others'.
+            match built {
+                Err(Error::CuckooRateTooLow {
+                    rate,
+                    lowest: named,
+                }) if rate < lowest && named == lowest => {
+                    Err(Error::TooLarge { capacity: c, rate })
+                }
+                built => built.map(ok),
+            }
+        }),
+    ));
+    let same = |a: &Error, b: &Error| format!("{a:?}") == format!("{b:?}");
+    let mut wrong = Vec::new();
+    for (capacity, rate, expected) in &table {
+        for (name, windowed, constructor) in &constructors {
+            let expected = expected.clone().unwrap_or(if *windowed {
+                Error::ZeroWindow
+            } else {
+                Error::ZeroCapacity
+            });
+            match constructor(*capacity, *rate) {
+                Err(err) if same(&err, &expected) => {}
+                outcome => wrong.push(format!(
+                    "{name} ({capacity}, {rate:e}): {outcome:?}, expected {expected:?}"
+                )),
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {}:\n{}",
+        wrong.len(),
+        table.len() * constructors.len(),
+        wrong.join("\n")
+    );
+}
+
 /// What an error-chain printer (anyhow's `{:#}`, eyre) shows: the error,
 /// then each `source()` in turn.
 fn chain(error: &dyn std::error::Error) -> String {

@@ -461,6 +461,37 @@ fn bad_input_is_an_error() {
     }
 }
 
+/// The expected rate of a filter built at a tiny target is its own, above
+/// 0 and at most the target (before, the union of the generations' rates
+/// rounded to 0 below about 1e-17: a window of 1 at 1e-12 reported 0, and
+/// the sizing took any rate under that for reached).
+#[test]
+fn a_tiny_target_is_sized_and_reported_as_it_is() {
+    for layout in [Layout::CacheLine, Layout::Word, Layout::Compact] {
+        for rate in [1e-12, 1e-15, 1e-20] {
+            for window in [1, 1000] {
+                let built = WindowedBloomFilter::<u64>::builder(window, rate)
+                    .seed(1)
+                    .layout(layout)
+                    .build();
+                let Ok(f) = built else {
+                    // Refused as every filter refuses what it cannot hold.
+                    assert!(matches!(
+                        built,
+                        Err(Error::TooLarge { .. } | Error::AllocationFailed { .. })
+                    ));
+                    continue;
+                };
+                let expected = f.expected_fpr();
+                assert!(
+                    expected > 0.0 && expected <= rate,
+                    "{layout:?} window {window} at {rate:e}: {expected:e}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_saved_filter_answers_and_rotates_as_the_original() {
     for shape in SHAPES {

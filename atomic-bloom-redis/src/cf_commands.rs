@@ -36,8 +36,10 @@ fn resp3(ctx: &Context) -> bool {
 }
 
 /// The filter under `key`, for writing; another type is `WRONGTYPE`.
+/// A load's placeholder (`redisbloom/unheld.rs`) is no filter.
 fn found_mut(key: &RedisKeyWritable) -> Result<Option<&mut Cuckoo>, RedisError> {
     key.get_value::<Cuckoo>(&CUCKOO_TYPE)
+        .map(|cuckoo| cuckoo.filter(|cuckoo| !cuckoo.is_placeholder()))
         .map_err(|_| RedisError::WrongType)
 }
 
@@ -400,7 +402,7 @@ fn insert_many(ctx: &Context, args: Vec<RedisString>, unique: bool) -> RedisResu
 /// The filter under `key` for a lookup: none for a missing key or one of
 /// another type (RedisBloom answers 0 for both).
 fn lookup_filter(key: &redis_module::key::RedisKey) -> Option<&Cuckoo> {
-    key.get_value::<Cuckoo>(&CUCKOO_TYPE).ok().flatten()
+    (key.get_value::<Cuckoo>(&CUCKOO_TYPE).ok().flatten()).filter(|cuckoo| !cuckoo.is_placeholder())
 }
 
 /// `CF.EXISTS`, `CF.MEXISTS` and `CF.COUNT`.
@@ -495,8 +497,8 @@ fn read<T>(
 ) -> Result<T, RedisError> {
     let key = ctx.open_key(key);
     match key.get_value::<Cuckoo>(&CUCKOO_TYPE) {
-        Ok(Some(cuckoo)) => Ok(answer(cuckoo)),
-        Ok(None) => Err(error(NOT_FOUND)),
+        Ok(Some(cuckoo)) if !cuckoo.is_placeholder() => Ok(answer(cuckoo)),
+        Ok(_) => Err(error(NOT_FOUND)),
         Err(_) => Err(RedisError::WrongType),
     }
 }

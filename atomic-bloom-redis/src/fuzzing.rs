@@ -18,9 +18,18 @@ use crate::windowed::{Loading, Windowed};
 /// ("over the limit") rather than allocated.
 const CAP: usize = 4 << 20;
 
+/// The same for RedisBloom's filters, whose every state is copied several
+/// times over to be reloaded (`assert_reloads`): RedisBloom's fixtures fit
+/// (152 KB the largest).
+const CHAIN_CAP: usize = 256 << 10;
+
 /// Items each target adds after a load: enough to fill a small stage or
 /// link and make the next.
 const ITEMS: usize = 3_000;
+
+/// Bit probes a RedisBloom target's adds may make (items × every link's
+/// hashes).
+const PROBES: usize = 300_000;
 
 fn item(index: usize) -> Vec<u8> {
     format!("fuzz:{index}").into_bytes()
@@ -29,7 +38,7 @@ fn item(index: usize) -> Vec<u8> {
 /// A RedisBloom header (`BF.LOADCHUNK key 1 header`), then adds, lookups,
 /// and every way the filter goes out and comes back (`use_chain`).
 pub fn redisbloom_header(data: &[u8]) {
-    if let Ok(chain) = Chain::from_header(data, Some(CAP)) {
+    if let Ok(chain) = Chain::from_header(data, Some(CHAIN_CAP)) {
         use_chain(chain);
     }
 }
@@ -52,8 +61,15 @@ const COUNTS: [u64; 8] = [0, 1, 2, 7, 1 << 60, (1 << 63) - 1, 1 << 63, u64::MAX]
 pub fn redisbloom_chain(data: &[u8]) {
     let mut bytes = data.iter().copied();
     let mut next = || bytes.next().unwrap_or(0);
-    let options = u32::from(next()) & 0xf;
-    let links = 1 + usize::from(u16::from_le_bytes([next(), next()])) % 4096;
+    let flags = next();
+    let options = u32::from(flags) & 0xf;
+    // Mostly a few links; with the flag's high bit, up to 4,096.
+    let count = u16::from_le_bytes([next(), next()]);
+    let links = if flags & 0x80 != 0 {
+        1 + usize::from(count) % 4096
+    } else {
+        1 + usize::from(count) % 8
+    };
     let growth = u32::from_le_bytes([next(), next(), next(), 0]);
     let mut header = Vec::with_capacity(20 + 61 * links);
     header.extend_from_slice(&[0; 8]);
@@ -90,7 +106,7 @@ pub fn redisbloom_rdb(data: &[u8]) {
         return;
     };
     let mut input = BytesInput(fields);
-    if let Ok(chain) = rdb::load(&mut input, i32::from(encver % 5), Some(CAP)) {
+    if let Ok(chain) = rdb::load(&mut input, i32::from(encver % 5), Some(CHAIN_CAP)) {
         use_chain(chain);
     }
 }
@@ -102,16 +118,33 @@ pub fn redisbloom_rdb(data: &[u8]) {
 /// does not load again is a key that `DEBUG RELOAD`, a restart or a full
 /// sync loses, or a server that does not start.
 fn use_chain(mut chain: Chain) {
-    for index in 0..ITEMS {
-        let item = item(index);
-        match chain.add(&item, Some(CAP)) {
+    // An add or a lookup may probe every hash of every link: adds stop
+    // once they have cost `PROBES` (a chain that grows a link an item
+    // grows long), so that an input runs in milliseconds.
+    let probes = |chain: &Chain| -> usize {
+        chain
+            .links
+            .iter()
+            .map(|link| link.shape.hashes as usize)
+            .sum()
+    };
+    let (mut spent, mut items) = (0, 0);
+    while items < ITEMS && spent < PROBES {
+        let item = item(items);
+        items += 1;
+        spent += probes(&chain);
+        match chain.add(&item, Some(CHAIN_CAP)) {
             ChainAdd::Added(_) => assert!(chain.contains(&item), "an added item is missing"),
             ChainAdd::Full | ChainAdd::AtLimit => break,
             ChainAdd::OverLimit | ChainAdd::Failed => {}
         }
-        assert!(chain.memory_bytes() <= CAP, "an add went past the cap");
+        assert!(
+            chain.memory_bytes() <= CHAIN_CAP,
+            "an add went past the cap"
+        );
     }
-    assert_reloads(&chain);
+    let lookups = (PROBES / probes(&chain).max(1)).clamp(1, items);
+    assert_reloads(&chain, lookups);
 }
 
 /// `chain` goes out and comes back: its `BF.SCANDUMP` stream into
@@ -119,7 +152,7 @@ fn use_chain(mut chain: Chain) {
 /// client's loop), and its RDB value into `RESTORE` within the cap (a
 /// client's) and without one (`DEBUG RELOAD`, a restart, a full sync, an
 /// AOF's preamble): each loads, answers alike, and writes the same bytes.
-fn assert_reloads(chain: &Chain) {
+fn assert_reloads(chain: &Chain, lookups: usize) {
     let mut iterator = 0;
     let mut streamed: Option<Chain> = None;
     loop {
@@ -129,7 +162,7 @@ fn assert_reloads(chain: &Chain) {
         }
         match streamed.as_mut() {
             None => {
-                let header = Chain::from_header(&piece, Some(CAP));
+                let header = Chain::from_header(&piece, Some(CHAIN_CAP));
                 let refused = header.as_ref().err();
                 assert!(refused.is_none(), "its own header is refused: {refused:?}");
                 streamed = header.ok();
@@ -141,7 +174,11 @@ fn assert_reloads(chain: &Chain) {
     let streamed = streamed.expect("a dump has a header");
     let mut saved = BytesOutput::default();
     rdb::save(chain, &mut saved);
-    let restored = rdb::load(&mut BytesInput(&saved.0), rdb::ENCODING_VERSION, Some(CAP));
+    let restored = rdb::load(
+        &mut BytesInput(&saved.0),
+        rdb::ENCODING_VERSION,
+        Some(CHAIN_CAP),
+    );
     let refused = restored.as_ref().err();
     assert!(refused.is_none(), "its RDB value is refused: {refused:?}");
     let reloaded = rdb::load(&mut BytesInput(&saved.0), rdb::ENCODING_VERSION, None);
@@ -154,7 +191,8 @@ fn assert_reloads(chain: &Chain) {
         let mut again = BytesOutput::default();
         rdb::save(&copy, &mut again);
         assert!(again.0 == saved.0, "a reload saves other bytes");
-        for index in 0..ITEMS {
+        // The same bytes: lookups show they are read alike.
+        for index in 0..lookups {
             let item = item(index);
             assert_eq!(
                 copy.contains(&item),
@@ -412,7 +450,7 @@ fn cuckoo_stream(data: &[u8]) -> Option<Cuckoo> {
 }
 
 /// What `cuckoo`'s RDB value loads back into.
-fn cuckoo_reloaded(cuckoo: &Cuckoo) -> Cuckoo {
+fn cuckoo_reloaded(cuckoo: &mut Cuckoo) -> Cuckoo {
     let mut saved = crate::cuckoo::rdb::BytesOutput(Vec::new());
     crate::cuckoo::rdb::save(cuckoo, &mut saved);
     let defaults = crate::cuckoo::rdb::Defaults {
@@ -420,10 +458,10 @@ fn cuckoo_reloaded(cuckoo: &Cuckoo) -> Cuckoo {
         max_iterations: 1,
         expansion: 0,
     };
-    let again = crate::cuckoo::rdb::load(&mut BytesInput(&saved.0), 4, defaults, None)
+    let mut again = crate::cuckoo::rdb::load(&mut BytesInput(&saved.0), 4, defaults, None)
         .expect("what a held filter saves loads");
     let mut second = crate::cuckoo::rdb::BytesOutput(Vec::new());
-    crate::cuckoo::rdb::save(&again, &mut second);
+    crate::cuckoo::rdb::save(&mut again, &mut second);
     assert_eq!(
         saved.0, second.0,
         "a filter saved, loaded and saved is the same bytes"
@@ -493,7 +531,7 @@ fn use_cuckoo(mut cuckoo: Cuckoo) {
     let _ = cuckoo.debug_line();
     let _ = cuckoo.memory_bytes();
     let _ = cuckoo.scan_dump(0, &mut Vec::new());
-    for copy in [cuckoo_reloaded(&cuckoo), cuckoo_rewritten(&cuckoo)] {
+    for copy in [cuckoo_reloaded(&mut cuckoo), cuckoo_rewritten(&cuckoo)] {
         let again: Vec<u64> = items
             .iter()
             .map(|item| copy.count(&Lookup::of(item)))

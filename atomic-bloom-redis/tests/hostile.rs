@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{error_text, reply, scan_dump, used_memory, Server, KINDS};
+use common::{crc32c, error_text, reply, scan_dump, used_memory, Server, KINDS};
 use redis::Value;
 
 /// xorshift64*: a fixed-seed stream of test choices.
@@ -199,18 +199,27 @@ fn a_header_claiming_a_terabyte_allocates_what_it_holds() {
     }
 }
 
-/// CRC-32C (Castagnoli), bitwise.
-fn crc32c(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0x82f6_3b78
-            } else {
-                crc >> 1
-            };
-        }
+/// A record that claims 2^64 - 1 items (its checksums right: anyone can
+/// write one) takes adds without its count wrapping: `BF.CARD` stays at the
+/// top, and the key reloads. (The count wrapped; under the tests' overflow
+/// checks the add panicked and killed the server.)
+#[test]
+fn a_record_claiming_two_to_the_64_items_takes_adds_without_wrapping() {
+    for kind in KINDS {
+        let server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        let mut chunks = filled_source(&mut c, "source", false);
+        let first = &mut chunks[0].1;
+        first[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
+        let crc = crc32c(&first[..52]);
+        first[52..56].copy_from_slice(&crc.to_le_bytes());
+        common::load_chunks(&mut c, "top", &chunks);
+        let added: bool = reply(&mut c, &["BF.ADD", "top", "never added before"]);
+        assert!(added, "{kind:?}");
+        let card: i64 = reply(&mut c, &["BF.CARD", "top"]);
+        assert_eq!(card, i64::MAX, "{kind:?}");
+        common::ok(&mut c, &["DEBUG", "RELOAD"]);
+        let card: i64 = reply(&mut c, &["BF.CARD", "top"]);
+        assert_eq!(card, i64::MAX, "{kind:?}: after a reload");
     }
-    !crc
 }

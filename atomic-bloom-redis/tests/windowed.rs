@@ -731,3 +731,53 @@ fn an_idle_huge_time_window_costs_a_lookup_no_more_than_a_busy_one() {
         );
     }
 }
+
+/// A record holds a time window `WBF.RESERVE` can make: whole seconds, at
+/// least one. A `DUMP` of a `TIME 2` key, its envelope's window patched to
+/// 1 ms (and to 1.5 s) and both checksums sealed again, is refused by
+/// `RESTORE`, as `TIME 0` and `TIME 1.5` are by `WBF.RESERVE`; the same
+/// payload patched to 3 s restores. Before, the 1 ms and 1.5 s records
+/// restored.
+#[test]
+fn a_record_holding_a_window_reserve_cannot_make_is_refused() {
+    for kind in KINDS {
+        let mut server = Server::start(kind, &[], &[]);
+        let mut c = server.connect();
+        ok(&mut c, &["WBF.RESERVE", "tw", "0.01", "100", "TIME", "2"]);
+        madd(&mut c, "tw", &items("a", 0..50));
+        // Strings saved as they are, so the record can be found.
+        ok(&mut c, &["CONFIG", "SET", "rdbcompression", "no"]);
+        let payload: Vec<u8> = reply(&mut c, &["DUMP", "tw"]);
+        // A ready windowed value: UINT 1, then MORE and the record whole.
+        assert_eq!(payload[10..15], [2, 1, 2, 1, 5], "{kind:?}: one string");
+        let (length, taken) = read_rdb_len(&payload, 15);
+        let (start, length) = (15 + taken, length as usize);
+        assert_eq!(&payload[start..start + 8], b"ABWINDO1");
+        assert_eq!(
+            payload[start + length..start + length + 2],
+            [2, 0],
+            "{kind:?}: END"
+        );
+        let with_window = |time_ms: u64| {
+            let mut patched = payload.clone();
+            let record = &mut patched[start..start + length];
+            record[36..44].copy_from_slice(&time_ms.to_le_bytes());
+            let crc = common::crc32c(&record[..60]);
+            record[60..64].copy_from_slice(&crc.to_le_bytes());
+            let body = patched.len() - 8;
+            let trailer = common::crc64(&patched[..body]);
+            patched[body..].copy_from_slice(&trailer.to_le_bytes());
+            patched
+        };
+        restore(&mut c, "three", &with_window(3_000)).expect("a 3 s window restores");
+        assert_eq!(field(&mut c, "three", "Time window ms"), 3_000);
+        for time_ms in [1, 999, 1_500] {
+            let outcome = restore(&mut c, "bad", &with_window(time_ms));
+            assert!(outcome.is_err(), "{kind:?}: a {time_ms} ms window restored");
+            let exists: i64 = reply(&mut c, &["EXISTS", "bad"]);
+            assert_eq!(exists, 0, "{kind:?}: {time_ms} ms");
+        }
+        assert_eq!(found(&mut c, "tw", &items("a", 0..50)), 50);
+        assert!(server.is_alive(), "{kind:?}: {}", server.log());
+    }
+}

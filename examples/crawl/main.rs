@@ -34,8 +34,9 @@
 //! ```
 //!
 //! A fleet of crawl processes sharing one frontier through Valkey or Redis
-//! is the `atomic-bloom-fleet` crate's crawl example, over this same web
-//! (`cargo run -p atomic-bloom-fleet --example crawl -- --redis URL`).
+//! is the `atomic-bloom-fleet` crate's `fleet_crawl` example, over this
+//! same web (`cargo run -p atomic-bloom-fleet --example fleet_crawl --
+//! --redis URL`).
 
 mod links;
 mod report;

@@ -7,7 +7,12 @@
 //! frontier's protocol, not crossbeam's.
 #![cfg(atomic_bloom_loom)]
 
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
 use atomic_bloom::{BloomFilter, Frontier, Layout};
+use loom::future::block_on;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -101,5 +106,91 @@ fn wait_take_never_returns_none_while_a_taken_item_can_still_push() {
         }
         assert!(frontier.is_finished());
         assert_eq!(frontier.len(), 0);
+    });
+}
+
+/// `wait_take_never_returns_none_while_a_taken_item_can_still_push` with
+/// `wait_take_async`: two workers, each a future run by `block_on` (which
+/// parks its thread until the future's waker is called). A future that
+/// looked, found nothing, and registered its waker after a push or the
+/// last drop had already looked for waiters would never be woken: loom
+/// reports a deadlock. Fails when a future counts itself among the
+/// waiters only after its look (outside the lock held from look to
+/// registration).
+#[test]
+fn wait_take_async_is_woken_by_a_push_and_by_the_last_drop() {
+    loom::model(|| {
+        let frontier = Arc::new(frontier());
+        let processed = Arc::new(AtomicUsize::new(0));
+        assert!(frontier.push(0));
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let (frontier, processed) = (Arc::clone(&frontier), Arc::clone(&processed));
+                thread::spawn(move || {
+                    block_on(async {
+                        while let Some(item) = frontier.wait_take_async().await {
+                            if *item == 0 {
+                                frontier.push(1);
+                            }
+                            processed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        processed.load(Ordering::Relaxed)
+                    })
+                })
+            })
+            .collect();
+        for worker in workers {
+            let seen_at_none = worker.join().unwrap();
+            assert_eq!(
+                seen_at_none, 2,
+                "None while an item was queued or in flight"
+            );
+        }
+        assert!(frontier.is_finished());
+    });
+}
+
+/// A future polled once and dropped (a `select!` that took another branch)
+/// beside one awaited to the end, while the seed's holder pushes a link and
+/// lets the seed go. The dropped future takes nothing it does not return,
+/// and a push's wake it was given goes on to the other: without that, the
+/// other sleeps for ever beside a queued item and loom reports a deadlock.
+#[test]
+fn a_future_dropped_after_its_wake_passes_it_on() {
+    loom::model(|| {
+        let frontier = Arc::new(frontier());
+        assert!(frontier.push(0));
+        let seed = frontier.take().unwrap();
+        let dropped = {
+            let frontier = Arc::clone(&frontier);
+            thread::spawn(move || {
+                let mut future = pin!(frontier.wait_take_async());
+                match future
+                    .as_mut()
+                    .poll(&mut Context::from_waker(Waker::noop()))
+                {
+                    Poll::Ready(Some(item)) => vec![*item],
+                    Poll::Ready(None) | Poll::Pending => Vec::new(),
+                }
+            })
+        };
+        let awaited = {
+            let frontier = Arc::clone(&frontier);
+            thread::spawn(move || {
+                block_on(async {
+                    let mut taken = Vec::new();
+                    while let Some(item) = frontier.wait_take_async().await {
+                        taken.push(*item);
+                    }
+                    taken
+                })
+            })
+        };
+        assert!(frontier.push(1));
+        drop(seed);
+        let mut taken = dropped.join().unwrap();
+        taken.extend(awaited.join().unwrap());
+        assert_eq!(taken, vec![1], "the link taken exactly once");
+        assert!(frontier.is_finished());
     });
 }

@@ -204,7 +204,7 @@ fn an_insert_meeting_a_late_rotation_is_found_for_the_window() {
         let filter = {
             let clock = Arc::clone(&clock);
             Arc::new(
-                WindowedBloomFilter::builder(2, 0.01)
+                WindowedBloomFilter::<u64>::builder(2, 0.01)
                     .seed(7)
                     .generations(2)
                     .time_window(Duration::from_nanos(T))
@@ -229,6 +229,49 @@ fn an_insert_meeting_a_late_rotation_is_found_for_the_window() {
         // Relaxed: see above.
         clock.store(late + T - 1, Ordering::Relaxed);
         assert!(filter.contains(&X), "an insert forgotten within the window");
+    });
+}
+
+/// A time window whose clock leaps two lifetimes at every reading: an
+/// insert finds its generation ended at every check, as one whose thread
+/// is descheduled at each would, while another thread ends the generation
+/// (`advance`: its rotation, begun from its own reading, and its clears
+/// interleave with the insert's rounds). The insert returns: the late rule
+/// goes round twice measured from the clock read after the bits, then from
+/// the call's start, which a generation begun from a later reading passes.
+/// Checked to run into loom's branch limit with the rounds unbounded, as
+/// before: every round rotated and went round again.
+#[test]
+fn an_insert_late_at_every_clock_reading_returns() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+    const T: u64 = 1_000_000;
+    loom::model(|| {
+        // A plain atomic: loom does not track it (the filter reads the
+        // clock as it would any function); each reading leaps.
+        let clock = Arc::new(AtomicU64::new(0));
+        let filter = {
+            let clock = Arc::clone(&clock);
+            Arc::new(
+                WindowedBloomFilter::<u64>::builder(2, 0.01)
+                    .seed(7)
+                    .generations(2)
+                    .time_window(Duration::from_nanos(T))
+                    // Relaxed: see above.
+                    .clock(move || Duration::from_nanos(clock.fetch_add(4 * T, Ordering::Relaxed)))
+                    .build()
+                    .unwrap(),
+            )
+        };
+        let rotator = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || filter.advance())
+        };
+        filter.insert(&X);
+        rotator.join().unwrap();
+        // The insert rotates as it starts and once a round, at most; the
+        // rotator once.
+        assert!(filter.epoch() <= 4, "epoch {}", filter.epoch());
     });
 }
 

@@ -1,9 +1,11 @@
 //! Slot-by-slot and byte access to a [`Table`], for single-threaded
 //! callers: the module's RedisBloom compaction, roll-back, RDB and
-//! `SCANDUMP` / `LOADCHUNK`.
+//! `SCANDUMP` / `LOADCHUNK`; and the loader's check of a saved table.
 
-use super::core::{SlotRef, Table};
+use super::core::{Probe, SlotRef, Table};
+use crate::block::WORDS_PER_BLOCK;
 use crate::sync::Ordering;
+use crate::Error;
 
 impl Table {
     /// The slot `index` of `bucket`.
@@ -52,27 +54,39 @@ impl Table {
     }
 
     /// Copies `out.len()` bytes of the little-endian words from byte
-    /// `offset` (RedisBloom's `data` for 8-bit shapes).
+    /// `offset` (RedisBloom's `data` for 8-bit shapes), each word read once.
     ///
     /// # Panics
     ///
     /// If the range passes the table's words.
     pub fn read_bytes(&self, offset: usize, out: &mut [u8]) {
-        for (at, byte) in out.iter_mut().enumerate() {
+        let mut at = 0;
+        while at < out.len() {
             let position = offset + at;
+            let within = position % 8;
+            let take = (8 - within).min(out.len() - at);
             // Relaxed: a snapshot of bytes others may be writing.
-            let bits = self.word(position / 8).load(Ordering::Relaxed);
-            *byte = (bits >> (position % 8 * 8)) as u8;
+            let word = self
+                .word(position / 8)
+                .load(Ordering::Relaxed)
+                .to_le_bytes();
+            out[at..at + take].copy_from_slice(&word[within..within + take]);
+            at += take;
         }
     }
 
     /// Writes `bytes` into the little-endian words from byte `offset`
-    /// (RedisBloom's `LOADCHUNK`), single-threaded.
+    /// (RedisBloom's `LOADCHUNK`), single-threaded: whole words at a time.
     ///
     /// # Panics
     ///
     /// If the range passes the table's words.
     pub fn write_bytes(&mut self, offset: usize, bytes: &[u8]) {
+        #[cfg(all(target_endian = "little", not(atomic_bloom_loom)))]
+        {
+            self.words.bytes_mut()[offset..offset + bytes.len()].copy_from_slice(bytes);
+        }
+        #[cfg(not(all(target_endian = "little", not(atomic_bloom_loom))))]
         for (at, &byte) in bytes.iter().enumerate() {
             let position = offset + at;
             let word = self.word(position / 8);
@@ -85,5 +99,115 @@ impl Table {
                 Ordering::Relaxed,
             );
         }
+    }
+
+    /// The slots' bytes in place ([`Shape::data_bytes`](super::core::Shape::data_bytes)
+    /// of them: RedisBloom's `data` for 8-bit shapes), to save without a
+    /// copy; `&mut self`, so nobody writes meanwhile.
+    #[cfg(all(target_endian = "little", not(atomic_bloom_loom)))]
+    pub fn bytes(&mut self) -> &[u8] {
+        let len = self.shape.data_bytes();
+        &self.words.bytes_mut()[..len]
+    }
+
+    /// The slots' bytes in place, to load into without a byte-by-byte
+    /// copy. Bytes past [`Shape::data_bytes`](super::core::Shape::data_bytes)
+    /// are not in the slice (they stay 0).
+    #[cfg(all(target_endian = "little", not(atomic_bloom_loom)))]
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.shape.data_bytes();
+        &mut self.words.bytes_mut()[..len]
+    }
+
+    /// [`insert_free`](Self::insert_free) for a single-threaded owner: the
+    /// same slot (the lowest free one of the first bucket, else of the
+    /// second), written with a plain store instead of a compare-and-swap.
+    pub fn insert_free_mut(&mut self, probe: &Probe) -> bool {
+        for bucket in [probe.first, probe.second] {
+            if let Some(slot) = self.free_slot(bucket) {
+                self.store_lane(slot, probe.fingerprint);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// [`remove`](Self::remove) for a single-threaded owner: the same copy
+    /// (the lowest of the first bucket, else of the second), cleared with a
+    /// plain store.
+    pub fn remove_mut(&mut self, probe: &Probe) -> bool {
+        for bucket in [probe.first, probe.second] {
+            if let Some(slot) = self.find_value(bucket, probe.fingerprint) {
+                self.store_lane(slot, 0);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Sets the lane at `slot` to `value`; `&mut self`, no other thread.
+    fn store_lane(&mut self, slot: SlotRef, value: u64) {
+        let mask = self.lanes.all_ones << slot.shift;
+        let word = self.word(slot.word);
+        // Relaxed: `&mut self`, no other thread; a plain load.
+        let bits = word.load(Ordering::Relaxed);
+        // Relaxed: as above; a plain store.
+        word.store((bits & !mask) | value << slot.shift, Ordering::Relaxed);
+    }
+}
+
+impl Table {
+    /// Checks a table read from a saved filter: no slot reserved, no bit
+    /// set outside the slots (the spare bits of a word, words past the
+    /// last slot); returns the fingerprints it holds.
+    pub(crate) fn check_loaded(&self) -> Result<usize, Error> {
+        let shape = &self.shape;
+        let per_word = shape.slots_per_word() as usize;
+        let full_words = shape.slots() / per_word;
+        let tail_lanes = (shape.slots() % per_word) as u32;
+        let reserved = self.lanes.broadcast(self.lanes.all_ones);
+        let lane_bits = |valid_high: u64| {
+            // Every bit of the lanes whose high bits are `valid_high`.
+            let mut bits = 0u64;
+            let mut high = valid_high;
+            while high != 0 {
+                let shift = self.lanes.lowest_shift(high);
+                high &= high - 1;
+                bits |= self.lanes.all_ones << shift;
+            }
+            bits
+        };
+        let all_lanes = lane_bits(self.lanes.high);
+        let mut held = 0;
+        for index in 0..self.words.num_blocks() * WORDS_PER_BLOCK {
+            let valid = if index < full_words {
+                self.lanes.high
+            } else if index == full_words && tail_lanes != 0 {
+                self.lanes.lane_range(0, tail_lanes)
+            } else {
+                0
+            };
+            let allowed = if valid == self.lanes.high {
+                all_lanes
+            } else {
+                lane_bits(valid)
+            };
+            // Relaxed: the table is the loader's alone.
+            let bits = self.word(index).load(Ordering::Relaxed);
+            if bits & !allowed != 0 {
+                return Err(Error::InvalidField {
+                    field: "cuckoo word with bits outside its slots",
+                    value: index as u64,
+                });
+            }
+            if self.lanes.matching(bits, reserved, valid) != 0 {
+                return Err(Error::InvalidField {
+                    field: "cuckoo word with a reserved slot",
+                    value: index as u64,
+                });
+            }
+            held += (valid & !self.lanes.matching(bits, 0, valid)).count_ones() as usize;
+        }
+        Ok(held)
     }
 }

@@ -58,7 +58,9 @@ impl<T: ?Sized, S> CuckooFilterBuilder<T, S> {
     /// appends a stage twice as large as the last, through `arc-swap`, with
     /// a rate half the last one's; the first stage takes half the rate
     /// asked for, so the total stays at or under it. Lookups and removes
-    /// then look in every stage.
+    /// then look in every stage; a remove of an item of a later stage may
+    /// take a matching fingerprint of an earlier one (see the type's
+    /// "Growth and remove").
     ///
     /// # Example
     ///

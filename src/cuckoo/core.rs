@@ -29,15 +29,18 @@
 //! | operation | what it does | RedisBloom's |
 //! |---|---|---|
 //! | [`Table::new`] | an empty table of a shape | `CuckooFilter_Grow`'s calloc |
+//! | [`Table::new_exclusive`] | the same for a single-threaded owner: the slots' memory alone, no version loop | |
 //! | [`Table::insert_free`] | one CAS into the lowest free slot of `first`, else of `second` | `Filter_FindAvailable` + store |
 //! | [`Table::contains`] | the fingerprint in either bucket | `Filter_Find` |
 //! | [`Table::count`] | its copies in both buckets (one bucket once) | none |
 //! | [`Table::count_in`] | its copies in one bucket | `subFilterCount` adds both, even when they are one |
 //! | [`Table::remove`] | one CAS clearing the lowest copy in `first`, else in `second` | `Filter_Delete` |
+//! | [`Table::insert_free_mut`], [`Table::remove_mut`] | the same slots, plain stores under `&mut self` | |
 //! | [`Table::relocate`] | concurrent relocation: a breadth-first path search, then moves from the free end backwards (see below); [`Native`]-like schemes only | none |
 //! | [`Table::kick_out`] | RedisBloom's single-threaded, deterministic relocation, with its roll-back | `Filter_KOInsert` |
 //! | [`Table::slot`], [`Table::set_slot`], [`Table::find_free`] | slot by slot, for compaction | `relocateSlot` |
-//! | [`Table::read_bytes`], [`Table::write_bytes`] | the slots as bytes (8-bit shapes: RedisBloom's `data`) | RDB, `SCANDUMP`, `LOADCHUNK` |
+//! | [`Table::read_bytes`], [`Table::write_bytes`] | the slots as bytes (8-bit shapes: RedisBloom's `data`), a word at a time | RDB, `SCANDUMP`, `LOADCHUNK` |
+//! | [`Table::bytes`], [`Table::bytes_mut`] | the same bytes in place, under `&mut self` (little-endian targets) | one RDB string, no copy |
 //!
 //! A RedisBloom sub-filter is one table of shape `Shape::new(8,
 //! bucketSize, numBuckets)`; RedisBloom's search over sub-filters (insert
@@ -194,6 +197,9 @@ pub struct Table {
     pub(super) lanes: Lanes,
     pub(super) versions: Versions,
     relocation: Mutex<()>,
+    /// Made by [`new_exclusive`](Self::new_exclusive): one stripe, lookups
+    /// without the version loop, memory of the slots alone.
+    exclusive: bool,
 }
 
 impl Table {
@@ -207,18 +213,36 @@ impl Table {
         Ok(Self::from_words(words, shape))
     }
 
-    pub(super) fn from_words(words: BitArray, shape: Shape) -> Self {
+    pub(crate) fn from_words(words: BitArray, shape: Shape) -> Self {
         Table {
             words,
             shape,
             lanes: Lanes::new(shape.slot_bits),
             versions: Versions::new(shape.buckets),
             relocation: Mutex::new(()),
+            exclusive: false,
         }
     }
 
-    #[allow(dead_code)] // used by persistence
-    pub(super) fn words(&self) -> &BitArray {
+    /// An empty table for a single-threaded owner (the module's RedisBloom
+    /// sub-filters, whose commands run one at a time and relocate with
+    /// [`kick_out`](Self::kick_out)): one version stripe instead of up to
+    /// 1,024, so [`memory_bytes`](Self::memory_bytes) is the slots' whole
+    /// 64-byte lines alone, and lookups and removes skip the version loop.
+    /// Never call [`relocate`](Self::relocate) on it while other threads
+    /// look up: they would not retry a miss.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AllocationFailed`] when the allocator refuses.
+    pub fn new_exclusive(shape: Shape) -> Result<Self, Error> {
+        let mut table = Self::new(shape)?;
+        table.versions = Versions::new(1);
+        table.exclusive = true;
+        Ok(table)
+    }
+
+    pub(crate) fn words(&self) -> &BitArray {
         &self.words
     }
 
@@ -230,6 +254,9 @@ impl Table {
     /// Bytes allocated: the words (whole cache lines) and the version
     /// stripes.
     pub fn memory_bytes(&self) -> usize {
+        if self.exclusive {
+            return self.words.memory_bytes();
+        }
         self.words.memory_bytes() + self.versions.memory_bytes()
     }
 
@@ -323,9 +350,13 @@ impl Table {
     /// [`relocate`](Self::relocate) moves it.
     #[inline]
     pub fn contains(&self, probe: &Probe) -> bool {
+        if self.exclusive {
+            return self.find(probe.first, probe.fingerprint).is_some()
+                || self.find(probe.second, probe.fingerprint).is_some();
+        }
         let mut round = 0;
         loop {
-            let before = self.versions.read(probe.first, probe.second);
+            let before = self.versions.read_for(round, probe.first, probe.second);
             if self.find(probe.first, probe.fingerprint).is_some()
                 || self.find(probe.second, probe.fingerprint).is_some()
             {
@@ -345,12 +376,12 @@ impl Table {
     pub fn count(&self, probe: &Probe) -> usize {
         let mut round = 0;
         loop {
-            let before = self.versions.read(probe.first, probe.second);
+            let before = self.versions.read_for(round, probe.first, probe.second);
             let mut copies = self.count_in(probe.first, probe.fingerprint);
             if probe.second != probe.first {
                 copies += self.count_in(probe.second, probe.fingerprint);
             }
-            if self.versions.unchanged(probe.first, probe.second, before) {
+            if self.exclusive || self.versions.unchanged(probe.first, probe.second, before) {
                 return copies;
             }
             crate::sync::wait_round(round);
@@ -442,7 +473,7 @@ impl Table {
     pub fn remove(&self, probe: &Probe) -> bool {
         let mut round = 0;
         loop {
-            let before = self.versions.read(probe.first, probe.second);
+            let before = self.versions.read_for(round, probe.first, probe.second);
             for bucket in [probe.first, probe.second] {
                 while let Some(slot) = self.find(bucket, probe.fingerprint) {
                     // Relaxed: clearing publishes nothing; the CAS takes
@@ -452,7 +483,7 @@ impl Table {
                     }
                 }
             }
-            if self.versions.unchanged(probe.first, probe.second, before) {
+            if self.exclusive || self.versions.unchanged(probe.first, probe.second, before) {
                 return false;
             }
             crate::sync::wait_round(round);
@@ -505,6 +536,7 @@ impl Table {
             lanes: self.lanes,
             versions: self.versions.snapshot(),
             relocation: Mutex::new(()),
+            exclusive: self.exclusive,
         }
     }
 
@@ -513,7 +545,7 @@ impl Table {
         self.shape == other.shape && self.words.same(&other.words)
     }
 
-    pub(super) fn lock_relocation(&self) -> MutexGuard<'_, ()> {
+    pub(crate) fn lock_relocation(&self) -> MutexGuard<'_, ()> {
         self.relocation
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -545,6 +577,11 @@ impl Table {
         }
     }
 
+    /// The lowest slot of `bucket` holding `value`.
+    pub(super) fn find_value(&self, bucket: usize, value: u64) -> Option<SlotRef> {
+        self.find(bucket, value)
+    }
+
     /// A free slot of `bucket`, for the relocation's search.
     pub(super) fn free_slot(&self, bucket: usize) -> Option<SlotRef> {
         self.find(bucket, 0)
@@ -573,12 +610,14 @@ impl Table {
         // Release: a reader whose load sees the slot cleared, then fences,
         // sees the odd version bumped before it.
         let moved = self.swap_lane(from, value, 0, Ordering::Release);
-        // Relaxed: published by the closing bump's Release.
+        // Release: a lookup that reads the fingerprint here, after reading it
+        // at `from` before the clear (a count that would count it twice),
+        // then fences, sees the opening bump and reads again.
         let written = self.swap_lane(
             to,
             reserved,
             if moved { value } else { 0 },
-            Ordering::Relaxed,
+            Ordering::Release,
         );
         debug_assert!(
             written,

@@ -70,6 +70,18 @@ use crate::{DefaultHasher, Error};
 ///   false positive); that item is then missed. Every cuckoo filter has
 ///   this: only remove what you inserted.
 ///
+/// # Growth and remove
+///
+/// Stages are separate tables, and a remove looks in the first stage
+/// first, then in the later ones, oldest first. Removing an item of the
+/// first stage is exact. Removing an item of a later stage may instead take
+/// the fingerprint of an item of an earlier stage that the removed one
+/// matches there by chance (about that stage's rate, so up to about the
+/// target rate per remove), and that other item is then missed. RedisBloom's
+/// growing cuckoo filters have the same limit. Where removes must never
+/// cost another item, size the filter for its peak and build it without
+/// growth.
+///
 /// # Example
 ///
 /// ```
@@ -245,6 +257,30 @@ impl<T: ?Sized, S> CuckooFilter<T, S> {
         self.first.table.memory_bytes() + later
     }
 
+    /// The false-positive rate expected with the items the filter holds
+    /// now ([`len`](Self::len): O(size)), summed over its stages.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let f: atomic_bloom::CuckooFilter<u64> = atomic_bloom::CuckooFilter::new(1000, 0.01)?;
+    /// assert_eq!(f.estimated_fpr(), 0.0);
+    /// for i in 0..f.capacity() as u64 { f.insert(&i)?; }
+    /// assert!(f.estimated_fpr() <= 0.01);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn estimated_fpr(&self) -> f64 {
+        let rate_of = |stage: &Stage| {
+            let shape = stage.table.shape();
+            let load = stage.table.len() as f64 / shape.slots() as f64;
+            sizing::rate_at(shape.slot_bits(), shape.bucket_slots(), load)
+        };
+        let later = self.growth.as_ref().map_or(0.0, |growth| {
+            growth.later.load().iter().map(|stage| rate_of(stage)).sum()
+        });
+        rate_of(&self.first) + later
+    }
+
     /// The total false-positive rate the filter was built for.
     ///
     /// # Example
@@ -403,7 +439,8 @@ impl<T: ?Sized, S> CuckooFilter<T, S> {
 }
 
 impl<T: ?Sized + Hash, S: BuildHasher> CuckooFilter<T, S> {
-    /// Inserts one copy of `item`.
+    /// Inserts one copy of `item` (in any borrowed form of `T`: a
+    /// `CuckooFilter<String>` takes a `&str`).
     ///
     /// # Errors
     ///
@@ -427,7 +464,11 @@ impl<T: ?Sized + Hash, S: BuildHasher> CuckooFilter<T, S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn insert(&self, item: &T) -> Result<(), Error> {
+    pub fn insert<Q>(&self, item: &Q) -> Result<(), Error>
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
         self.insert_hash(self.hasher.hash_one(item))
     }
 

@@ -18,7 +18,7 @@
 ///   value, which the concurrent relocation uses to reserve a slot.
 pub trait Scheme {
     /// Whether fingerprints leave the all-ones slot value free: only then
-    /// can [`Table::relocate`](super::Table::relocate) (the concurrent
+    /// can [`Table::relocate`](super::core::Table::relocate) (the concurrent
     /// relocation) serve the scheme.
     const RESERVES_ALL_ONES: bool;
 
@@ -116,8 +116,8 @@ impl Scheme for Native {
 /// its lookups' `(h ^ (f · 0x5bd1e995)) % n` equals this alternate of
 /// `h % n`; for other bucket counts the two differ, so load only powers of
 /// two. All 255 fingerprint values are in use: the concurrent
-/// [`Table::relocate`](super::Table::relocate) does not serve this scheme;
-/// [`Table::kick_out`](super::Table::kick_out) (RedisBloom's own
+/// [`Table::relocate`](super::core::Table::relocate) does not serve this scheme;
+/// [`Table::kick_out`](super::core::Table::kick_out) (RedisBloom's own
 /// single-threaded relocation) does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RedisBloom;

@@ -91,13 +91,9 @@ impl Packing {
         self.bucket_slots / (64 / self.slot_bits)
     }
 
-    /// The expected false-positive rate at `capacity()`: a lookup compares
-    /// its fingerprint with the full slots of two buckets, each equal by
-    /// chance with probability `1 / (2^w - 2)` (0 is empty, all ones a
-    /// reservation).
+    /// The expected false-positive rate at `capacity()`.
     pub(crate) fn rate(&self) -> f64 {
-        1.0 - (1.0 - 1.0 / ((1u64 << self.slot_bits) - 2) as f64)
-            .powf(2.0 * f64::from(self.bucket_slots) * self.load)
+        rate_at(self.slot_bits, self.bucket_slots, self.load)
     }
 
     /// Bits per item at `capacity()`, the version stripes not counted.
@@ -113,6 +109,16 @@ impl Packing {
             .copied()
             .find(|p| p.slot_bits == slot_bits && p.bucket_slots == bucket_slots)
     }
+}
+
+/// The expected false-positive rate of a table of `slot_bits`-bit slots,
+/// `bucket_slots` a bucket, with `load` of its slots full: a lookup
+/// compares its fingerprint with the full slots of two buckets, each equal
+/// by chance with probability `1 / (2^w - 2)` (0 is empty, all ones a
+/// reservation).
+pub(crate) fn rate_at(slot_bits: u32, bucket_slots: u32, load: f64) -> f64 {
+    let codes = ((1u64 << slot_bits) - 2) as f64;
+    1.0 - (1.0 - 1.0 / codes).powf(2.0 * f64::from(bucket_slots) * load)
 }
 
 /// The lowest rate any packing gives.

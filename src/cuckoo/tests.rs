@@ -303,6 +303,9 @@ fn growth_keeps_every_item_and_the_total_rate() {
 fn lookups_take_a_borrowed_form() {
     let f: CuckooFilter<String> = CuckooFilter::builder(100, 0.01).seed(1).build().unwrap();
     f.insert(&"url".to_string()).unwrap();
+    f.insert("url").unwrap();
+    assert_eq!(f.count("url"), 2);
+    assert!(f.remove("url"));
     assert!(f.contains("url"));
     assert_eq!(f.count("url"), 1);
     assert_eq!(f.hash_item("url"), f.hash_item(&"url".to_string()));
@@ -379,4 +382,49 @@ fn items_present_are_found_while_others_relocate() {
         });
     });
     assert_eq!(table.len(), stable.len());
+}
+
+#[test]
+fn an_exclusive_table_costs_its_slots_alone_and_answers_alike() {
+    let shape = Shape::new(8, 2, 512).unwrap();
+    let mut exclusive = Table::new_exclusive(shape).unwrap();
+    let shared = Table::new(shape).unwrap();
+    assert_eq!(exclusive.memory_bytes(), 1024);
+    assert!(shared.memory_bytes() > 1024);
+    for hash in hashes(5).take(900) {
+        let probe = exclusive.probe(&RedisBloom, hash);
+        let inserted = exclusive.insert_free(&probe) || exclusive.kick_out(&RedisBloom, &probe, 20);
+        assert!(!inserted || exclusive.contains(&probe));
+    }
+    for (i, hash) in hashes(5).take(900).step_by(3).enumerate() {
+        let probe = exclusive.probe(&RedisBloom, hash);
+        let count = exclusive.count(&probe);
+        let removed = if i % 2 == 0 {
+            exclusive.remove(&probe)
+        } else {
+            exclusive.remove_mut(&probe)
+        };
+        assert_eq!(removed, count > 0);
+    }
+    // The plain-store insert takes the slot the CAS insert would.
+    let mut twin = Table::new_exclusive(shape).unwrap();
+    let cas = Table::new_exclusive(shape).unwrap();
+    for hash in hashes(9).take(800) {
+        let probe = twin.probe(&RedisBloom, hash);
+        assert_eq!(twin.insert_free_mut(&probe), cas.insert_free(&probe));
+        assert_eq!(twin.remove_mut(&probe), cas.remove(&probe));
+        assert_eq!(twin.insert_free_mut(&probe), cas.insert_free(&probe));
+    }
+    assert!(twin.same(&cas));
+    // The byte views are the bytes read and written a word at a time.
+    let bytes = exclusive.bytes().to_vec();
+    assert_eq!(bytes.len(), 1024);
+    assert_eq!(bytes, bytes_of(&exclusive));
+    let mut other = Table::new_exclusive(shape).unwrap();
+    other.write_bytes(0, &bytes[..700]);
+    other.bytes_mut()[700..].copy_from_slice(&bytes[700..]);
+    assert!(other.same(&exclusive));
+    let mut middle = [0u8; 13];
+    exclusive.read_bytes(501, &mut middle);
+    assert_eq!(middle, bytes[501..514]);
 }

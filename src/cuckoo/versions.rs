@@ -51,6 +51,30 @@ impl Versions {
         (a, b)
     }
 
+    /// As [`read`](Self::read), for a try after a miss that found a move:
+    /// read-modify-writes, which read the latest version, so a retry loop
+    /// ends once the move has (a plain load may keep returning an older
+    /// value in the memory model, and loom explores that).
+    #[cold]
+    pub(super) fn read_latest(&self, first: usize, second: usize) -> (u64, u64) {
+        // Acquire: as in `read`; the RMW reads the latest value.
+        let a = self.stripe(first).fetch_add(0, Ordering::Acquire);
+        // Acquire: as above.
+        let b = self.stripe(second).fetch_add(0, Ordering::Acquire);
+        (a, b)
+    }
+
+    /// The versions to start try `round` with: [`read`](Self::read) on
+    /// the first, [`read_latest`](Self::read_latest) after.
+    #[inline(always)]
+    pub(super) fn read_for(&self, round: u32, first: usize, second: usize) -> (u64, u64) {
+        if round == 0 {
+            self.read(first, second)
+        } else {
+            self.read_latest(first, second)
+        }
+    }
+
     /// Whether a miss read between `before` and now is a real miss: no
     /// move touched either stripe meanwhile, and none was under way.
     #[inline]

@@ -1,6 +1,7 @@
 //! `Frontier`: a crawler's to-visit queue that drops what it has seen.
 
 mod seen;
+mod wait;
 mod work;
 
 use std::borrow::Borrow;
@@ -8,6 +9,7 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 pub(crate) use seen::Seen;
+pub use wait::WaitTake;
 pub use work::Taken;
 use work::Work;
 
@@ -17,7 +19,8 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter, Wind
 /// A crawler's to-visit queue: [`push`](Self::push) drops an item that was
 /// pushed before, [`wait_take`](Self::wait_take) hands out the others and
 /// says when the crawl is over, and every worker thread shares one
-/// `Arc<Frontier<String>>`.
+/// `Arc<Frontier<String>>`; async workers await
+/// [`wait_take_async`](Self::wait_take_async) instead.
 ///
 /// It is a Bloom filter of everything ever pushed in front of crossbeam's
 /// lock-free `SegQueue`. Popping does not forget: an item is pushed at most
@@ -39,7 +42,9 @@ use crate::{BloomFilter, DefaultHasher, Error, Layout, ScalableBloomFilter, Wind
 ///   except for racing pushes that straddle a growth.
 /// * [`Frontier::windowed`]: a [`WindowedBloomFilter`] (also
 ///   [`Layout::Word`]), for re-visits: an item is admitted again once
-///   `window` other items have been admitted after it, and never sooner,
+///   `window` other items have been admitted by pushes that returned after
+///   its own push began (the window's count, as
+///   [`WindowedBloomFilter`] counts it), and never sooner,
 ///   so a crawler fetches each page again after at least `window` other
 ///   pages. A push of an item seen within the window is dropped without
 ///   refreshing it, so a page linked from everywhere is still re-visited
@@ -131,7 +136,7 @@ impl<T: Hash> Frontier<T, DefaultHasher> {
         let filter = BloomFilter::builder(capacity, rate)
             .layout(Layout::Word)
             .build()?;
-        Ok(Self::from_filter(filter))
+        Ok(Self::from_seen(Seen::fresh(filter)))
     }
 
     /// A frontier on a [`ScalableBloomFilter`] with [`Layout::Word`]
@@ -161,7 +166,9 @@ impl<T: Hash> Frontier<T, DefaultHasher> {
 
 impl<T: Hash> Frontier<T, DefaultHasher> {
     /// A frontier that admits an item again once `window` other items have
-    /// been admitted after it (and forgets it by `window × 4/3`), on a
+    /// been admitted after it (counted from its push's start, as
+    /// [`WindowedBloomFilter`] counts its window; forgotten by
+    /// `window × 4/3`), on a
     /// [`WindowedBloomFilter`] with [`Layout::Word`] at false-positive rate
     /// `rate`, with a random seed. For a time window or other generations,
     /// build the filter and use [`from_windowed`](Self::from_windowed).
@@ -219,7 +226,9 @@ impl<T, S> Frontier<T, S> {
     }
 
     /// A frontier on `filter`, built with any layout, seed or hasher.
-    /// Items already in the filter count as seen.
+    /// Items already in the filter count as seen, and its set bits towards
+    /// its fill (one pass over the filter, O(size); [`new`](Self::new)
+    /// makes none).
     ///
     /// # Example
     ///

@@ -26,9 +26,18 @@ pub(crate) struct Inserted {
 }
 
 impl<T, S> Seen<T, S> {
-    /// A fixed filter; the items it holds already count towards its fill.
+    /// A fixed filter; the items it holds already count towards its fill
+    /// (a popcount of the filter, O(size)).
     pub(crate) fn fixed(filter: BloomFilter<T, S>) -> Self {
         Seen::Fixed(Tracked::new_filled(filter, None, false))
+    }
+
+    /// A fixed filter just built, which holds nothing: its fill starts at
+    /// 0 without a pass over the bits (a constructor costs what it
+    /// allocates; the popcount of a fresh multi-gigabyte filter took
+    /// seconds).
+    pub(crate) fn fresh(filter: BloomFilter<T, S>) -> Self {
+        Seen::Fixed(Tracked::new_empty(filter, None, false))
     }
 
     /// Whether the filter is past what it holds at its rate now.

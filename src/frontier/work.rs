@@ -1,13 +1,14 @@
 //! How a frontier knows when the crawl is over: a count of the items
 //! accepted and not yet done (queued, or taken and still held), the
 //! [`Taken`] guard that holds an item in flight, and where `wait_take`
-//! sleeps (the protocol of `src/PROTOCOLS.md`, "Frontier: in flight and
-//! finished").
+//! sleeps and `wait_take_async` registers its waker (the protocol of
+//! `src/PROTOCOLS.md`, "Frontier: in flight and finished").
 
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::ptr;
+use std::task::{Poll, Waker};
 
 use crate::sync::{fence, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 
@@ -19,16 +20,62 @@ pub(super) const SPINS: u32 = 64;
 #[cfg(atomic_bloom_loom)]
 pub(super) const SPINS: u32 = 0;
 
-/// The pending count and the sleepers of one frontier.
+/// The pending count and the waiters of one frontier.
 pub(super) struct Work {
     /// Items accepted and not yet done: queued, or taken and their
     /// [`Taken`] not dropped. Incremented before an item is queued,
     /// decremented when it is done.
     pending: AtomicUsize,
-    /// Threads in `wait_take`'s sleeping path (asleep or about to be).
+    /// Threads in `wait_take`'s sleeping path (asleep or about to be) and
+    /// `wait_take_async` futures registered.
     sleepers: AtomicUsize,
-    lock: Mutex<()>,
+    /// The futures' wakers; held by a sleeping thread from its last look
+    /// to its wait.
+    lock: Mutex<Wakers>,
     wake: Condvar,
+}
+
+/// The wakers of the `wait_take_async` futures waiting, oldest first.
+pub(super) struct Wakers {
+    waiting: Vec<Registered>,
+    next_id: u64,
+}
+
+/// A future's place among the [`Wakers`].
+struct Registered {
+    id: u64,
+    waker: Waker,
+    /// Woken for a push or the end, and not yet polled since: if it is
+    /// dropped instead, it passes the wake on.
+    notified: bool,
+}
+
+impl Wakers {
+    /// Marks the oldest future not yet woken as woken; its waker.
+    fn notify_one(&mut self) -> Option<Waker> {
+        let next = self.waiting.iter_mut().find(|entry| !entry.notified)?;
+        next.notified = true;
+        Some(next.waker.clone())
+    }
+
+    /// Marks every future as woken; their wakers.
+    fn notify_all(&mut self) -> Vec<Waker> {
+        self.waiting
+            .iter_mut()
+            .map(|entry| {
+                entry.notified = true;
+                entry.waker.clone()
+            })
+            .collect()
+    }
+
+    /// Removes future `id`; whether it had been woken since it last looked.
+    fn remove(&mut self, id: u64) -> bool {
+        match self.waiting.iter().position(|entry| entry.id == id) {
+            Some(at) => self.waiting.remove(at).notified,
+            None => false,
+        }
+    }
 }
 
 impl Work {
@@ -36,7 +83,10 @@ impl Work {
         Work {
             pending: AtomicUsize::new(0),
             sleepers: AtomicUsize::new(0),
-            lock: Mutex::new(()),
+            lock: Mutex::new(Wakers {
+                waiting: Vec::new(),
+                next_id: 0,
+            }),
             wake: Condvar::new(),
         }
     }
@@ -68,23 +118,26 @@ impl Work {
         self.pending.load(Ordering::Acquire) == 0
     }
 
-    /// Items were queued: wakes one sleeper, if any, to take them.
+    /// Items were queued: wakes one sleeping thread and one future, if
+    /// any, to take them.
     #[inline]
     pub(super) fn queued(&self) {
         if self.has_sleepers() {
-            self.notify(|wake| wake.notify_one());
+            self.notify_one();
         }
     }
 
     /// Wakes every sleeper, if any: the crawl is over, or many items came.
     pub(super) fn wake_all(&self) {
         if self.has_sleepers() {
-            self.notify(Condvar::notify_all);
+            let wakers = self.lock().notify_all();
+            self.wake.notify_all();
+            wakers.into_iter().for_each(Waker::wake);
         }
     }
 
-    /// Whether a thread sleeps, or is about to, after the caller's change
-    /// to the queue or the count.
+    /// Whether a thread sleeps or a future waits, or is about to, after
+    /// the caller's change to the queue or the count.
     #[inline]
     fn has_sleepers(&self) -> bool {
         // SeqCst fence: pairs with the sleeper's, after its count. Either
@@ -96,15 +149,21 @@ impl Work {
         self.sleepers.load(Ordering::Relaxed) != 0
     }
 
+    /// Wakes one sleeping thread and one waiting future. A sleeper holds
+    /// the lock from its last look to its wait, and a future from its
+    /// last look to its waker's registration: taking the lock here waits
+    /// until both are done, so the wake is not lost. Wakers are called
+    /// after the lock is released.
     #[cold]
-    fn notify(&self, wake: impl FnOnce(&Condvar)) {
-        // A sleeper holds the lock from its last look to its wait: taking
-        // it here waits until the sleeper waits, so the wake is not lost.
-        drop(self.lock());
-        wake(&self.wake);
+    fn notify_one(&self) {
+        let waker = self.lock().notify_one();
+        self.wake.notify_one();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
     }
 
-    fn lock(&self) -> MutexGuard<'_, ()> {
+    fn lock(&self) -> MutexGuard<'_, Wakers> {
         self.lock
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -139,6 +198,80 @@ impl Work {
         self.sleepers.fetch_sub(1, Ordering::Relaxed);
         drop(guard);
         found
+    }
+
+    /// One poll of a waiting future, whose place among the wakers is
+    /// `registered`: what `attempt` finds, `None` once the work is
+    /// finished, or pending with `waker` registered. Each look happens
+    /// under the lock, after the future counted itself (at its first
+    /// pending poll), so no wake between a look and the registration is
+    /// lost. `attempt` runs under the lock: it must not call
+    /// [`done`](Self::done).
+    pub(super) fn poll_until<R>(
+        &self,
+        registered: &mut Option<u64>,
+        waker: &Waker,
+        attempt: impl FnOnce() -> Option<R>,
+    ) -> Poll<Option<R>> {
+        let mut wakers = self.lock();
+        if registered.is_none() {
+            // Relaxed: the fence below orders it (see `has_sleepers`).
+            self.sleepers.fetch_add(1, Ordering::Relaxed);
+            // SeqCst fence: pairs with the waker's (see `has_sleepers`);
+            // every later look of this future comes after it too.
+            fence(Ordering::SeqCst);
+        }
+        let found = match attempt() {
+            Some(found) => Some(found),
+            None if self.is_finished() => None,
+            None => {
+                match registered.and_then(|id| wakers.waiting.iter_mut().find(|e| e.id == id)) {
+                    Some(entry) => {
+                        entry.notified = false;
+                        if !entry.waker.will_wake(waker) {
+                            entry.waker = waker.clone();
+                        }
+                    }
+                    None => {
+                        let id = wakers.next_id;
+                        wakers.next_id += 1;
+                        wakers.waiting.push(Registered {
+                            id,
+                            waker: waker.clone(),
+                            notified: false,
+                        });
+                        *registered = Some(id);
+                    }
+                }
+                return Poll::Pending;
+            }
+        };
+        if let Some(id) = registered.take() {
+            wakers.remove(id);
+            // Relaxed: a waiter that leaves costs a waker at most a
+            // needless notify.
+            self.sleepers.fetch_sub(1, Ordering::Relaxed);
+        }
+        Poll::Ready(found)
+    }
+
+    /// A waiting future dropped before it was ready: it leaves the wakers,
+    /// and a wake it had been given and not used goes to another waiter,
+    /// so that dropping it loses no push.
+    pub(super) fn cancel(&self, registered: u64) {
+        let mut wakers = self.lock();
+        let notified = wakers.remove(registered);
+        // Relaxed: a waiter that leaves costs a waker at most a needless
+        // notify.
+        self.sleepers.fetch_sub(1, Ordering::Relaxed);
+        if notified {
+            let waker = wakers.notify_one();
+            drop(wakers);
+            self.wake.notify_one();
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+        }
     }
 }
 

@@ -168,6 +168,7 @@ macro_rules! chunk_methods {
 mod bloom;
 mod chunks;
 mod counting;
+mod cuckoo;
 mod file;
 mod frontier;
 mod scalable;
@@ -281,6 +282,7 @@ pub(crate) enum Kind {
     Scalable = 3,
     Frontier = 4,
     Windowed = 5,
+    Cuckoo = 6,
 }
 
 impl Kind {
@@ -291,6 +293,7 @@ impl Kind {
             3 => Ok(Kind::Scalable),
             4 => Ok(Kind::Frontier),
             5 => Ok(Kind::Windowed),
+            6 => Ok(Kind::Cuckoo),
             found => Err(Error::UnknownKind { found }),
         }
     }
@@ -302,6 +305,7 @@ impl Kind {
             Kind::Scalable => "ScalableBloomFilter",
             Kind::Frontier => "Frontier",
             Kind::Windowed => "WindowedBloomFilter",
+            Kind::Cuckoo => "CuckooFilter",
         }
     }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FrontierItem, Saved};
 use crate::{
-    BloomFilter, CountingBloomFilter, DefaultHasher, Frontier, ScalableBloomFilter,
+    BloomFilter, CountingBloomFilter, CuckooFilter, DefaultHasher, Frontier, ScalableBloomFilter,
     WindowedBloomFilter,
 };
 
@@ -82,4 +82,5 @@ serde_through_format!(
     [T: ?Sized] ScalableBloomFilter<T, DefaultHasher>,
     [T: FrontierItem] Frontier<T, DefaultHasher>,
     [T: ?Sized] WindowedBloomFilter<T, DefaultHasher>,
+    [T: ?Sized] CuckooFilter<T, DefaultHasher>,
 );

@@ -297,6 +297,7 @@ impl<T: ?Sized, S> ScalableBloomFilterBuilder<T, S> {
         };
         plan.validate()?;
         ScalableBloomFilter::from_parts(plan, hasher?)
+            .map_err(|err| crate::sizing::request_error(err, capacity, rate))
     }
 }
 

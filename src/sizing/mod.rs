@@ -223,7 +223,11 @@ pub(crate) fn plan(
     })
 }
 
-/// Rejects a capacity of 0 and rates outside (0, 1).
+/// The check every filter's constructor makes of its request: a capacity
+/// of 0 and rates outside (0, 1) are refused here (a windowed filter's
+/// capacity is its window: its 0 is `ZeroWindow`); a rate that no array of
+/// the address space reaches is refused by the sizing that follows,
+/// `TooLarge`, for every filter alike ([`request_error`]).
 pub(crate) fn validate(capacity: usize, rate: f64) -> Result<(), Error> {
     if capacity == 0 {
         return Err(Error::ZeroCapacity);
@@ -232,6 +236,19 @@ pub(crate) fn validate(capacity: usize, rate: f64) -> Result<(), Error> {
         return Err(Error::InvalidFalsePositiveRate { rate });
     }
     Ok(())
+}
+
+/// A sizing error of a part of a filter (a scalable filter's first stage,
+/// sized at a share of the request's rate) as the request's own: the part
+/// found past the address space, or given a rate that rounded to 0, means
+/// that the request is `TooLarge`, with the capacity and rate asked for.
+pub(crate) fn request_error(err: Error, capacity: usize, rate: f64) -> Error {
+    match err {
+        Error::TooLarge { .. } | Error::InvalidFalsePositiveRate { .. } => {
+            Error::TooLarge { capacity, rate }
+        }
+        err => err,
+    }
 }
 
 /// The expected false-positive rate of `geometry` holding `items` items.

@@ -141,12 +141,11 @@ pub(crate) fn plan_window(
     generations: Option<u32>,
     overfill: impl Fn(usize) -> usize,
 ) -> Result<WindowGeometry, Error> {
-    if window == 0 {
-        return Err(Error::ZeroWindow);
-    }
-    if !(rate > 0.0 && rate < 1.0) {
-        return Err(Error::InvalidFalsePositiveRate { rate });
-    }
+    // The check every filter makes; a window's count is its window.
+    super::validate(window, rate).map_err(|err| match err {
+        Error::ZeroCapacity => Error::ZeroWindow,
+        err => err,
+    })?;
     check_generations(layout, generations)?;
     let generations = generations.unwrap_or_else(|| default_generations(layout, rate));
     let shape = Shape::of(layout, generations);
@@ -320,9 +319,12 @@ impl Shape {
 }
 
 /// The rate of `generations` independent filters of rate `one` queried
-/// together.
+/// together: `1 - (1 - one)^g`, computed so that a tiny `one` does not
+/// round to 0 (as `1 - (1 - one)^g` does below about 1e-17: the sizing
+/// then took any rate under that for reached at any load, and built
+/// filters for rates no filter reaches).
 fn union_rate(one: f64, generations: u32) -> f64 {
-    1.0 - (1.0 - one).powi(generations as i32)
+    -(f64::from(generations) * (-one).ln_1p()).exp_m1()
 }
 
 #[cfg(test)]

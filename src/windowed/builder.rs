@@ -46,6 +46,13 @@ pub enum Rotation {
     Manual,
 }
 
+/// The shortest time window: its slack (`T / 256`, below) is 3.9 µs, time
+/// for an insert to set its bits and read the clock many times over, and
+/// its shortest generation (16 of them) 67 µs. Under about 0.6 µs every
+/// insert found its generation ended before it could check, and went round
+/// for ever.
+pub(crate) const MIN_TIME_WINDOW: Duration = Duration::from_millis(1);
+
 /// Time windows: each generation lasts `T (1 + 1/SLACK) / (g - 1)`, so
 /// that an item inserted while a due rotation is still clearing (it goes
 /// on into the ending generation) is still remembered for `T`.
@@ -143,6 +150,8 @@ impl<T: ?Sized, S> WindowedBloomFilterBuilder<T, S> {
     /// Remembers every item inserted in the last `window` of time instead
     /// of a count ([`Rotation::Time`]); the count given to `builder` is
     /// then the most items expected in one such window, for the sizing.
+    /// `build` refuses a window under
+    /// [`MIN_TIME_WINDOW`](WindowedBloomFilter::MIN_TIME_WINDOW), 1 ms.
     ///
     /// # Example
     ///
@@ -246,7 +255,8 @@ impl<T: ?Sized, S> WindowedBloomFilterBuilder<T, S> {
     ///
     /// [`Error::ZeroWindow`], [`Error::InvalidFalsePositiveRate`],
     /// [`Error::InvalidGenerations`],
-    /// [`Error::InvalidWindowDuration`], [`Error::TooLarge`],
+    /// [`Error::InvalidWindowDuration`], [`Error::WindowTooShort`] (a time
+    /// window under [`WindowedBloomFilter::MIN_TIME_WINDOW`]), [`Error::TooLarge`],
     /// [`Error::AllocationFailed`], [`Error::SeedUnavailable`].
     ///
     /// # Example
@@ -289,6 +299,12 @@ pub(crate) fn timing(
             // Room to add a few generations' worth to any clock reading.
             if nanos == 0 || slacked > (i64::MAX / 64) as u128 {
                 return Err(Error::InvalidWindowDuration { duration: window });
+            }
+            if window < MIN_TIME_WINDOW {
+                return Err(Error::WindowTooShort {
+                    duration: window,
+                    min: MIN_TIME_WINDOW,
+                });
             }
             // Rounded up, so that `g - 1` spans hold the slacked window.
             let span = slacked

@@ -51,6 +51,25 @@ pub(crate) enum Timing {
     },
 }
 
+/// Rounds a time window's insert goes (for the late rule, `too_late_for`,
+/// or a rotation completed under it) before the late rule is measured
+/// from the call's start rather than from the clock it reads after
+/// setting its bits. Under normal scheduling an insert goes
+/// round once at most: its first round's rotation gives the next
+/// generation an end after the clock it read, and an attempt takes well
+/// under the slack (`T / 256`, at least 3.9 µs). A thread descheduled at
+/// each reading, or rotations slower to clear than a generation lasts,
+/// would otherwise go round for ever.
+const LATE_ROUNDS: u32 = 2;
+
+/// What a time window's late rule measures from: the clock at the call's
+/// start, and the rounds gone so far.
+#[derive(Clone, Copy)]
+struct Late {
+    start: i64,
+    rounds: u32,
+}
+
 /// What one attempt of an insert came to.
 enum Attempt {
     /// The insert is over: its answer.
@@ -74,10 +93,17 @@ enum Attempt {
 /// # Window and forget horizon
 ///
 /// * **Count windows.** An item is found until at least `(g − 1) G ≥
-///   window` new items have been inserted after it, and is forgotten (it
-///   answers exactly as if never inserted) once `g G − 1` have: the
-///   horizon is `window × g / (g − 1)` items, 1.33 × the window at the
-///   default 4 generations. "New" means new to the current generation:
+///   window` new items have been inserted after its insert took effect,
+///   and is forgotten (it answers exactly as if never inserted) once
+///   `g G − 1` have: the horizon is `window × g / (g − 1)` items, 1.33 ×
+///   the window at the default 4 generations. An insert takes effect
+///   inside its call, so an item is found until at least `window` new
+///   items have been inserted by calls that returned after its
+///   [`insert`](Self::insert) *began*: every call begun after it began,
+///   and the calls that ran beside it. Counted from its return instead,
+///   the bound can fail: calls that ran while its thread was descheduled
+///   inside `insert`, after its insert took effect, count too.
+///   "New" means new to the current generation:
 ///   an item inserted again moves into the current generation (its
 ///   lifetime starts over) and takes a place in it; repeats within one
 ///   generation take none. Racing inserts of one item count it once, for
@@ -88,18 +114,26 @@ enum Attempt {
 ///   lands after the rotation it raced), which only lengthens both bounds.
 /// * **Time windows** ([`time_window`](WindowedBloomFilterBuilder::time_window)):
 ///   a generation lasts `T (1 + 1/256) / (g − 1)` (rounded up to a
-///   nanosecond). An item is found for at least `T` after its insert (from
-///   the clock reading the insert takes after setting its bits, which is
-///   before it returns), and is forgotten `T (1 + 1/256) g / (g − 1)`
-///   after it at the latest, whatever the rotations: a rotation begun late
-///   (after an idle stretch) keeps the generations' phase, and an early
-///   end ([`advance`](Self::advance)) starts the next generation's span
-///   when it is called. An insert that finds its generation ended more
-///   than `T / 256` ago does not stay in it: it helps the rotation out of
-///   it, waits for the chunks other threads are clearing, and goes into
-///   the next. The clock is read on every insert (twice) and on every
-///   lookup that finds the item, so an item is forgotten on time even
-///   when nothing rotates the filter.
+///   nanosecond); `T` is at least [`MIN_TIME_WINDOW`](Self::MIN_TIME_WINDOW),
+///   1 ms. An item is found for at least `T` from a clock reading its
+///   insert takes inside the call, after setting its bits (so for at
+///   least `T` from the call's start; from its return, `T` less the time
+///   its thread was descheduled inside the call after that reading), and
+///   is forgotten `T (1 + 1/256) g / (g − 1)` after it at the latest,
+///   whatever the rotations: a rotation begun late (after an idle stretch)
+///   keeps the generations' phase, and an early end
+///   ([`advance`](Self::advance)) starts the next generation's span when
+///   it is called. An insert that finds its generation ended more than
+///   `T / 256` before that reading does not stay in it: it helps the
+///   rotation out of it, waits for the chunks other threads are clearing,
+///   and goes into the next. After two such rounds (a thread descheduled
+///   at each reading, or rotations slower to clear than a generation
+///   lasts) the reading is the call's start, which the generation its own
+///   rotation began always passes: every insert returns, and an item
+///   inserted so is found for at least `T` from the call's start. The
+///   clock is read on every insert (twice) and on every lookup that finds
+///   the item, so an item is forgotten on time even when nothing rotates
+///   the filter.
 /// * **A stalled insert.** An insert whose thread stalls between reading
 ///   the current generation and setting its bits while `g − 1` rotations
 ///   go by (one at `g = 2`) is placed in the generation current when it
@@ -126,12 +160,9 @@ enum Attempt {
 /// CrowdStrike/apbf builds it) takes 19.66 at its least memory within 1%
 /// by its own false-positive formula (k = 11, l = 46, 0.995%; 25.72 at
 /// 0.1%, k = 16, l = 140; `benches/tests/window_peers.rs` computes both), two
-/// fastbloom filters rotated 22.1. The default's 19.5 and the compact
-/// layout's 17.3 are accepted as they stand (the owner's decision, issue
-/// 34); the standing goal is at most the APBF's best by default and at
-/// least 11% under it compact (17.5 at 1%). Lookups on URL keys are held
-/// to 0.7× a plain [`BloomFilter`](crate::BloomFilter)'s speed or better
-/// (`windowed/contains/url` in `benches/windowed.rs`).
+/// fastbloom filters rotated 22.1. Lookups on URL keys against a plain
+/// [`BloomFilter`](crate::BloomFilter)'s are measured by
+/// `windowed/contains/url` in `benches/windowed.rs`.
 ///
 /// Forgetting costs a Bloom filter twice: the generations it holds beyond
 /// the window (`g / (g − 1)`) and the union of `g` lookups, each
@@ -169,8 +200,13 @@ enum Attempt {
 /// completes: one that raced a rotation and landed in a generation that
 /// has since ended is inserted again into the current one. So an insert
 /// that happens-before a lookup is found by it unless the window has
-/// passed over it in between, whatever rotations raced either of them.
-/// Rotation takes no lock: whichever thread fills a generation begins the
+/// passed over it in between (counted from inside the insert's call, as
+/// above, not from its return), whatever rotations raced either of them.
+/// An insert goes round again only when a rotation completed during its
+/// attempt (another thread's progress) or, in a time window, for the late
+/// rule (a bounded number of times: see *Time windows* above); it waits only for chunks other threads are
+/// clearing (a time window's late insert, and `advance`). Rotation takes
+/// no lock: whichever thread fills a generation begins the
 /// next, and clearing the oldest generation is shared, a chunk at a time,
 /// by every thread that inserts meanwhile (inserts go on into the full
 /// generation until the last chunk is cleared; only a time window's insert
@@ -209,6 +245,28 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     /// assert_eq!(WindowedBloomFilter::<str>::MAX_LOADED_EPOCH, 1 << 58);
     /// ```
     pub const MAX_LOADED_EPOCH: u64 = MAX_EPOCH.div_ceil(2);
+
+    /// The shortest time window a filter keeps, 1 ms: a shorter one is
+    /// refused ([`Error::WindowTooShort`]). An insert that lands in a
+    /// generation after its end has a slack of `T / 256` before the item
+    /// would expire too soon there (3.9 µs at 1 ms), and a generation lasts
+    /// `T (1 + 1/256) / (g − 1)` (67 µs at 1 ms and 16 generations): room
+    /// for an insert to set its bits and read the clock many times over.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use atomic_bloom::{Error, WindowedBloomFilter};
+    ///
+    /// let min = WindowedBloomFilter::<str>::MIN_TIME_WINDOW;
+    /// assert_eq!(min, Duration::from_millis(1));
+    /// let short = WindowedBloomFilter::<str>::builder(1000, 0.01)
+    ///     .time_window(Duration::from_micros(100))
+    ///     .build();
+    /// assert_eq!(short.unwrap_err(), Error::WindowTooShort { duration: Duration::from_micros(100), min });
+    /// ```
+    pub const MIN_TIME_WINDOW: Duration = builder::MIN_TIME_WINDOW;
 
     /// An empty filter of `geometry`.
     pub(crate) fn from_parts(
@@ -403,6 +461,10 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
                 state,
                 self.ring.all_slots(),
                 None,
+                Late {
+                    start: 0,
+                    rounds: 0,
+                },
             ) {
                 Attempt::Done(answer) => answer,
                 Attempt::Again(state, answer) => {
@@ -437,7 +499,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
     }
 
     /// Attempts from `state` until one is done; `answer`: an earlier
-    /// attempt's; `now`: a time window's clock.
+    /// attempt's; `now`: a time window's clock at the call's start.
     #[inline(always)]
     fn insert_loop<P: SlotProbe, const TIMED: bool>(
         &self,
@@ -448,6 +510,10 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         mut answer: Option<bool>,
         now: Option<i64>,
     ) -> bool {
+        let mut late = Late {
+            start: now.unwrap_or(0),
+            rounds: 0,
+        };
         loop {
             if state.rotating() {
                 // Share the clearing: one chunk per insert that meets it.
@@ -458,17 +524,19 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
             if let (Some(now), Timing::Time { lifetime, .. }) = (now, &self.timing) {
                 live &= !self.ring.expired(now, *lifetime) | 1 << state.slot();
             }
-            match self.attempt::<_, TIMED>(&probe, refresh, &settling, state, live, answer) {
+            match self.attempt::<_, TIMED>(&probe, refresh, &settling, state, live, answer, late) {
                 Attempt::Done(answer) => return answer,
                 Attempt::Again(recheck, first) => (state, answer) = (recheck, Some(first)),
             }
+            late.rounds = late.rounds.saturating_add(1);
         }
     }
 
     /// One attempt of an insert into the current generation at `state`,
     /// reading the slots in `live`; `answer`: an earlier attempt's;
     /// `TIMED`: a time window, whose insert also checks the clock after
-    /// its re-check.
+    /// its re-check (`late`: from when, see [`Late`]).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn attempt<P: SlotProbe, const TIMED: bool>(
         &self,
@@ -478,6 +546,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         state: State,
         live: u32,
         answer: Option<bool>,
+        late: Late,
     ) -> Attempt {
         let (epoch, current) = (state.epoch(), state.slot());
         // Whether a live slot holds the item. (Whether the current one
@@ -520,7 +589,7 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
         if recheck.epoch() != epoch {
             return Attempt::Again(self.left_behind(current), was_new);
         }
-        if TIMED && self.too_late_for(recheck) {
+        if TIMED && self.too_late_for(recheck, late) {
             return Attempt::Again(self.left_behind(current), was_new);
         }
         let counted = match pending {
@@ -546,20 +615,29 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
 
     /// A time window's insert that has set its bits in generation `E`
     /// (current at `state`, its re-check) reads the clock: if `E` ended more
-    /// than the slack ago, an item in it would be forgotten before the
-    /// window has passed (a rotation begun late, after an idle stretch, or
-    /// slow to clear). Then it helps the rotation out of `E` (beginning it
-    /// if no one has) and waits for the chunks other threads are clearing;
-    /// true if so (the caller inserts again), false if `E` will do.
+    /// than the slack before that reading, an item in it would be forgotten
+    /// before the window has passed (a rotation begun late, after an idle
+    /// stretch, or slow to clear). Then it helps the rotation out of `E`
+    /// (beginning it if no one has) and waits for the chunks other threads
+    /// are clearing; true if so (the caller inserts again), false if `E`
+    /// will do. After [`LATE_ROUNDS`] rounds the reading is the call's
+    /// start (`late`), which a generation begun after it always passes:
+    /// the insert returns.
     #[cold]
     #[inline(never)]
-    fn too_late_for(&self, state: State) -> bool {
+    fn too_late_for(&self, state: State, late: Late) -> bool {
         let Timing::Time { slack, clock, .. } = &self.timing else {
             return false;
         };
         let now = clock_nanos(clock);
+        let from = if late.rounds < LATE_ROUNDS {
+            now
+        } else {
+            late.start
+        };
         // At the last epoch no rotation can come: the insert stays.
-        if now <= self.ring.end(state.slot()).saturating_add(*slack) || state.epoch() >= MAX_EPOCH {
+        if from <= self.ring.end(state.slot()).saturating_add(*slack) || state.epoch() >= MAX_EPOCH
+        {
             return false;
         }
         let mut round = 0;
@@ -923,10 +1001,10 @@ impl<T: ?Sized, S> WindowedBloomFilter<T, S> {
 /// The last epoch [`advance_by`](WindowedBloomFilter::advance_by) jumps to,
 /// 2^57: half of `MAX_LOADED_EPOCH`, so that a filter advanced as far as it
 /// goes still rotates 2^57 times (45 years at 100 million rotations a
-/// second) before its saves stop loading. (Before the review of issue 34,
-/// `advance_by(u64::MAX)` went to the last epoch, where nothing rotates: a
-/// time window's insert waited there for ever, and the filter's save did
-/// not load; test `a_time_window_advanced_as_far_as_it_goes_keeps_its_promise`.)
+/// second) before its saves stop loading. (At the last epoch nothing
+/// rotates: a time window's insert would wait there for ever, and the
+/// filter's save would not load; test
+/// `a_time_window_advanced_as_far_as_it_goes_keeps_its_promise`.)
 const LAST_JUMP: u64 = MAX_EPOCH.div_ceil(4);
 
 /// Nanoseconds on `clock`, saturating.

@@ -632,6 +632,23 @@ pub fn restore_flipped(
         .query(connection)
 }
 
+/// CRC-32C (Castagnoli), bitwise: what the module's record envelopes
+/// carry over their first 60 bytes.
+pub fn crc32c(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0x82f6_3b78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
 /// Redis's DUMP trailer: CRC-64 (Jones, reflected) over the payload.
 pub fn crc64(bytes: &[u8]) -> u64 {
     const POLY: u64 = 0x95ac_9329_ac4b_c9b5; // 0xad93d23594c935a9 reflected

@@ -63,3 +63,4 @@ pub fn url(i: u64) -> String {
 
 pub mod counting_alloc;
 pub mod saved;
+pub mod watchdog;

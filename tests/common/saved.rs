@@ -27,6 +27,7 @@ pub fn reseal(bytes: &mut [u8]) {
             1 => walk.bit_array(),
             3 => walk.scalable(),
             5 => walk.windowed(),
+            6 => walk.cuckoo(),
             4 => match walk.bytes.get(walk.at) {
                 Some(1) => {
                     walk.fields(1);
@@ -129,5 +130,24 @@ impl Walk<'_> {
             blocks.checked_mul(2)?
         };
         self.pages(lines)
+    }
+
+    /// A cuckoo body (kind 6): 25 bytes of options (the stage count at 17),
+    /// then per stage 18 bytes of shape (slot bits, bucket slots, buckets at
+    /// 2, rate), its lines in pages, and an 8-byte fingerprint count.
+    fn cuckoo(&mut self) -> Option<()> {
+        let stages = self.u64_at(self.at + 17)?;
+        self.fields(25)?;
+        for _ in 0..stages {
+            let slot_bits = u64::from(*self.bytes.get(self.at)?);
+            let bucket_slots = u64::from(*self.bytes.get(self.at + 1)?);
+            let buckets = self.u64_at(self.at + 2)?;
+            self.fields(18)?;
+            let per_word = 64u64.checked_div(slot_bits)?;
+            let words = buckets.checked_mul(bucket_slots)?.div_ceil(per_word.max(1));
+            self.pages(words.div_ceil(8))?;
+            self.fields(8)?;
+        }
+        Some(())
     }
 }

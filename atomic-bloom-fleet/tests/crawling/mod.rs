@@ -4,9 +4,9 @@
 
 #![allow(dead_code)]
 
-#[path = "../../examples/crawl/fleet.rs"]
+#[path = "../../examples/fleet_crawl/fleet.rs"]
 pub mod fleet;
-#[path = "../../examples/crawl/fleet_async.rs"]
+#[path = "../../examples/fleet_crawl/fleet_async.rs"]
 pub mod fleet_async;
 #[path = "../../../examples/crawl/links.rs"]
 pub mod links;

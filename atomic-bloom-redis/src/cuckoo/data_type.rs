@@ -35,8 +35,10 @@ impl RdbOutput for ServerOutput {
 }
 
 unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // Safety: the server passes a value this type created.
-    let cuckoo = unsafe { &*value.cast::<Cuckoo>() };
+    // Safety: the server passes a value this type created, and reads or
+    // writes it nowhere else while it saves it (its main thread, or a
+    // forked child's copy).
+    let cuckoo = unsafe { &mut *value.cast::<Cuckoo>() };
     rdb::save(cuckoo, &mut ServerOutput(io));
 }
 
@@ -50,12 +52,13 @@ unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mu
     let cap = crate::data_type::restore_cap(io).map(|cap| cap as u64);
     match rdb::load(&mut ServerInput(io), encver, defaults, cap) {
         Ok(cuckoo) => Box::into_raw(Box::new(cuckoo)).cast::<c_void>(),
-        Err(why) => {
-            logging::log_warning(format!(
-                "atomic-bloom: a RedisBloom cuckoo filter (encoding {encver}) refused: {why}"
-            ));
-            std::ptr::null_mut()
-        }
+        // A load (RDB file, full sync, AOF preamble) holds no key there and
+        // goes on; a RESTORE is refused.
+        Err(why) => crate::redisbloom::unheld::refuse_with(
+            io,
+            &format!("a RedisBloom cuckoo filter of encoding {encver}: {why}"),
+            || Box::into_raw(Box::new(Cuckoo::placeholder())).cast::<c_void>(),
+        ),
     }
 }
 

@@ -75,15 +75,26 @@ fn alternate(fingerprint: u8, index: u64) -> u64 {
 
 /// One sub-filter.
 pub(crate) struct SubFilter {
-    pub(crate) buckets: u64,
     table: Table,
 }
 
 impl SubFilter {
+    /// Its buckets.
+    pub(crate) fn buckets(&self) -> u64 {
+        self.table.buckets()
+    }
+
     /// Where RedisBloom's lookups find index `x`'s bucket: its first slot
     /// at `(x % buckets) · bucket_size`, cut to 32 bits.
+    #[inline]
     fn at(&self, x: u64, bucket_size: u64) -> At {
-        let bucket = x % self.buckets;
+        // RedisBloom's sub-filters have a power of two of buckets (but for
+        // a hand-made header's odd expansion): a mask, not a division.
+        let bucket = if self.buckets().is_power_of_two() {
+            x & (self.buckets() - 1)
+        } else {
+            x % self.buckets()
+        };
         let offset = bucket * bucket_size;
         if offset <= u64::from(u32::MAX) {
             return At::Bucket(bucket as usize);
@@ -125,14 +136,9 @@ impl SubFilter {
         self.table.insert_free(first, second, fingerprint)
     }
 
-    /// The slots' bytes from `offset` into `out`.
-    pub(crate) fn read(&self, offset: u64, out: &mut [u8]) {
-        self.table.read(offset, out);
-    }
-
-    /// The number of slots.
-    pub(crate) fn slots(&self) -> u64 {
-        self.table.len()
+    /// The slots as bytes, in place.
+    pub(crate) fn bytes(&mut self) -> &[u8] {
+        self.table.bytes()
     }
 }
 
@@ -166,8 +172,8 @@ pub(crate) enum Insert {
     OverLimit,
 }
 
-/// Who asks for an insert: a client, whose duplicates do not grow a
-/// filter, or the server replaying its primary's or its AOF's commands,
+/// Who asks for an insert: a client, whose duplicates grow a filter once
+/// at most, or the server replaying its primary's or its AOF's commands,
 /// which does what the primary did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Growth {
@@ -268,13 +274,15 @@ impl Cuckoo {
         if over(bytes) {
             return Err(Insert::OverLimit);
         }
-        self.filters.try_reserve(1).map_err(|_| Insert::NoMemory)?;
+        self.filters
+            .try_reserve_exact(1)
+            .map_err(|_| Insert::NoMemory)?;
         let table = Table::zeroed(buckets, self.bucket_size).ok_or(Insert::NoMemory)?;
         let added = std::mem::size_of::<SubFilter>() + table.memory_bytes();
         if over(added as u64) {
             return Err(Insert::OverLimit);
         }
-        self.filters.push(SubFilter { buckets, table });
+        self.filters.push(SubFilter { table });
         Ok(())
     }
 
@@ -313,13 +321,17 @@ impl Cuckoo {
 
     /// Inserts `lookup`'s fingerprint as RedisBloom does (with `unique`:
     /// only if it is not there), but for one difference when a client asks
-    /// ([`Growth::NotForDuplicates`]): an insert whose two buckets in the
-    /// newest sub-filter hold nothing but its own fingerprint (2 ·
-    /// bucket size copies: no relocation can make room) answers as a full
-    /// filter does, where RedisBloom grows a whole new sub-filter to hold
-    /// one more copy (a hot duplicate then grew a filter to 8 GB for 92,000
-    /// items: RedisBloom's issue 533). Replayed commands grow as RedisBloom
-    /// grew ([`Growth::AsRedisBloom`]): a replica does what its primary did.
+    /// ([`Growth::NotForDuplicates`]): in a filter that has grown already,
+    /// an insert whose two buckets in the newest sub-filter hold nothing
+    /// but its own fingerprint (2 · bucket size copies: no relocation can
+    /// make room) answers as a full filter does, where RedisBloom grows one
+    /// more sub-filter, `expansion` times the last, to hold one more copy
+    /// (a hot duplicate grew a filter to 19 sub-filters and 8 GB for 92,000
+    /// items: RedisBloom's issue 533). A duplicate thus grows a filter by
+    /// one sub-filter at most, as RedisBloom's own tests expect (six copies
+    /// of an item in a filter of bucket size 2). Replayed commands grow as
+    /// RedisBloom grew ([`Growth::AsRedisBloom`]): a replica does what its
+    /// primary did.
     ///
     /// A new sub-filter that would take the filter past `cap` bytes is not
     /// made: [`Insert::OverLimit`].
@@ -348,7 +360,8 @@ impl Cuckoo {
             if self.expansion == 0 {
                 return Insert::NoSpace;
             }
-            if growth == Growth::NotForDuplicates && self.only_copies_of(lookup) {
+            let grown = self.filters.len() > 1;
+            if growth == Growth::NotForDuplicates && grown && self.only_copies_of(lookup) {
                 return Insert::NoSpace;
             }
             if let Err(failure) = self.grow(cap) {
@@ -376,7 +389,7 @@ impl Cuckoo {
         let Some(sub) = self.filters.last_mut() else {
             return false;
         };
-        let first = lookup.h1 % sub.buckets;
+        let first = lookup.h1 % sub.buckets();
         sub.table.kick_out(first, lookup.fingerprint, moves)
     }
 
@@ -403,7 +416,7 @@ impl Cuckoo {
         let (older, newer) = self.filters.split_at_mut(index);
         let current = &mut newer[0];
         let mut moved_all = true;
-        for bucket in 0..current.buckets {
+        for bucket in 0..current.buckets() {
             for slot in 0..size {
                 let at = bucket * size + slot;
                 let fingerprint = current.table.get(at);
@@ -454,11 +467,30 @@ impl Cuckoo {
         filters.try_reserve_exact(self.filters.len()).ok()?;
         for sub in &self.filters {
             filters.push(SubFilter {
-                buckets: sub.buckets,
                 table: sub.table.try_clone()?,
             });
         }
         Some(Cuckoo { filters, ..*self })
+    }
+
+    /// A load's placeholder for a key it holds no filter under
+    /// (`redisbloom/unheld.rs`): no sub-filters, which every command takes
+    /// for a missing key.
+    pub(crate) fn placeholder() -> Cuckoo {
+        Cuckoo {
+            buckets: 1,
+            items: 0,
+            deletes: 0,
+            bucket_size: 1,
+            max_iterations: 1,
+            expansion: 0,
+            filters: Vec::new(),
+        }
+    }
+
+    /// Whether this is a load's placeholder.
+    pub(crate) fn is_placeholder(&self) -> bool {
+        self.filters.is_empty()
     }
 
     /// `CF.DEBUG`'s line.

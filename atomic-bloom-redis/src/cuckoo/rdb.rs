@@ -42,7 +42,9 @@ pub(crate) struct Defaults {
 /// Reads a filter written with encoding `encver` (1 to 4), refusing one
 /// whose slots would pass `cap` bytes before they are read (a `RESTORE`
 /// under `bf-memory-limit-per-filter`: a compressed payload may hold many
-/// times its size).
+/// times its size). A value refused for its fields is read to its end
+/// first (its sub-filters as RedisBloom would read them: the count modulo
+/// 2^16), so that a load can go on past it (`redisbloom/unheld.rs`).
 ///
 /// # Errors
 ///
@@ -59,13 +61,6 @@ pub(crate) fn load(
     }
     let filters = input.unsigned().map_err(truncated)?;
     let buckets = input.unsigned().map_err(truncated)?;
-    if filters == 0
-        || filters > MAX_FILTERS as u64
-        || buckets > MAX_BUCKETS
-        || !buckets.is_power_of_two()
-    {
-        return Err("no sub-filters, or more than 65535, or buckets not a power of two below 2^56");
-    }
     let items = input.unsigned().map_err(truncated)?;
     let mut cuckoo = Cuckoo {
         buckets,
@@ -76,57 +71,95 @@ pub(crate) fn load(
         expansion: defaults.expansion,
         filters: Vec::new(),
     };
+    // The first field that is not as RedisBloom writes it.
+    let mut refused: Option<&'static str> = None;
+    let refuse = |refused: &mut Option<&'static str>, why: &'static str| {
+        refused.get_or_insert(why);
+    };
+    if filters == 0
+        || filters > MAX_FILTERS as u64
+        || buckets > MAX_BUCKETS
+        || !buckets.is_power_of_two()
+    {
+        refuse(
+            &mut refused,
+            "no sub-filters, or more than 65535, or buckets not a power of two below 2^56",
+        );
+    }
     if encver >= ENCODING_VERSION {
         cuckoo.deletes = input.unsigned().map_err(truncated)?;
-        let field =
-            |value: u64, most: u64| u16::try_from(value).ok().filter(|v| u64::from(*v) <= most);
+        let field = |value: u64, least: u64, most: u64| {
+            u16::try_from(value)
+                .ok()
+                .filter(|v| (least..=most).contains(&u64::from(*v)))
+        };
         let bucket_size = input.unsigned().map_err(truncated)?;
         let max_iterations = input.unsigned().map_err(truncated)?;
         let expansion = input.unsigned().map_err(truncated)?;
-        cuckoo.bucket_size = field(bucket_size, 255)
-            .filter(|size| *size >= 1)
-            .ok_or("a bucket size out of 1..=255")?;
-        cuckoo.max_iterations = field(max_iterations, 65535)
-            .filter(|moves| *moves >= 1)
-            .ok_or("max iterations out of 1..=65535")?;
-        cuckoo.expansion = field(expansion, 32768).ok_or("an expansion past 32768")?;
+        match (
+            field(bucket_size, 1, 255),
+            field(max_iterations, 1, 65535),
+            field(expansion, 0, 32768),
+        ) {
+            (Some(size), Some(moves), Some(growth)) => {
+                cuckoo.bucket_size = size;
+                cuckoo.max_iterations = moves;
+                cuckoo.expansion = growth;
+            }
+            _ => refuse(
+                &mut refused,
+                "a bucket size, max iterations or expansion out of RedisBloom's ranges",
+            ),
+        }
     }
     if cuckoo.expansion == 0 && filters > 1 {
-        return Err("sub-filters past the first in a filter that cannot grow");
+        refuse(
+            &mut refused,
+            "sub-filters past the first in a filter that cannot grow",
+        );
     }
     let size = u64::from(cuckoo.bucket_size);
     let mut total = 40 + 16 * filters;
-    cuckoo
-        .filters
-        .try_reserve_exact(filters as usize)
-        .map_err(|_| "no memory for the sub-filters")?;
-    for index in 0..filters as usize {
+    let count = usize::from(filters as u16);
+    if cuckoo.filters.try_reserve_exact(count).is_err() {
+        refuse(&mut refused, "no memory for the sub-filters");
+    }
+    for index in 0..count {
         let sub_buckets = if encver >= ENCODING_VERSION {
             input.unsigned().map_err(truncated)?
         } else {
             buckets
         };
         if Some(sub_buckets) != cuckoo.buckets_of(index) {
-            return Err("a sub-filter whose buckets are not buckets x expansion^i");
+            refuse(
+                &mut refused,
+                "a sub-filter whose buckets are not buckets x expansion^i",
+            );
         }
         total = total.saturating_add(sub_buckets.saturating_mul(size));
         if cap.is_some_and(|cap| total > cap) {
+            // A RESTORE (never a load, which has no cap): refused at once,
+            // before the slots are read.
             return Err("its slots would pass bf-memory-limit-per-filter");
         }
         // The string's length is what the input holds: the server read it.
         let slots = input.string().map_err(truncated)?;
-        if Some(slots.len() as u64) != sub_buckets.checked_mul(size) {
-            return Err("slots that are not buckets x bucket size");
+        if refused.is_some() {
+            continue;
         }
-        let table = Table::from_bytes(sub_buckets, cuckoo.bucket_size, &slots)
-            .ok_or("no memory for a sub-filter")?;
-        drop(slots);
-        cuckoo.filters.push(SubFilter {
-            buckets: sub_buckets,
-            table,
-        });
+        if Some(slots.len() as u64) != sub_buckets.checked_mul(size) {
+            refuse(&mut refused, "slots that are not buckets x bucket size");
+            continue;
+        }
+        match Table::from_bytes(sub_buckets, cuckoo.bucket_size, &slots) {
+            Some(table) => cuckoo.filters.push(SubFilter { table }),
+            None => refuse(&mut refused, "no memory for a sub-filter"),
+        }
     }
-    Ok(cuckoo)
+    match refused {
+        Some(why) => Err(why),
+        None => Ok(cuckoo),
+    }
 }
 
 /// Where a filter's fields go (the server's RDB stream, or bytes).
@@ -135,8 +168,10 @@ pub(crate) trait RdbOutput {
     fn bytes(&mut self, value: &[u8]);
 }
 
-/// Writes `cuckoo` as RedisBloom does (encoding 4).
-pub(crate) fn save(cuckoo: &Cuckoo, out: &mut impl RdbOutput) {
+/// Writes `cuckoo` as RedisBloom does (encoding 4): each sub-filter's
+/// slots as one string, straight from the table (`&mut`: nothing writes
+/// meanwhile).
+pub(crate) fn save(cuckoo: &mut Cuckoo, out: &mut impl RdbOutput) {
     out.unsigned(cuckoo.filters.len() as u64);
     out.unsigned(cuckoo.buckets);
     out.unsigned(cuckoo.items);
@@ -144,15 +179,9 @@ pub(crate) fn save(cuckoo: &Cuckoo, out: &mut impl RdbOutput) {
     out.unsigned(u64::from(cuckoo.bucket_size));
     out.unsigned(u64::from(cuckoo.max_iterations));
     out.unsigned(u64::from(cuckoo.expansion));
-    // One buffer for every sub-filter's bytes: each is saved as one
-    // string, copied out of the core's words.
-    let mut bytes = Vec::new();
-    for sub in &cuckoo.filters {
-        out.unsigned(sub.buckets);
-        bytes.clear();
-        bytes.resize(sub.slots() as usize, 0);
-        sub.read(0, &mut bytes);
-        out.bytes(&bytes);
+    for sub in &mut cuckoo.filters {
+        out.unsigned(sub.buckets());
+        out.bytes(sub.bytes());
     }
 }
 

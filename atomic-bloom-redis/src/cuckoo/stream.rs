@@ -103,7 +103,7 @@ impl Cuckoo {
             debug_assert_eq!(Some(buckets), cuckoo.buckets_of(index));
             let table =
                 Table::zeroed(buckets, cuckoo.bucket_size).ok_or(CreateError::OutOfMemory)?;
-            cuckoo.filters.push(SubFilter { buckets, table });
+            cuckoo.filters.push(SubFilter { table });
         }
         if cap.is_some_and(|cap| cuckoo.memory_bytes() > cap) {
             return Err(CreateError::OverLimit);

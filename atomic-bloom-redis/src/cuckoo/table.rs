@@ -11,15 +11,16 @@
 //! bucket, and those slots are read and written one by one as RedisBloom
 //! does ([`At::Slots`], clipped to the table where RedisBloom would read
 //! past its end). Commands run one at a time on the server's main thread:
-//! the core's single-threaded operations (`kick_out`, `set_slot`) are
-//! used.
+//! the tables are the core's exclusive ones (no version stripes, the slots'
+//! cache lines alone) and every write is the core's single-threaded form
+//! (`insert_free_mut`, `remove_mut`, `kick_out`, `set_slot`: plain stores
+//! under `&mut self`).
 
 use atomic_bloom::cuckoo_core::{Probe, RedisBloom, Shape, Table as Core};
 
 /// A sub-filter's slots.
 pub(crate) struct Table {
     core: Core,
-    size: u64,
 }
 
 /// Where RedisBloom looks for an index's bucket.
@@ -39,8 +40,7 @@ impl Table {
     pub(crate) fn zeroed(buckets: u64, size: u16) -> Option<Table> {
         let shape = Shape::new(8, u32::from(size), usize::try_from(buckets).ok()?).ok()?;
         Some(Table {
-            core: Core::new(shape).ok()?,
-            size: u64::from(size),
+            core: Core::new_exclusive(shape).ok()?,
         })
     }
 
@@ -50,8 +50,18 @@ impl Table {
         if slots.len() as u64 != table.len() {
             return None;
         }
-        table.core.write_bytes(0, slots);
+        table.core.bytes_mut().copy_from_slice(slots);
         Some(table)
+    }
+
+    /// Its buckets.
+    pub(crate) fn buckets(&self) -> u64 {
+        self.core.shape().buckets() as u64
+    }
+
+    /// Slots a bucket.
+    fn size(&self) -> u64 {
+        u64::from(self.core.shape().bucket_slots())
     }
 
     /// The number of slots (bytes).
@@ -72,20 +82,26 @@ impl Table {
 
     /// Writes `data` into the slots from `offset`.
     pub(crate) fn write(&mut self, offset: u64, data: &[u8]) {
-        self.core.write_bytes(offset as usize, data);
+        let offset = offset as usize;
+        self.core.bytes_mut()[offset..offset + data.len()].copy_from_slice(data);
+    }
+
+    /// The slots as bytes, in place (an RDB string saved without a copy).
+    pub(crate) fn bytes(&mut self) -> &[u8] {
+        self.core.bytes()
     }
 
     /// The fingerprint in slot `at`.
     pub(crate) fn get(&self, at: u64) -> u8 {
         self.core
-            .slot((at / self.size) as usize, (at % self.size) as u32) as u8
+            .slot((at / self.size()) as usize, (at % self.size()) as u32) as u8
     }
 
     /// Writes `fingerprint` into slot `at`.
     pub(crate) fn set(&mut self, at: u64, fingerprint: u8) {
         self.core.set_slot(
-            (at / self.size) as usize,
-            (at % self.size) as u32,
+            (at / self.size()) as usize,
+            (at % self.size()) as u32,
             u64::from(fingerprint),
         );
     }
@@ -93,10 +109,10 @@ impl Table {
     /// The slots of `at`, as indexes of the table (clipped to it).
     fn slots(&self, at: At) -> std::ops::Range<u64> {
         let start = match at {
-            At::Bucket(bucket) => bucket as u64 * self.size,
+            At::Bucket(bucket) => bucket as u64 * self.size(),
             At::Slots(start) => start,
         };
-        start.min(self.len())..start.saturating_add(self.size).min(self.len())
+        start.min(self.len())..start.saturating_add(self.size()).min(self.len())
     }
 
     /// The first slot of `at` holding `value` (0: an empty slot).
@@ -105,7 +121,7 @@ impl Table {
             At::Bucket(bucket) if value == 0 => self
                 .core
                 .find_free(bucket)
-                .map(|index| bucket as u64 * self.size + u64::from(index)),
+                .map(|index| bucket as u64 * self.size() + u64::from(index)),
             _ => self.slots(at).find(|&slot| self.get(slot) == value),
         }
     }
@@ -139,7 +155,7 @@ impl Table {
     /// `second`; false if both are full.
     pub(crate) fn insert_free(&mut self, first: At, second: At, fingerprint: u8) -> bool {
         if let (At::Bucket(first), At::Bucket(second)) = (first, second) {
-            return self.core.insert_free(&Probe {
+            return self.core.insert_free_mut(&Probe {
                 fingerprint: u64::from(fingerprint),
                 first,
                 second,
@@ -158,7 +174,7 @@ impl Table {
     /// false if neither holds one.
     pub(crate) fn remove(&mut self, first: At, second: At, fingerprint: u8) -> bool {
         if let (At::Bucket(first), At::Bucket(second)) = (first, second) {
-            return self.core.remove(&Probe {
+            return self.core.remove_mut(&Probe {
                 fingerprint: u64::from(fingerprint),
                 first,
                 second,
@@ -192,7 +208,7 @@ impl Table {
     /// `None` without memory.
     pub(crate) fn try_clone(&self) -> Option<Table> {
         let shape = self.core.shape();
-        let mut copy = Table::zeroed(shape.buckets() as u64, self.size as u16)?;
+        let mut copy = Table::zeroed(shape.buckets() as u64, self.size() as u16)?;
         let mut piece = vec![0u8; (1 << 20).min(self.len() as usize)];
         let mut offset = 0;
         while offset < self.len() {

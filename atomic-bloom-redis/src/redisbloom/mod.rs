@@ -58,7 +58,7 @@ const TIGHTENING: f64 = 0.5;
 /// more is refused before anything is allocated, and an add that needs
 /// link 4,097 is refused.
 pub(crate) const MAX_LINKS: u64 = 4096;
-/// Hashes a link may have: RedisBloom's own links have at most ~1,500 (at
+/// Hashes a link may have: RedisBloom's own links have at most 1,074 (at
 /// the smallest rate a double holds); a hostile header could claim 2^32
 /// and make every lookup loop that long.
 const MAX_HASHES: u32 = 2048;

@@ -1,6 +1,7 @@
 //! RedisBloom filters a load met that this module cannot hold (past its
 //! limits: more than 4,096 links, a link of more than 2,048 hashes or
-//! 2^40 bytes): the load holds no key there and goes on.
+//! 2^40 bytes; a cuckoo filter RedisBloom could not have written): the
+//! load holds no key there and goes on.
 //!
 //! A module's RDB callback cannot skip a key: a value it refuses stops the
 //! load, and a server loading its RDB file, its AOF's preamble or its
@@ -24,6 +25,8 @@ use redis_module::{logging, raw, Context, KeysCursor, RedisString};
 
 use super::data_type::REDISBLOOM_TYPE;
 use super::{Chain, ChainError};
+use crate::cuckoo::data_type::CUCKOO_TYPE;
+use crate::cuckoo::Cuckoo;
 use crate::refused;
 
 /// Placeholders made since the last load ended.
@@ -63,10 +66,23 @@ fn flags(io: *mut raw::RedisModuleIO) -> u32 {
 /// primary's `RESTORE`) the key remembered as refused, so that the
 /// primary's bare adds make no filter there.
 pub(crate) fn refuse(io: *mut raw::RedisModuleIO, why: &ChainError) -> *mut c_void {
+    refuse_with(io, why, || {
+        Box::into_raw(Box::new(Chain::placeholder())).cast::<c_void>()
+    })
+}
+
+/// [`refuse`] for any of the module's RedisBloom types, `placeholder`
+/// making the type's placeholder (a cuckoo filter's too).
+pub(crate) fn refuse_with(
+    io: *mut raw::RedisModuleIO,
+    why: &dyn std::fmt::Display,
+    placeholder: impl FnOnce() -> *mut c_void,
+) -> *mut c_void {
     let flags = flags(io);
     if flags & (raw::REDISMODULE_CTX_FLAGS_LOADING | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING) != 0
     {
-        return hold_none(io, why);
+        hold_none(io, why);
+        return placeholder();
     }
     if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
         if let Some((db, key)) = key_of(io) {
@@ -96,10 +112,10 @@ fn key_of(io: *mut raw::RedisModuleIO) -> Option<(i32, Vec<u8>)> {
     }
 }
 
-/// What `rdb_load` hands the server for a value a load met and this module
-/// cannot hold (`why`): a placeholder, the key remembered as refused, and
-/// a line in the log.
-fn hold_none(io: *mut raw::RedisModuleIO, why: &ChainError) -> *mut c_void {
+/// For a value a load met and this module cannot hold (`why`): the key
+/// remembered as refused, a line in the log, and one more placeholder to
+/// delete when the load ends (the caller makes it).
+fn hold_none(io: *mut raw::RedisModuleIO, why: &dyn std::fmt::Display) {
     let key = key_of(io);
     if let Some((db, key)) = &key {
         refused::record_in(*db, key);
@@ -112,13 +128,13 @@ fn hold_none(io: *mut raw::RedisModuleIO, why: &ChainError) -> *mut c_void {
         format!(
             "atomic-bloom: the load holds no key under {shown} ({why}): this module serves \
              RedisBloom filters of up to 4,096 sub-filters, 2,048 hashes and 2^40 bytes a \
-             sub-filter; the adds that follow for it are refused"
+             sub-filter, and cuckoo filters as RedisBloom writes them; the adds that follow \
+             for it are refused"
         )
         .replace('%', "%%"),
     );
     // Relaxed: loads and their end run on the server's main thread.
     PLACED.fetch_add(1, Ordering::Relaxed);
-    Box::into_raw(Box::new(Chain::placeholder())).cast::<c_void>()
 }
 
 /// A load ended: the placeholders it made are deleted, in every database.
@@ -137,9 +153,13 @@ pub(crate) fn load_ended(ctx: &Context) {
         let cursor = KeysCursor::new();
         let collect =
             |_: &Context, name: &RedisString, key: Option<&redis_module::key::RedisKey>| {
-                let placeholder = key
+                let chain = key
                     .and_then(|key| key.get_value::<Chain>(&REDISBLOOM_TYPE).ok().flatten())
                     .is_some_and(Chain::is_placeholder);
+                let cuckoo = key
+                    .and_then(|key| key.get_value::<Cuckoo>(&CUCKOO_TYPE).ok().flatten())
+                    .is_some_and(Cuckoo::is_placeholder);
+                let placeholder = chain || cuckoo;
                 if placeholder {
                     found.borrow_mut().push(name.as_slice().to_vec());
                 }

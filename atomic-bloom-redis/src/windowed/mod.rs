@@ -25,8 +25,8 @@ use atomic_bloom::{Error, Layout, WindowedBloomFilter};
 pub(crate) const GENERATIONS: std::ops::RangeInclusive<u32> = 2..=16;
 
 /// The longest time window: ten years, in milliseconds (`WBF.RESERVE`'s
-/// `TIME` takes at most 315,360,000 seconds; a record claiming more is
-/// refused).
+/// `TIME` takes whole seconds, at most 315,360,000; a record claiming more,
+/// or a window not of whole seconds, is refused).
 pub(crate) const MAX_TIME_MS: u64 = 10 * 365 * 86_400 * 1000;
 
 /// How a windowed filter is made (`WBF.RESERVE`, or the first `WBF.ADD`

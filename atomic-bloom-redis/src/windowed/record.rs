@@ -13,7 +13,7 @@
 //! | 20 | 8 | error rate asked for (`f64` bits) |
 //! | 28 | 4 | generations |
 //! | 32 | 4 | reserved, 0 |
-//! | 36 | 8 | time window in ms (0: a count window) |
+//! | 36 | 8 | time window in ms, whole seconds (0: a count window) |
 //! | 44 | 8 | ms left in the current generation when saved (`i64`; 0 for a count window) |
 //! | 52 | 8 | length of the filter's bytes that follow |
 //! | 60 | 4 | CRC-32C of bytes 0..60 |
@@ -143,7 +143,10 @@ impl Windowed {
         } else {
             filter.rotation() == atomic_bloom::Rotation::Count && envelope.left_ms == 0
         };
+        // A time window `WBF.RESERVE` can make: whole seconds, at least
+        // one, at most `MAX_TIME_MS`.
         if !rotation_matches
+            || envelope.time_ms % 1000 != 0
             || envelope.time_ms > MAX_TIME_MS
             || filter.window() as u64 != envelope.window
             || filter.generations() != envelope.generations
