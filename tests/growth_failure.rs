@@ -3,9 +3,12 @@
 //! a refused growth, `insert` keeps taking items into the last stage, and
 //! the next insert that finds the stage full tries again, so the filter
 //! grows as soon as memory is free. This test binary's allocator refuses
-//! large blocks while `REFUSE` is set.
+//! large blocks while `REFUSE` is set, and holds a thread's next stage-sized
+//! block while it is told to (`hold_my_next_stage`), so that a growth can be
+//! made to lose its race.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use atomic_bloom::{Error, ScalableBloomFilter};
@@ -26,6 +29,54 @@ fn next_stage_refused(filter: &ScalableBloomFilter<u64>) -> bool {
     newest >= REFUSED_FROM / 2
 }
 
+/// Zeroed blocks of at least this many bytes are held on a thread that
+/// asked (a stage of a filter of 1,000 items or more; stages of the test
+/// below stay under `REFUSED_FROM`).
+const HELD_FROM: usize = 1024;
+
+thread_local! {
+    /// This thread's next zeroed block of `HELD_FROM` bytes or more is held.
+    static HOLD_NEXT: Cell<bool> = const { Cell::new(false) };
+}
+/// A held allocation is waiting.
+static HELD: AtomicBool = AtomicBool::new(false);
+/// The held allocation may go on.
+static RELEASED: AtomicBool = AtomicBool::new(false);
+
+/// Holds the calling thread's next zeroed allocation of a stage's size
+/// until [`release`]: the thread is then inside a growth, before its
+/// compare-and-swap.
+fn hold_my_next_stage() {
+    HOLD_NEXT.with(|hold| hold.set(true));
+}
+
+/// Whether an allocation is held now.
+fn held() -> bool {
+    // Acquire: pairs with the Release below; nothing hangs off it but the
+    // order of the test's steps.
+    HELD.load(Ordering::Acquire)
+}
+
+fn release() {
+    // Release: the test's steps before it happen-before the held
+    // allocation's return.
+    RELEASED.store(true, Ordering::Release);
+}
+
+/// Waits, without allocating, while this thread's allocation is held.
+fn wait_if_held(layout: &Layout) {
+    if layout.size() < HELD_FROM || !HOLD_NEXT.with(Cell::get) {
+        return;
+    }
+    HOLD_NEXT.with(|hold| hold.set(false));
+    // Release: as in `release`.
+    HELD.store(true, Ordering::Release);
+    // Acquire: pairs with `release`.
+    while !RELEASED.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+}
+
 struct Refusing;
 
 // Safety: `System`'s, or null (which `GlobalAlloc` allows) for a large
@@ -40,6 +91,7 @@ unsafe impl GlobalAlloc for Refusing {
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        wait_if_held(&layout);
         // Relaxed: as above.
         if layout.size() >= REFUSED_FROM && REFUSE.load(Ordering::Relaxed) {
             return std::ptr::null_mut();
@@ -151,4 +203,83 @@ fn a_refused_growth_is_an_error_then_tried_again() {
     );
     assert_eq!(writer.stages(), stages + 1);
     assert!(writer.growth_error().is_none());
+}
+
+/// A growth that loses its race must not wipe out the refusal of a later
+/// one. One thread fills the first stage and seals it, and its growth is
+/// held in the allocator (before its compare-and-swap); meanwhile another
+/// thread meets the sealed stage, appends the second stage itself, fills
+/// it, and is refused the third by the memory limit. When the held growth
+/// goes on, its compare-and-swap fails (the list is no longer the one it
+/// grew): it appended nothing, so the refusal stands, and `try_insert`
+/// still inserts no new item.
+#[test]
+fn a_growth_that_lost_its_race_keeps_a_later_refusal() {
+    // A limit that holds two stages and not three.
+    let probe: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(1000, 0.01)
+        .seed(6)
+        .build()
+        .unwrap();
+    let mut item = 0u64;
+    while probe.stages() < 2 {
+        probe.insert(&item);
+        item += 1;
+    }
+    let limit = probe.memory_bytes();
+    let filter: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(1000, 0.01)
+        .seed(6)
+        .memory_limit(limit)
+        .build()
+        .unwrap();
+    std::thread::scope(|scope| {
+        let sealer = scope.spawn(|| {
+            hold_my_next_stage();
+            // Items below 1 << 32: the first stage's; its growth is held.
+            (0..1u64 << 32).find(|item| {
+                filter.insert(item);
+                held()
+            })
+        });
+        while !held() {
+            assert!(!sealer.is_finished(), "the first stage never grew");
+            std::thread::yield_now();
+        }
+        // The sealer is inside its growth: this thread meets the sealed
+        // stage, grows past it, and fills the second stage.
+        let mut item = 1u64 << 40;
+        while filter.growth_error().is_none() {
+            filter.insert(&item);
+            item += 1;
+            assert!(item < (1 << 40) + 10_000_000, "never refused");
+        }
+        assert_eq!(filter.stages(), 2);
+        assert!(matches!(
+            filter.growth_error(),
+            Some(Error::MemoryLimitReached { .. })
+        ));
+        release();
+        let sealed_at = sealer
+            .join()
+            .unwrap()
+            .expect("the sealer's growth was held");
+        assert!(filter.contains(&sealed_at));
+    });
+    assert_eq!(filter.stages(), 2);
+    assert!(
+        matches!(
+            filter.growth_error(),
+            Some(Error::MemoryLimitReached { .. })
+        ),
+        "the refusal was wiped out: {:?}",
+        filter.growth_error()
+    );
+    let new_item = 1u64 << 50;
+    assert!(
+        matches!(
+            filter.try_insert(&new_item),
+            Err(Error::MemoryLimitReached { .. })
+        ),
+        "try_insert took a new item past the memory limit"
+    );
+    assert!(!filter.contains(&new_item));
 }

@@ -328,7 +328,7 @@ fn a_sealed_stage_that_cannot_grow_takes_the_inserts() {
     loom::model(|| {
         let first_stage_only = filter(1).memory_bytes();
         let filter = Arc::new(
-            ScalableBloomFilter::builder(1, 0.5)
+            ScalableBloomFilter::<u64>::builder(1, 0.5)
                 .seed(SEED)
                 .memory_limit(first_stage_only)
                 .__first_stage_fill_bits(1)
@@ -349,5 +349,72 @@ fn a_sealed_stage_that_cannot_grow_takes_the_inserts() {
             filter.growth_error(),
             Some(atomic_bloom::Error::MemoryLimitReached { .. })
         ));
+    });
+}
+
+/// A growth and the refusal of the stage after it: one thread inserts the
+/// item that fills the first stage, seals it and appends the second; the
+/// other, once it sees the seal (or the second stage), fills the second
+/// stage, and the memory limit (two stages) refuses the third. The growth
+/// may be anywhere in its work meanwhile: between its compare-and-swap and
+/// what it does after, or before its compare-and-swap, which then fails
+/// because the other thread appended the second stage itself. Either way
+/// the refusal stands at the end. Fails when a growth clears whatever
+/// error is recorded after its compare-and-swap, won or lost (what it did
+/// when a flag kept others from growing meanwhile): the error is gone and
+/// the next new item is taken past the limit.
+#[test]
+fn a_growth_keeps_the_refusal_of_the_stage_after_it() {
+    // The item whose insert fills the second stage (found in a model of
+    // one thread: loom's atomics live only in models).
+    let found = std::sync::Arc::new(std::sync::Mutex::new(0));
+    let setup = std::sync::Arc::clone(&found);
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.check(move || {
+        let filter = near_its_memory_limit(101);
+        let mut item = 101;
+        while filter.growth_error().is_none() {
+            filter.insert(&item);
+            item += 1;
+        }
+        *setup.lock().unwrap() = item - 1;
+    });
+    let refused_item = *found.lock().unwrap();
+    builder.check(move || {
+        // `near_its_memory_limit`'s filter before its first insert.
+        let limit = near_its_memory_limit(101).memory_bytes();
+        let filter = Arc::new(
+            ScalableBloomFilter::<u64>::builder(1, 0.5)
+                .seed(SEED)
+                .memory_limit(limit)
+                .__first_stage_fill_bits(1)
+                .build()
+                .unwrap(),
+        );
+        let sealer = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || {
+                filter.insert(&100);
+            })
+        };
+        let past_the_seal = filter.__newest_sealed() || filter.stages() == 2;
+        if past_the_seal {
+            for item in 101..=refused_item {
+                filter.insert(&item);
+            }
+        }
+        sealer.join().unwrap();
+        assert_eq!(filter.stages(), 2, "one boundary, one stage");
+        if past_the_seal {
+            assert!(
+                matches!(
+                    filter.growth_error(),
+                    Some(atomic_bloom::Error::MemoryLimitReached { .. })
+                ),
+                "the third stage's refusal was wiped out: {:?}",
+                filter.growth_error()
+            );
+        }
     });
 }

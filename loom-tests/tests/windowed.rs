@@ -204,7 +204,7 @@ fn an_insert_meeting_a_late_rotation_is_found_for_the_window() {
         let filter = {
             let clock = Arc::clone(&clock);
             Arc::new(
-                WindowedBloomFilter::builder(2, 0.01)
+                WindowedBloomFilter::<u64>::builder(2, 0.01)
                     .seed(7)
                     .generations(2)
                     .time_window(Duration::from_nanos(T))
@@ -253,7 +253,7 @@ fn an_insert_late_at_every_clock_reading_returns() {
         let filter = {
             let clock = Arc::clone(&clock);
             Arc::new(
-                WindowedBloomFilter::builder(2, 0.01)
+                WindowedBloomFilter::<u64>::builder(2, 0.01)
                     .seed(7)
                     .generations(2)
                     .time_window(Duration::from_nanos(T))

@@ -284,6 +284,16 @@ impl<T: ?Sized> StageList<T> {
     }
 }
 
+/// Why a growth failed, and the stage it could not append: a growth that
+/// appends that stage (or a later one) takes the refusal back, and nothing
+/// else does.
+#[derive(Clone)]
+pub(super) struct Refusal {
+    /// The index the refused stage would have had.
+    pub(super) stage: usize,
+    pub(super) error: Error,
+}
+
 /// Whether a growth error stands for good: the filter's own memory limit or
 /// sizes past the address space. An allocation the system refused may
 /// succeed later, and is tried again.
@@ -373,14 +383,17 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         // Relaxed: a hint that spares a doomed attempt; the error it
         // announces is read under the mutex.
         self.growth_failed.load(Ordering::Relaxed)
-            && lock(&self.growth_error).as_ref().is_some_and(is_permanent)
+            && lock(&self.growth_error)
+                .as_ref()
+                .is_some_and(|refusal| is_permanent(&refusal.error))
     }
 
     /// Allocates the stage after `current`'s newest and publishes the
     /// longer list if `current` is still the list (else another thread
     /// grew it, which serves as well). A failure is recorded for
     /// [`growth_error`](Self::growth_error), unless a clear replaced
-    /// `current` meanwhile, and returned; a success clears the record.
+    /// `current` meanwhile, and returned; a success that published the
+    /// stage takes back a refusal of it (see [`Refusal`]).
     pub(super) fn append_stage(&self, current: &Arc<StageList<T>>) -> Result<(), Error> {
         let index = current.len();
         let stage = self
@@ -393,14 +406,12 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 // SeqCst inside arc-swap: publishes the allocated stage with
                 // the list. A loser drops its stage: the winner's is the one
                 // stage of this boundary.
-                drop(self.stages.compare_and_swap(current, longer));
+                let previous = self.stages.compare_and_swap(current, longer);
+                let appended = Arc::ptr_eq(&previous, current);
+                drop(previous);
                 self.plan.size_ahead(index + 1);
-                // Relaxed: a cold-path check; whoever reads it true then
-                // locks the mutex, which orders the rest.
-                if self.growth_failed.load(Ordering::Relaxed) {
-                    *lock(&self.growth_error) = None;
-                    // Release: as below.
-                    self.growth_failed.store(false, Ordering::Release);
+                if appended {
+                    self.take_back_refusal(index);
                 }
                 Ok(())
             }
@@ -410,14 +421,40 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
                 // error stands for a list that is gone. Checked under the
                 // mutex, which the clear takes after its store, so a clear
                 // either finds this record and resets it, or comes first
-                // and is seen here.
+                // and is seen here. So does a growth that appends this
+                // stage (`take_back_refusal`).
                 if Arc::ptr_eq(&self.list(), current) {
-                    *recorded = Some(error.clone());
+                    *recorded = Some(Refusal {
+                        stage: index,
+                        error: error.clone(),
+                    });
                     // Release: whoever sees the flag finds the error stored.
                     self.growth_failed.store(true, Ordering::Release);
                 }
                 Err(error)
             }
+        }
+    }
+
+    /// Stage `index` was appended: a refusal of it (or of an earlier one)
+    /// no longer stands. One of a later stage does: the list this growth
+    /// published has been sealed and refused its next stage meanwhile (no
+    /// flag keeps others from growing it while this thread sizes ahead).
+    /// Under the error's mutex, not after a relaxed look at the flag: a
+    /// thread refused this same stage records while its list is still the
+    /// filter's, under the mutex, so either its record comes first and is
+    /// taken back here, or it comes after the compare-and-swap that
+    /// happened-before this lock and sees the longer list.
+    #[cold]
+    fn take_back_refusal(&self, index: usize) {
+        let mut recorded = lock(&self.growth_error);
+        if recorded
+            .as_ref()
+            .is_some_and(|refusal| refusal.stage <= index)
+        {
+            *recorded = None;
+            // Release: as where a refusal is recorded.
+            self.growth_failed.store(false, Ordering::Release);
         }
     }
 

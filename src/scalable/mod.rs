@@ -21,8 +21,8 @@ use std::ops::Deref;
 pub use builder::ScalableBloomFilterBuilder;
 pub(crate) use growth::GrowthPlan;
 pub(crate) use growth::Stage;
-use growth::StageList;
 pub use growth::StageStats;
+use growth::{Refusal, StageList};
 
 use crate::item_methods::item_methods;
 use crate::sync::{Arc, ArcSwap, AtomicBool, Mutex, Ordering};
@@ -103,8 +103,9 @@ pub struct ScalableBloomFilter<T: ?Sized, S = DefaultHasher> {
     /// Set while the last growth failed (the memory limit, or the
     /// allocator), cleared by one that succeeds.
     growth_failed: AtomicBool,
-    /// Why the last growth failed; read on the cold path only.
-    growth_error: Mutex<Option<Error>>,
+    /// Why the last growth failed, and the stage it could not append;
+    /// read on the cold path only.
+    growth_error: Mutex<Option<Refusal>>,
     hasher: S,
     _item: PhantomData<fn(&T)>,
 }
@@ -341,7 +342,9 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
         if !self.growth_failed.load(Ordering::Acquire) {
             return None;
         }
-        lock(&self.growth_error).clone()
+        lock(&self.growth_error)
+            .as_ref()
+            .map(|refusal| refusal.error.clone())
     }
 
     /// Whether the last growth failed, so the newest stage is filling past
