@@ -13,7 +13,7 @@ use super::call::{Io, Step};
 use super::frontier::{Answer, FrontierCore, Leased, Push, Request};
 use super::group::{Serve, Ticket, Turn};
 use super::model::{disturbed, drive, drive_faulty, frontier, roll, Faults, Model};
-use super::tests::{config, Fake};
+use super::tests::{config, script, Fake};
 use crate::sync::{Arc, AtomicU64, Ordering};
 
 const PAGES: usize = 80;
@@ -74,7 +74,8 @@ struct Crawler<'t> {
 /// (no process dies, no lease expires), a task sees the fleet finished
 /// only once nothing is queued, leased or held, and every task sees it.
 /// Only woken tasks look at their calls, and at every point between rounds
-/// every waiting call was woken.
+/// every waiting call was woken. With a replica to wait for (odd seeds),
+/// every `WAIT` follows a write of its own pipeline's (the mark).
 #[test]
 fn seeded_tasks_sharing_rounds_crawl_each_page_once() {
     let seeds = std::env::var("FLEET_MODEL_SEEDS")
@@ -98,10 +99,16 @@ fn shared_crawl(seed: u64) -> usize {
         cut: rng.draw() % 60,
     };
     let cancel = rng.draw() % 60;
-    let config = config()
+    let mut config = config()
         .batch_size(1 + (rng.draw() % 4) as usize)
         .pop_batch(1 + (rng.draw() % 6) as usize)
         .retry_for(Duration::from_millis(300));
+    // Odd seeds wait for a replica: every pipeline of a round, shared or
+    // sent again, writes a mark of its own before its WAIT.
+    let waits = seed % 2 == 1;
+    if waits {
+        config = config.wait_for_replicas(1, Duration::from_millis(50));
+    }
     let tasks = 2 + (rng.draw() % 5) as usize;
     let what = format!("seed {seed} ({faults:?}, cancel {cancel}/1000, {tasks} tasks)");
     let mut fake = Fake::new();
@@ -219,6 +226,17 @@ fn shared_crawl(seed: u64) -> usize {
                 }
             }
         }
+    }
+    let ran = &model.ran;
+    let waited = (1..ran.len()).filter(|&at| ran[at][0] == "WAIT").count();
+    assert!(!waits || waited > 0, "{what}: no WAIT");
+    for at in (1..ran.len()).filter(|&at| ran[at][0] == "WAIT") {
+        assert_eq!(
+            script(&ran[at - 1]),
+            "mark",
+            "{what}: before a WAIT: {:?}",
+            ran[at - 1]
+        );
     }
     let missed: Vec<usize> = (0..PAGES).filter(|&page| crawled[page] == 0).collect();
     let twice: Vec<usize> = (0..PAGES).filter(|&page| crawled[page] > 1).collect();
