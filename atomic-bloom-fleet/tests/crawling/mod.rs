@@ -199,9 +199,9 @@ pub fn fetch_slowly(web: &SyntheticWeb, pause: Duration) -> Fetch {
     })
 }
 
-/// `frontiers`, many workers each (see `Frontier::crawl`), crawl the pages `fetch` returns, from
-/// `web`'s start URLs, while `meanwhile` runs on this thread; each
-/// client's tally.
+/// `frontiers`, many workers each (see `Frontier::crawl`), crawl the
+/// pages `fetch` returns, from `web`'s start URLs, while `meanwhile` runs
+/// on this thread; each client's tally.
 pub fn crawl_with(
     frontiers: &[Frontier],
     web: &SyntheticWeb,
