@@ -3,25 +3,25 @@
 //! held URLs), written once for both drivers.
 
 /// `stats`, `config` and `Debug` for a seen-set (`seen`) or a frontier
-/// (`frontier`, with `held`), whose `Client` is at `self.$client`.
+/// (`frontier`, with `held`), whose `Client` is at `self.core.client`.
 macro_rules! client_accessors {
     (seen $type:ident) => {
         impl $type {
             /// What this client did so far.
             pub fn stats(&self) -> $crate::FleetStats {
-                self.client.stats()
+                self.core.client.stats()
             }
 
             /// The configuration it connected with.
             pub fn config(&self) -> &$crate::FleetConfig {
-                &self.client.config
+                &self.core.client.config
             }
         }
 
         impl std::fmt::Debug for $type {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($type))
-                    .field("client", &self.client)
+                    .field("client", &self.core.client)
                     .finish_non_exhaustive()
             }
         }

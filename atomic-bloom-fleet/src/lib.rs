@@ -109,6 +109,20 @@
 //! that leases outlive the runtime). Blocking and async clients of one
 //! fleet work together.
 //!
+//! # Many tasks, one wire
+//!
+//! Share one client between a process's threads or tasks (`Arc`): the
+//! calls they make at the same time share rounds on its connections, a
+//! group commit. The first call whose turn comes sends, in one pipeline per
+//! node, what every waiting call needs (their batches, one take for all
+//! their pops, one check for all their checks); calls made meanwhile wait
+//! for the next round, which leaves when this one returns (at most 1,024
+//! calls a round, or [`max_buffered`](FleetConfig::max_buffered) items for
+//! a seen-set), and each call gets its own answer. A call dropped before
+//! its round withdraws what it asked; one dropped while its round is under
+//! way leaves nothing half-done: its items were sent with their ids, and
+//! its answers are kept as a lost reply's would be.
+//!
 //! # Crate features
 //!
 //! - `tokio`: the async driver, [`tokio::FleetSeen`]

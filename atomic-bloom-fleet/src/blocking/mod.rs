@@ -1,18 +1,25 @@
 //! The blocking driver: [`FleetSeen`] and [`FleetFrontier`] run the core's
-//! calls on a socket per node (`io.rs`), one call at a time per client
-//! (under the wire's lock), and a frontier's heartbeat on a thread of its
-//! own, on connections of its own (`heartbeat.rs`, which the tokio driver's
-//! frontiers run too).
+//! calls on a socket per node (`io.rs`); the calls that a client's threads
+//! make at the same time share rounds on the wire (the core's group
+//! commit: the thread whose turn it is runs the round for all of them, the
+//! others park until their answer is in); a frontier's heartbeat runs on a
+//! thread of its own, on connections of its own (`heartbeat.rs`, which the
+//! tokio driver's frontiers run too).
 
 mod heartbeat;
 mod io;
 
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
 use std::time::Instant;
 
 use crate::core::call::{Call, Step};
-use crate::core::client::{Client, Wire};
-use crate::core::frontier::{FrontierCore, Push};
-use crate::core::{fresh_seed, lock, seen};
+use crate::core::client::Client;
+use crate::core::frontier::{Answer, FrontierCore, Push, Request};
+use crate::core::group::{Serve, Ticket, Turn};
+use crate::core::seen::SeenCore;
+use crate::core::wire::Wire;
+use crate::core::{fresh_seed, lock};
 use crate::sync::{Arc, Mutex};
 use crate::{Error, FleetConfig, Leased};
 
@@ -30,12 +37,46 @@ fn drive<T>(io: &mut Connections, mut call: Call<'_, T>) -> T {
 }
 
 /// A client's wire and this driver's connections.
-type Session = crate::core::client::Session<Connections>;
+type Session = crate::core::wire::Session<Connections>;
 
 impl Session {
     /// Runs the call `make` makes of the wire.
     fn run<'s, T>(&'s mut self, make: impl FnOnce(&'s mut Wire) -> Call<'s, T>) -> T {
         drive(&mut self.io, make(&mut self.wire))
+    }
+}
+
+/// Wakes a parked thread.
+struct Unpark(Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Waits for `ticket`'s answer, parked while another thread's round is
+/// under way, serving the rounds whose turn comes to it on `session` with
+/// `core`'s combined call.
+fn answer<S: Serve>(
+    session: &Mutex<Session>,
+    mut ticket: Ticket<'_, S::Request, S::Answer>,
+    core: &S,
+) -> S::Answer {
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut context = Context::from_waker(&waker);
+    loop {
+        let mut round = match ticket.poll_turn(&mut context) {
+            Poll::Pending => {
+                thread::park();
+                continue;
+            }
+            Poll::Ready(Turn::Answered(answer)) => return answer,
+            Poll::Ready(Turn::Serve(round)) => round,
+        };
+        let requests = round.take_requests();
+        let answers = lock(session).run(|wire| core.serve(wire, requests));
+        round.finish(answers);
     }
 }
 
@@ -46,8 +87,9 @@ impl Session {
 /// [`insert_many`](Self::insert_many) answers, for each item, whether the
 /// fleet saw it for the first time: the local filter answers what this
 /// process offered before, and the rest goes to the server in one pipeline
-/// of batches. Share it between threads as `Arc<FleetSeen>`; calls that go
-/// to the server take turns on its connections.
+/// of batches. Share it between threads as `Arc<FleetSeen>`: the calls that
+/// threads make at the same time share one round on its connections (one
+/// pipeline per node), and each thread gets the answers to its own items.
 ///
 /// # Consistency
 ///
@@ -75,7 +117,7 @@ impl Session {
 /// }
 /// ```
 pub struct FleetSeen {
-    client: Client,
+    core: SeenCore,
     session: Mutex<Session>,
 }
 
@@ -95,10 +137,10 @@ impl FleetSeen {
     pub fn connect(config: &FleetConfig) -> Result<FleetSeen, Error> {
         let (client, wire) = Client::new(config, fresh_seed())?;
         let seen = FleetSeen {
-            client,
+            core: SeenCore::new(client),
             session: Mutex::new(Session::new(wire)),
         };
-        lock(&seen.session).run(|wire| Call::new(wire.port(), seen.client.connect(wire)))?;
+        lock(&seen.session).run(|wire| Call::new(wire.port(), seen.core.client.connect(wire)))?;
         Ok(seen)
     }
 
@@ -117,7 +159,7 @@ impl FleetSeen {
     /// only the calls that offer its items again; calls for other items
     /// go on.
     pub fn insert_many<I: AsRef<str> + Sync>(&self, items: &[I]) -> Result<Vec<bool>, Error> {
-        lock(&self.session).run(|wire| seen::insert_many(&self.client, wire, items))
+        answer(&self.session, self.core.offer(items), &self.core).take()
     }
 
     /// Offers one item: [`insert_many`](Self::insert_many) of one.
@@ -131,6 +173,13 @@ impl FleetSeen {
 }
 
 crate::accessors::client_accessors!(seen FleetSeen);
+
+impl FleetFrontier {
+    /// Asks `request` of the next round, and waits for its answer.
+    fn ask(&self, request: Request) -> Answer {
+        answer(&self.session, self.core.ask(request), &self.core)
+    }
+}
 
 /// A crawler's to-visit queue shared by every process of a fleet, on a
 /// Valkey or Redis server (or cluster) with a Bloom module: each URL is
@@ -236,7 +285,7 @@ impl FleetFrontier {
     pub fn push(&self, url: String) -> Result<bool, Error> {
         match self.core.push(url, Instant::now()) {
             Push::Answered(accepted) => Ok(accepted),
-            Push::Slow(left) => lock(&self.session).run(|wire| self.core.push_slow(wire, left)),
+            Push::Slow(left) => self.ask(Request::Push(left)).pushed(),
         }
     }
 
@@ -246,7 +295,7 @@ impl FleetFrontier {
     ///
     /// As for [`push`](Self::push); the batches stay buffered.
     pub fn flush(&self) -> Result<(), Error> {
-        lock(&self.session).run(|wire| self.core.flush(wire))
+        self.ask(Request::Flush).flushed()
     }
 
     /// A URL to visit, leased to this process: taken from the fleet's
@@ -264,7 +313,7 @@ impl FleetFrontier {
     pub fn pop(&self) -> Result<Option<Leased>, Error> {
         match self.core.pop_buffered() {
             Some(page) => Ok(Some(page)),
-            None => lock(&self.session).run(|wire| self.core.pop(wire)),
+            None => self.ask(Request::Pop).popped(),
         }
     }
 
@@ -288,7 +337,7 @@ impl FleetFrontier {
     ///
     /// [`Error::ServerUnavailable`] (or another server error).
     pub fn is_finished(&self) -> Result<bool, Error> {
-        lock(&self.session).run(|wire| self.core.is_finished(wire))
+        self.ask(Request::IsFinished).finished()
     }
 }
 

@@ -6,133 +6,17 @@
 
 use crate::sync::Mutex;
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
 use atomic_bloom::ScalableBloomFilter;
-use redis::{Cmd, Value};
+use redis::Value;
 
 use super::failure::Failure;
 use super::keys::{self, FleetKeys, ShardKeys};
 use super::link::{Link, Node};
+use super::wire::{Piggyback, ShardCommand, TakenUrl, Wire};
 use super::{lock, millis, scripts, Rng};
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Error, FleetConfig, FleetStats};
-
-/// Commands carried in front of a pipeline, at most.
-const PIGGYBACK_PER_PIPELINE: usize = 512;
-
-/// The first pause between two tries; it doubles up to `MAX_PAUSE`, and
-/// each sleep is a random part of it between a half and all, so that a
-/// fleet that lost its server does not come back in lockstep.
-const FIRST_PAUSE: Duration = Duration::from_millis(20);
-const MAX_PAUSE: Duration = Duration::from_secs(1);
-
-/// Items for one shard, under an id that stays theirs until the server's
-/// answer is in.
-#[derive(Debug)]
-pub(crate) struct Batch {
-    pub(crate) shard: usize,
-    pub(crate) id: u64,
-    pub(crate) items: Vec<String>,
-    /// The push sequence number of the first item (0 where unused).
-    pub(crate) first_seq: u64,
-}
-
-/// A command for one shard, with the key its errors name.
-type ShardCommand = (usize, String, Cmd);
-
-/// A URL taken from the fleet: the shard and lease token it came under.
-#[derive(Debug)]
-pub(crate) struct TakenUrl {
-    pub(crate) shard: usize,
-    pub(crate) token: String,
-    pub(crate) url: String,
-}
-
-/// Something the server must hear that needs no answer, carried in front
-/// of the next pipeline and kept until one succeeds.
-#[derive(Debug)]
-enum Piggyback {
-    /// A batch's answer is in: delete its result key.
-    Acknowledge { shard: usize, key: String },
-    /// Every URL of a lease is done: end it.
-    Complete { shard: usize, token: String },
-    /// A URL of a lease was dropped without being completed: give it back
-    /// to the queue (the lease ends once its other URLs are done).
-    Release {
-        shard: usize,
-        token: String,
-        url: String,
-    },
-}
-
-/// What one call at a time uses (the driver holds it under its lock for
-/// the whole call): the nodes, what rides on the next pipeline, the next
-/// id, a take whose answer has not come back, and a seen-set's answers.
-#[derive(Debug)]
-pub(crate) struct Wire {
-    pub(crate) link: Link,
-    piggyback: Vec<Piggyback>,
-    next_id: u64,
-    /// The take commands and their lease tokens: set before they are sent,
-    /// so that a call dropped mid-way (a cancelled future) leaves them to
-    /// the next take, which sends them again.
-    unfinished_take: Option<Vec<(ShardCommand, String)>>,
-    /// The pauses' jitter.
-    rng: Rng,
-    /// The batches of the offer in flight: left here by a call dropped
-    /// mid-way, for the next call to take back (a batch keeps its id until
-    /// its answer is in).
-    pub(crate) sending: Vec<Batch>,
-    /// A seen-set's answers and unanswered batches (see `seen`).
-    pub(crate) book: super::seen::Book,
-}
-
-/// A client's wire and its driver's connections, used by one call at a
-/// time (the driver keeps it under its lock).
-#[derive(Debug)]
-pub(crate) struct Session<C> {
-    pub(crate) wire: Wire,
-    pub(crate) io: C,
-}
-
-impl<C: Default> Session<C> {
-    pub(crate) fn new(wire: Wire) -> Session<C> {
-        Session {
-            wire,
-            io: C::default(),
-        }
-    }
-}
-
-impl Wire {
-    /// The port this wire's calls ask for I/O through.
-    pub(crate) fn port(&self) -> crate::sync::Arc<super::call::Port> {
-        crate::sync::Arc::clone(&self.link.port)
-    }
-
-    /// The time the driver gave at this step.
-    pub(crate) fn now(&self) -> Instant {
-        self.link.port.now()
-    }
-
-    /// Whether a take's answer was lost: its URLs wait on the server under
-    /// their leases until the next take collects them (or the leases end).
-    pub(crate) fn has_unfinished_take(&self) -> bool {
-        self.unfinished_take.is_some()
-    }
-
-    /// Whether something waits to ride on the next pipeline.
-    pub(crate) fn carries_anything(&self) -> bool {
-        !self.piggyback.is_empty()
-    }
-
-    /// A fresh id for a batch or a take.
-    pub(crate) fn next_id(&mut self) -> u64 {
-        self.next_id += 1;
-        self.next_id
-    }
-}
 
 /// What a heartbeat found.
 #[derive(Debug, Default)]
@@ -147,14 +31,14 @@ pub(crate) struct Renewal {
 
 /// Counters of `FleetStats`, one atomic each.
 #[derive(Debug, Default)]
-struct Counters {
+pub(super) struct Counters {
     offered: AtomicU64,
     answered_locally: AtomicU64,
-    sent: AtomicU64,
-    new_on_server: AtomicU64,
+    pub(super) sent: AtomicU64,
+    pub(super) new_on_server: AtomicU64,
     taken: AtomicU64,
-    round_trips: AtomicU64,
-    retries: AtomicU64,
+    pub(super) round_trips: AtomicU64,
+    pub(super) retries: AtomicU64,
 }
 
 /// The shared core of [`FleetSeen`](super::FleetSeen) and
@@ -172,14 +56,14 @@ pub(crate) struct Client {
     /// Leases this client holds, by shard and token, with the URLs of each
     /// not yet done. A lease is renewed until its end reaches the server;
     /// the heartbeat reads it without the wire.
-    leases: Mutex<HashMap<(usize, String), usize>>,
+    pub(super) leases: Mutex<HashMap<(usize, String), usize>>,
     /// The nodes the connect's map found: where the heartbeat's own
     /// connections look when the configured node does not answer.
     known_nodes: Mutex<Vec<Node>>,
-    counters: Counters,
+    pub(super) counters: Counters,
 }
 
-fn add(counter: &AtomicU64, amount: u64) {
+pub(super) fn add(counter: &AtomicU64, amount: u64) {
     // Relaxed: a statistic; it publishes nothing and orders nothing.
     counter.fetch_add(amount, Ordering::Relaxed);
 }
@@ -187,12 +71,6 @@ fn add(counter: &AtomicU64, amount: u64) {
 fn read(counter: &AtomicU64) -> u64 {
     // Relaxed: a statistic (see `FleetStats`, Consistency).
     counter.load(Ordering::Relaxed)
-}
-
-/// A sleep between `pause / 2` and `pause`.
-fn jittered(pause: Duration, rng: &mut Rng) -> Duration {
-    let fraction = (rng.draw() >> 11) as f64 / (1u64 << 53) as f64;
-    pause.mul_f64(0.5 + fraction / 2.0)
 }
 
 fn server_error(node: &str, message: String) -> Error {
@@ -242,16 +120,7 @@ impl Client {
             known_nodes: Mutex::new(Vec::new()),
             counters: Counters::default(),
         };
-        let wire = Wire {
-            link,
-            piggyback: Vec::new(),
-            next_id: 0,
-            unfinished_take: None,
-            rng,
-            sending: Vec::new(),
-            book: super::seen::Book::default(),
-        };
-        Ok((client, wire))
+        Ok((client, Wire::new(link, rng)))
     }
 
     /// Maps the nodes (checking each has the module), then checks the
@@ -348,180 +217,6 @@ impl Client {
         }
     }
 
-    /// The commands that carry a piggyback entry.
-    fn piggyback_commands(&self, entry: &Piggyback) -> Vec<ShardCommand> {
-        match entry {
-            Piggyback::Acknowledge { shard, key } => {
-                let mut unlink = redis::cmd("UNLINK");
-                unlink.arg(key);
-                vec![(*shard, key.clone(), unlink)]
-            }
-            Piggyback::Complete { shard, token } => {
-                let keys = &self.keys[*shard];
-                (scripts::complete(keys, token).into_iter())
-                    .map(|command| (*shard, keys.leases.clone(), command))
-                    .collect()
-            }
-            Piggyback::Release { shard, token, url } => {
-                let keys = &self.keys[*shard];
-                let command = scripts::release(keys, token, url);
-                vec![(*shard, keys.inflight.clone(), command)]
-            }
-        }
-    }
-
-    /// Runs `commands`, with what rides on the next pipeline in front, and
-    /// returns each command's own outcome. Commands that fail in a way a
-    /// new try may mend are sent again, alone, until `retry_for` runs out:
-    /// at once after a stale map (mapped again first), after a jittered
-    /// pause that doubles otherwise. A refusal is final at once.
-    async fn execute(
-        &self,
-        wire: &mut Wire,
-        commands: &[ShardCommand],
-    ) -> Vec<Result<Value, Error>> {
-        self.execute_carrying(wire, commands, true).await
-    }
-
-    /// [`execute`](Self::execute), with what rides on the next pipeline in
-    /// front only if `carry`.
-    async fn execute_carrying(
-        &self,
-        wire: &mut Wire,
-        commands: &[ShardCommand],
-        carry: bool,
-    ) -> Vec<Result<Value, Error>> {
-        let deadline = wire.now() + self.config.retry_for;
-        let mut pause = FIRST_PAUSE;
-        let mut immediate_tries = 0;
-        let mut outcomes: Vec<Option<Result<Value, Error>>> =
-            (0..commands.len()).map(|_| None).collect();
-        let mut waiting: Vec<usize> = (0..commands.len()).collect();
-        loop {
-            let carried = if carry {
-                wire.piggyback.len().min(PIGGYBACK_PER_PIPELINE)
-            } else {
-                0
-            };
-            let mut pipeline: Vec<ShardCommand> = Vec::new();
-            let mut carriers = Vec::with_capacity(carried);
-            for entry in &wire.piggyback[..carried] {
-                let entry_commands = self.piggyback_commands(entry);
-                carriers.push(entry_commands.len());
-                pipeline.extend(entry_commands);
-            }
-            let in_front = pipeline.len();
-            pipeline.extend(waiting.iter().map(|&at| commands[at].clone()));
-            add(&self.counters.round_trips, 1);
-            let mut results = wire.link.send(&pipeline).await.into_iter();
-            // A piggyback entry is done once all its commands are (a refused
-            // one is dropped: it would be refused again).
-            let mut kept = Vec::new();
-            let mut ended = Vec::new();
-            let mut failures: Vec<Failure> = Vec::new();
-            for (entry, count) in wire.piggyback.drain(..carried).zip(carriers) {
-                let mut retry = false;
-                let mut refused = false;
-                let mut out_of_memory = false;
-                for result in results.by_ref().take(count) {
-                    if let Err(failure) = result {
-                        if failure.is_out_of_memory() {
-                            out_of_memory = true;
-                        } else if matches!(failure, Failure::Refused(_)) {
-                            refused = true;
-                        } else {
-                            retry = true;
-                            failures.push(failure);
-                        }
-                    }
-                }
-                match entry {
-                    entry if retry => kept.push(entry),
-                    // A give-back refused for want of memory is sent again
-                    // with a later pipeline, its lease kept and renewed
-                    // meanwhile (dropping the lease would send every URL of
-                    // its take, finished or in hand, back to the queue).
-                    entry @ Piggyback::Release { .. } if out_of_memory => {
-                        log::warn!(
-                            "atomic-bloom fleet: the server is out of memory: a dropped URL \
-                             is given back once it has room"
-                        );
-                        kept.push(entry);
-                    }
-                    Piggyback::Complete { shard, token } => {
-                        lock(&self.leases).remove(&(shard, token));
-                    }
-                    // A URL given back counts as done for its lease; one the
-                    // server refused to give back stays leased, so the lease
-                    // is no longer renewed: it ends, and its URLs go back.
-                    Piggyback::Release { shard, token, .. } if refused => {
-                        log::warn!(
-                            "atomic-bloom fleet: a dropped URL could not be given back; its \
-                             take goes back on the queue when its lease ends"
-                        );
-                        lock(&self.leases).remove(&(shard, token));
-                    }
-                    Piggyback::Release { shard, token, .. } => {
-                        ended.extend(self.count_done(shard, token, 1));
-                    }
-                    Piggyback::Acknowledge { .. } => {}
-                }
-            }
-            wire.piggyback.splice(0..0, kept);
-            wire.piggyback.extend(ended);
-            debug_assert_eq!(results.len(), pipeline.len() - in_front);
-            let mut still = Vec::new();
-            for (at, result) in waiting.into_iter().zip(results) {
-                match result {
-                    Ok(value) => outcomes[at] = Some(Ok(value)),
-                    Err(Failure::Refused(error)) => outcomes[at] = Some(Err(error)),
-                    Err(failure) => {
-                        still.push((at, failure.clone()));
-                        failures.push(failure);
-                    }
-                }
-            }
-            if still.is_empty() {
-                break;
-            }
-            add(&self.counters.retries, 1);
-            if failures.iter().any(Failure::needs_map) {
-                wire.link.map_again().await;
-            }
-            // A stale map is sent again at once, twice at most in a row: a
-            // map that does not settle gets the pauses too.
-            let only_stale = failures.iter().all(Failure::is_stale) && immediate_tries < 2;
-            immediate_tries = if only_stale { immediate_tries + 1 } else { 0 };
-            let first = failures.swap_remove(0).into_error();
-            if wire.now() + pause > deadline {
-                log::warn!("atomic-bloom fleet: {first}; giving up for now");
-                for (at, failure) in still {
-                    outcomes[at] = Some(Err(failure.into_error()));
-                }
-                break;
-            }
-            if only_stale {
-                log::debug!("atomic-bloom fleet: {first}; mapped again, sending again");
-            } else {
-                log::warn!("atomic-bloom fleet: {first}; trying again in {pause:?}");
-                let until = wire.now() + jittered(pause, &mut wire.rng);
-                wire.link.port.sleep_until(until).await;
-                pause = (pause * 2).min(MAX_PAUSE);
-            }
-            waiting = still.into_iter().map(|(at, _)| at).collect();
-        }
-        outcomes
-            .into_iter()
-            .map(|outcome| outcome.expect("every command has an outcome"))
-            .collect()
-    }
-
-    /// Runs `commands` as [`execute`](Self::execute) does, and answers all
-    /// their replies, or the first error.
-    async fn run(&self, wire: &mut Wire, commands: &[ShardCommand]) -> Result<Vec<Value>, Error> {
-        self.execute(wire, commands).await.into_iter().collect()
-    }
-
     /// Sends the batches of `wire.sending`, each to its shard's filter (and
     /// queue, if `queue`), and returns each batch's outcome, in order: for
     /// each item, `true` if the server's filter did not hold it. Retried
@@ -579,27 +274,6 @@ impl Client {
             }));
         }
         answers
-    }
-
-    /// Sends what waits to ride on a pipeline, if anything does, in a
-    /// pipeline of its own.
-    pub(crate) async fn send_piggyback(&self, wire: &mut Wire) {
-        if !wire.piggyback.is_empty() {
-            self.execute(wire, &[]).await;
-        }
-    }
-
-    /// Sends what waits to ride on a pipeline beyond what the next one
-    /// carries (a call of more than that many batches leaves as many
-    /// acknowledgements): otherwise each such call would add more than the
-    /// next one takes, and they would pile up on both sides. Called before
-    /// a call's batches go, never after their answers came back.
-    async fn send_excess_piggyback(&self, wire: &mut Wire) {
-        let mut rounds = wire.piggyback.len() / PIGGYBACK_PER_PIPELINE;
-        while rounds > 0 && wire.piggyback.len() > PIGGYBACK_PER_PIPELINE {
-            self.execute(wire, &[]).await;
-            rounds -= 1;
-        }
     }
 
     /// Takes up to `count` URLs from the fleet's queues, spread over the
@@ -672,28 +346,6 @@ impl Client {
     /// Whether this client holds leases to renew.
     pub(crate) fn holds_leases(&self) -> bool {
         !lock(&self.leases).is_empty()
-    }
-
-    /// Counts `done` more URLs of `shard`'s lease `token` as done; once
-    /// all are, the lease's end rides on `wire`'s next pipeline.
-    pub(crate) fn complete(&self, wire: &mut Wire, shard: usize, token: String, done: usize) {
-        wire.piggyback.extend(self.count_done(shard, token, done));
-    }
-
-    /// Gives a URL of `shard`'s lease `token`, dropped without being
-    /// completed, back to the queue with `wire`'s next pipeline; once the
-    /// server has it, it counts as done for the lease.
-    pub(crate) fn release(&self, wire: &mut Wire, shard: usize, token: String, url: String) {
-        wire.piggyback
-            .push(Piggyback::Release { shard, token, url });
-    }
-
-    /// Counts `done` more URLs of a lease as done: its end, once all are.
-    fn count_done(&self, shard: usize, token: String, done: usize) -> Option<Piggyback> {
-        let mut leases = lock(&self.leases);
-        let left = leases.get_mut(&(shard, token.clone()))?;
-        *left = left.saturating_sub(done);
-        (*left == 0).then_some(Piggyback::Complete { shard, token })
     }
 
     /// Extends every lease this client holds, and its busy mark if `busy`

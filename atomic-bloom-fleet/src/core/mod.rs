@@ -8,25 +8,36 @@
 //! here, written once. Nothing here opens a socket, sleeps or reads a
 //! clock: a client call is a [`Call`](call::Call) that asks its driver
 //! for rounds of pipelines and for sleeps, and takes the time as `now` at
-//! each step (see `call` for the call order). The blocking driver
-//! (`crate::blocking`) and the tokio driver (`crate::tokio`) only run
-//! calls: they hold the wire's lock, answer the I/O, and run the heartbeat
-//! when [`Heartbeat`](frontier::Heartbeat) says.
+//! each step (see `call` for the call order). The calls that a client's
+//! tasks or threads make at the same time share rounds ([`group`]: the
+//! first caller whose turn comes runs one combined call for all of them,
+//! and each gets its own answer). The blocking driver (`crate::blocking`)
+//! and the tokio driver (`crate::tokio`) only run calls: they wait for
+//! their turn, answer the I/O of the rounds they serve, and run the
+//! heartbeat when [`Heartbeat`](frontier::Heartbeat) says.
 
 pub(crate) mod call;
 pub(crate) mod client;
 mod durability;
+mod execute;
 mod failure;
 pub(crate) mod frontier;
+pub(crate) mod group;
 mod keys;
 mod link;
+#[cfg(test)]
+mod model;
 #[cfg(test)]
 mod model_tests;
 pub(crate) mod resp;
 mod scripts;
+#[cfg(test)]
+mod seeded_tests;
 pub(crate) mod seen;
+mod setup;
 #[cfg(test)]
 mod tests;
+pub(crate) mod wire;
 
 use std::sync::PoisonError;
 use std::time::Duration;

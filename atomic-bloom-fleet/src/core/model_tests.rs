@@ -5,226 +5,19 @@
 //! a node of a cluster while another node is cut off.
 
 use redis::Value;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::call::{Call, Io, Pipeline, Received, Step};
-use super::client::{Client, Wire};
-use super::frontier::{FrontierCore, Leased, Push};
+use super::client::Client;
+use super::frontier::{FrontierCore, Push};
 use super::keys;
-use super::tests::{commands, config, script, standalone, waits, Fake};
+use super::model::{
+    bulk, drive, drive_dropping, drive_faulty, frontier, seen_client, Faults, Model,
+};
+use super::tests::{commands, config, Fake};
+use super::wire::Wire;
 use crate::sync::Arc;
-
-fn bulk(text: &str) -> Value {
-    Value::BulkString(text.as_bytes().to_vec())
-}
-
-/// The fleet's keys and what the scripts do to them, for one server (or
-/// every node of a cluster at once: keys do not collide across slots).
-#[derive(Debug, Default)]
-struct Model {
-    /// The shards' filters, as sets.
-    filter: HashSet<String>,
-    /// Batch answers by result key.
-    results: HashMap<String, String>,
-    /// Queues by key.
-    queues: HashMap<String, VecDeque<String>>,
-    /// Leased URLs by (inflight key, token).
-    inflight: HashMap<(String, String), Vec<String>>,
-    /// Leases by (leases key, token).
-    leases: HashSet<(String, String)>,
-    /// Every command run, in order.
-    ran: Vec<Vec<String>>,
-    /// Offers are refused (the server out of memory).
-    refuse_offers: bool,
-    /// Offers to this filter are refused (its node out of memory).
-    refuse_filter: Option<String>,
-}
-
-impl Model {
-    /// Runs `command` as the server would, and answers it.
-    fn run(&mut self, command: &[String]) -> Value {
-        self.ran.push(command.to_vec());
-        if let Some(reply) = standalone(command).or_else(|| waits(command)) {
-            return reply;
-        }
-        let (keys, args) = match command[0].as_str() {
-            "EVALSHA" => {
-                let count: usize = command[2].parse().expect("a key count");
-                (&command[3..3 + count], &command[3 + count..])
-            }
-            _ => (&command[1..2], &command[2..]),
-        };
-        match (command[0].as_str(), script(command)) {
-            ("UNLINK", _) => Value::Int(i64::from(self.results.remove(&keys[0]).is_some())),
-            ("HDEL", _) => {
-                let gone = self.inflight.remove(&(keys[0].clone(), args[0].clone()));
-                Value::Int(i64::from(gone.is_some()))
-            }
-            ("ZREM", _) => Value::Int(i64::from(
-                self.leases.remove(&(keys[0].clone(), args[0].clone())),
-            )),
-            (_, "offer")
-                if self.refuse_offers || self.refuse_filter.as_deref() == Some(&keys[0]) =>
-            {
-                Value::ServerError(
-                    match redis::parse_redis_value(b"-OOM command not allowed\r\n") {
-                        Ok(Value::ServerError(error)) => error,
-                        other => panic!("{other:?}"),
-                    },
-                )
-            }
-            (_, "offer") => {
-                let done = self.results.get(&keys[1]).cloned().unwrap_or_default();
-                let items = &args[4..];
-                if done.len() >= items.len() {
-                    return bulk(&done);
-                }
-                let mut result = done.clone();
-                for item in &items[done.len()..] {
-                    let new = self.filter.insert(item.clone());
-                    result.push(if new { '1' } else { '0' });
-                    if new && keys.len() > 2 {
-                        let queue = self.queues.entry(keys[2].clone()).or_default();
-                        queue.push_back(item.clone());
-                    }
-                }
-                self.results.insert(keys[1].clone(), result.clone());
-                bulk(&result)
-            }
-            (_, "take") => {
-                let lease = (keys[2].clone(), args[2].clone());
-                let held = (keys[1].clone(), args[2].clone());
-                if let Some(urls) = self.inflight.get(&held) {
-                    return Value::Array(urls.iter().map(|url| bulk(url)).collect());
-                }
-                let count: usize = args[0].parse().expect("a count");
-                let queue = self.queues.entry(keys[0].clone()).or_default();
-                let taken: Vec<String> = (0..count).map_while(|_| queue.pop_front()).collect();
-                if !taken.is_empty() {
-                    self.inflight.insert(held, taken.clone());
-                    self.leases.insert(lease);
-                }
-                Value::Array(taken.iter().map(|url| bulk(url)).collect())
-            }
-            (_, "release") => {
-                let held = (keys[1].clone(), args[0].clone());
-                let Some(urls) = self.inflight.get_mut(&held) else {
-                    return Value::Int(0);
-                };
-                let Some(at) = urls.iter().position(|url| *url == args[1]) else {
-                    return Value::Int(0);
-                };
-                urls.remove(at);
-                let queue = self.queues.entry(keys[0].clone()).or_default();
-                queue.push_front(args[1].clone());
-                if urls.is_empty() {
-                    self.inflight.remove(&held);
-                    self.leases.remove(&(keys[2].clone(), args[0].clone()));
-                }
-                Value::Int(1)
-            }
-            (_, "state") => Value::Int(1),
-            (_, "settings") => Value::Array(Vec::new()),
-            (_, "census") => Value::Array(vec![bulk("0"), Value::Int(0)]),
-            (_, "pending") => {
-                let queued = self.queues.get(&keys[0]).map_or(0, VecDeque::len);
-                let leased = (self.leases.iter())
-                    .filter(|(key, _)| *key == keys[2])
-                    .count();
-                Value::Int((queued + leased) as i64)
-            }
-            (_, "renew") => Value::Array(Vec::new()),
-            ("LLEN", _) => Value::Int(self.queues.get(&keys[0]).map_or(0, VecDeque::len) as i64),
-            (name, script) => panic!("the model has no {name} {script}: {command:?}"),
-        }
-    }
-
-    /// Whether any queue holds `url`.
-    fn queued(&self, url: &str) -> bool {
-        self.queues
-            .values()
-            .any(|queue| queue.iter().any(|queued| queued == url))
-    }
-
-    /// Runs every command of `pipeline` and answers them all.
-    fn answer(&mut self, pipeline: &Pipeline) -> Received {
-        let words = commands(&pipeline.bytes);
-        assert_eq!(words.len(), pipeline.replies, "{words:?}");
-        Received {
-            replies: words.iter().map(|command| self.run(command)).collect(),
-            lost: None,
-        }
-    }
-}
-
-/// Runs `call` against `model` up to its request number `drop_at` (from
-/// 0) and drops it there, the way a cancelled tokio future drops it: if
-/// `ran`, that request's pipelines reached the server (and ran) before
-/// the drop. `None` if the call was dropped, its value if it ended first.
-fn drive_dropping<T>(
-    fake: &mut Fake,
-    model: &mut Model,
-    mut call: Call<'_, T>,
-    drop_at: usize,
-    ran: bool,
-) -> Option<T> {
-    for request in 0.. {
-        let io = match call.step(fake.now) {
-            Step::Done(value) => return Some(value),
-            Step::Io(io) => io,
-        };
-        let received = match io {
-            Io::Sleep(until) => {
-                fake.now = fake.now.max(until);
-                Vec::new()
-            }
-            Io::Round(pipelines) if request == drop_at => {
-                if ran {
-                    for pipeline in &pipelines {
-                        model.answer(pipeline);
-                    }
-                }
-                return None;
-            }
-            Io::Round(pipelines) => pipelines.iter().map(|p| model.answer(p)).collect(),
-        };
-        if request == drop_at {
-            return None;
-        }
-        call.answer(received);
-    }
-    unreachable!()
-}
-
-/// Runs `call` to its end against `model`.
-fn drive<T>(fake: &mut Fake, model: &mut Model, call: Call<'_, T>) -> T {
-    drive_dropping(fake, model, call, usize::MAX, false).expect("never dropped")
-}
-
-/// A seen-set's client, connected to `model`.
-fn seen_client(config: &crate::FleetConfig, fake: &mut Fake, model: &mut Model) -> (Client, Wire) {
-    let (client, mut wire) = Client::new(config, 7).expect("a valid config");
-    let connected = drive(
-        fake,
-        model,
-        Call::new(wire.port(), client.connect(&mut wire)),
-    );
-    connected.expect("connects");
-    (client, wire)
-}
-
-/// A frontier's core, connected to `model`.
-fn frontier(
-    config: &crate::FleetConfig,
-    fake: &mut Fake,
-    model: &mut Model,
-) -> (Arc<FrontierCore>, Wire) {
-    let (client, mut wire) = Client::new(config, 7).expect("a valid config");
-    let core = Arc::new(FrontierCore::new(client));
-    drive(fake, model, core.connect(&mut wire)).expect("connects");
-    (core, wire)
-}
 
 /// A seen-set call dropped at any of its requests (before or after its
 /// pipelines ran) keeps the answers for the caller who offers the same
@@ -245,13 +38,13 @@ fn a_seen_set_call_dropped_at_any_request_keeps_its_answers() {
         for ran in [false, true] {
             let mut fake = Fake::new();
             let mut model = Model::default();
-            let (client, mut wire) = seen_client(&config, &mut fake, &mut model);
-            let call = super::seen::insert_many(&client, &mut wire, &items);
+            let (seen, mut wire) = seen_client(&config, &mut fake, &mut model);
+            let call = super::seen::insert_many(&seen, &mut wire, &items);
             let first = drive_dropping(&mut fake, &mut model, call, drop_at, ran);
             let again = drive(
                 &mut fake,
                 &mut model,
-                super::seen::insert_many(&client, &mut wire, &items),
+                super::seen::insert_many(&seen, &mut wire, &items),
             )
             .expect("answered");
             let mut new = vec![0; items.len()];
@@ -296,8 +89,8 @@ fn a_repeated_item_whose_reply_was_lost_is_answered_new_once() {
     for lost in ["dropped before it ran", "dropped after it ran", "failed"] {
         let mut fake = Fake::new();
         let mut model = Model::default();
-        let (client, mut wire) = seen_client(&config, &mut fake, &mut model);
-        let call = super::seen::insert_many(&client, &mut wire, &items);
+        let (seen, mut wire) = seen_client(&config, &mut fake, &mut model);
+        let call = super::seen::insert_many(&seen, &mut wire, &items);
         let first = match lost {
             "failed" => {
                 let mut rng = super::Rng::new(1);
@@ -311,7 +104,7 @@ fn a_repeated_item_whose_reply_was_lost_is_answered_new_once() {
         let again = drive(
             &mut fake,
             &mut model,
-            super::seen::insert_many(&client, &mut wire, &items),
+            super::seen::insert_many(&seen, &mut wire, &items),
         );
         assert_eq!(again, Ok(vec![true, true, false]), "{lost}");
     }
@@ -330,16 +123,16 @@ fn a_failed_seen_set_call_keeps_the_answers_it_recovered() {
         let config = config();
         let mut fake = Fake::new();
         let mut model = Model::default();
-        let (client, mut wire) = seen_client(&config, &mut fake, &mut model);
+        let (seen, mut wire) = seen_client(&config, &mut fake, &mut model);
         let on = |shard: usize, nth: usize| {
             (0..)
                 .map(|n| format!("item-{n}"))
-                .filter(|item| client.shard_of(item) == shard)
+                .filter(|item| seen.client.shard_of(item) == shard)
                 .nth(nth)
                 .expect("an item")
         };
         let (a, b, c) = (on(0, 0), on(1, 0), on(1, 1));
-        let refused = Some(client.keys[1].seen.clone());
+        let refused = Some(seen.client.keys[1].seen.clone());
         let mut new: HashMap<String, usize> = HashMap::new();
         for (turn, items) in [vec![&a, &b], vec![&a, &c], vec![&a, &b, &c]]
             .into_iter()
@@ -347,7 +140,7 @@ fn a_failed_seen_set_call_keeps_the_answers_it_recovered() {
         {
             let refuse = turn == 0 || (turn == 1 && second.is_none());
             model.refuse_filter = if refuse { refused.clone() } else { None };
-            let call = super::seen::insert_many(&client, &mut wire, &items);
+            let call = super::seen::insert_many(&seen, &mut wire, &items);
             let drop_at = if turn == 1 { second } else { None };
             let answered = drive_dropping(
                 &mut fake,
@@ -639,241 +432,5 @@ fn check_dropped_push(
     assert!(
         model.queued(&url),
         "dropped at request {drop_at} (ran: {ran}): {url} never reached a queue"
-    );
-}
-
-/// How often a seeded schedule disturbs a round, per thousand, by kind.
-#[derive(Clone, Copy, Debug)]
-struct Faults {
-    /// The call dropped before its pipelines were written.
-    drop_before: u64,
-    /// The call dropped after its pipelines ran, before their replies.
-    drop_after: u64,
-    /// A pipeline that ran, its replies lost.
-    lose_after: u64,
-    /// A pipeline cut part way: the first replies read, the rest lost
-    /// (whether the rest ran is drawn too).
-    cut: u64,
-}
-
-/// Whether a draw of `rng` falls within `per_mille` of a thousand.
-fn roll(rng: &mut super::Rng, per_mille: u64) -> bool {
-    rng.draw() % 1000 < per_mille
-}
-
-/// Runs `call` against `model`, disturbing its rounds as `faults` says.
-fn drive_faulty<T>(
-    fake: &mut Fake,
-    model: &mut Model,
-    rng: &mut super::Rng,
-    faults: Faults,
-    mut call: Call<'_, T>,
-) -> Option<T> {
-    loop {
-        let pipelines = match call.step(fake.now) {
-            Step::Done(value) => return Some(value),
-            Step::Io(Io::Sleep(until)) => {
-                fake.now = fake.now.max(until);
-                call.answer(Vec::new());
-                continue;
-            }
-            Step::Io(Io::Round(pipelines)) => pipelines,
-        };
-        if roll(rng, faults.drop_before) {
-            return None;
-        }
-        if roll(rng, faults.drop_after) {
-            for pipeline in &pipelines {
-                model.answer(pipeline);
-            }
-            return None;
-        }
-        let mut received = Vec::with_capacity(pipelines.len());
-        for pipeline in &pipelines {
-            if roll(rng, faults.lose_after) {
-                model.answer(pipeline);
-                received.push(Received::failed("the reply was lost"));
-            } else if roll(rng, faults.cut) {
-                let words = commands(&pipeline.bytes);
-                let read = (rng.draw() % (words.len() as u64 + 1)) as usize;
-                let rest_ran = roll(rng, 500);
-                let mut replies = Vec::new();
-                for (at, command) in words.iter().enumerate() {
-                    if at < read {
-                        replies.push(model.run(command));
-                    } else if rest_ran {
-                        model.run(command);
-                    }
-                }
-                received.push(Received {
-                    replies,
-                    lost: Some("cut".into()),
-                });
-            } else {
-                received.push(model.answer(pipeline));
-            }
-        }
-        call.answer(received);
-    }
-}
-
-/// One process crawling a small web through the core against the model,
-/// every call's rounds disturbed by the seed's schedule (dropped calls as
-/// a cancelled tokio future drops them, replies lost after their commands
-/// ran, pipelines cut part way), and dropped `Leased`s: every page crawled
-/// exactly once (no process dies, no lease expires), and "finished" only
-/// once nothing is queued, leased or held. 40 seeds by default, a second
-/// here; `FLEET_MODEL_SEEDS=N` for more (2,000 passed in a minute). On the
-/// code before the push's fix, seed 10 lost the start URL with its push.
-#[test]
-fn seeded_dropped_and_lost_calls_lose_and_repeat_nothing() {
-    let seeds: u64 = std::env::var("FLEET_MODEL_SEEDS")
-        .ok()
-        .and_then(|seeds| seeds.parse().ok())
-        .unwrap_or(40);
-    for seed in 0..seeds {
-        model_crawl(seed);
-    }
-}
-
-fn model_crawl(seed: u64) {
-    const PAGES: usize = 80;
-    let url = |page: usize| format!("https://w/{page}");
-    let links = |page: usize| {
-        [
-            (page * 7 + 1) % PAGES,
-            (page * 13 + 5) % PAGES,
-            (page + 1) % PAGES,
-        ]
-    };
-    let page_of = |url: &str| -> usize { url.rsplit('/').next().unwrap().parse().unwrap() };
-    let mut rng = super::Rng::new(seed);
-    let faults = Faults {
-        drop_before: rng.draw() % 80,
-        drop_after: rng.draw() % 80,
-        lose_after: rng.draw() % 80,
-        cut: rng.draw() % 80,
-    };
-    let config = config()
-        .batch_size(1 + (rng.draw() % 4) as usize)
-        .pop_batch(1 + (rng.draw() % 6) as usize)
-        .retry_for(Duration::from_millis(300));
-    let mut fake = Fake::new();
-    let mut model = Model::default();
-    let (core, mut wire) = frontier(&config, &mut fake, &mut model);
-    let mut beat = core.client.beat_link().expect("a link");
-    let mut crawled = vec![0usize; PAGES];
-    // Pages in hand, each with the links it has yet to push.
-    let mut in_hand: Vec<(Leased, Vec<usize>)> = Vec::new();
-    let mut seed_pushed = false;
-    let mut steps = 0;
-    loop {
-        steps += 1;
-        assert!(
-            steps < 200_000,
-            "seed {seed} ({faults:?}): no end; crawled {crawled:?}"
-        );
-        // The heartbeat, now and then.
-        if rng.draw().is_multiple_of(8) {
-            drive_faulty(
-                &mut fake,
-                &mut model,
-                &mut rng,
-                faults,
-                core.beat(&mut beat),
-            );
-        }
-        fake.now += Duration::from_millis(rng.draw() % 5);
-        if !seed_pushed {
-            let pushed = match core.push(url(0), fake.now) {
-                Push::Answered(accepted) => Some(Ok(accepted)),
-                Push::Slow(left) => drive_faulty(
-                    &mut fake,
-                    &mut model,
-                    &mut rng,
-                    faults,
-                    core.push_slow(&mut wire, left),
-                ),
-            };
-            // A dropped push keeps its URL (see above); an error did not take it.
-            seed_pushed = !matches!(pushed, Some(Err(_)));
-            continue;
-        }
-        match rng.draw() % 6 {
-            0 | 1 => {
-                let popped = match core.pop_buffered() {
-                    Some(page) => Some(Ok(Some(page))),
-                    None => {
-                        drive_faulty(&mut fake, &mut model, &mut rng, faults, core.pop(&mut wire))
-                    }
-                };
-                if let Some(Ok(Some(page))) = popped {
-                    let todo = links(page_of(page.url())).to_vec();
-                    in_hand.push((page, todo));
-                }
-            }
-            2 | 3 if !in_hand.is_empty() => {
-                let at = (rng.draw() % in_hand.len() as u64) as usize;
-                if let Some(&link) = in_hand[at].1.last() {
-                    let pushed = match core.push(url(link), fake.now) {
-                        Push::Answered(accepted) => Some(Ok(accepted)),
-                        Push::Slow(left) => drive_faulty(
-                            &mut fake,
-                            &mut model,
-                            &mut rng,
-                            faults,
-                            core.push_slow(&mut wire, left),
-                        ),
-                    };
-                    if !matches!(pushed, Some(Err(_))) {
-                        in_hand[at].1.pop();
-                    }
-                } else {
-                    let (page, _) = in_hand.swap_remove(at);
-                    if rng.draw().is_multiple_of(10) {
-                        // A worker that gave up on it: given back.
-                        drop(page);
-                    } else {
-                        crawled[page_of(page.url())] += 1;
-                        core.complete(page);
-                    }
-                }
-            }
-            4 => {
-                drive_faulty(
-                    &mut fake,
-                    &mut model,
-                    &mut rng,
-                    faults,
-                    core.flush(&mut wire),
-                );
-            }
-            _ => {
-                let finished = drive_faulty(
-                    &mut fake,
-                    &mut model,
-                    &mut rng,
-                    faults,
-                    core.is_finished(&mut wire),
-                );
-                if let Some(Ok(true)) = finished {
-                    let queued: usize = model.queues.values().map(VecDeque::len).sum();
-                    assert!(
-                        queued == 0 && model.leases.is_empty() && in_hand.is_empty(),
-                        "seed {seed} ({faults:?}): finished with {queued} queued, {} leases, {} \
-                         in hand",
-                        model.leases.len(),
-                        in_hand.len()
-                    );
-                    break;
-                }
-            }
-        }
-    }
-    let missed: Vec<usize> = (0..PAGES).filter(|&page| crawled[page] == 0).collect();
-    let twice: Vec<usize> = (0..PAGES).filter(|&page| crawled[page] > 1).collect();
-    assert!(
-        missed.is_empty() && twice.is_empty(),
-        "seed {seed} ({faults:?}): never crawled {missed:?}, crawled twice {twice:?}"
     );
 }

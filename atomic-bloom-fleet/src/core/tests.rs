@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 use redis::Value;
 
 use super::call::{Call, Io, Pipeline, Received, Step};
-use super::client::{Client, Wire};
+use super::client::Client;
 use super::frontier::{FrontierCore, Heartbeat};
+use super::wire::Wire;
 use crate::sync::Arc;
 use crate::FleetConfig;
 

@@ -1,17 +1,23 @@
 //! The tokio driver (feature `tokio`): [`FleetSeen`] and [`FleetFrontier`]
 //! with the blocking ones' methods, async. They run the same protocol core
-//! (no decision of the protocol is made here): each pipeline of a round on
-//! a task of its own, one call at a time per client (under the wire's
-//! async lock), and a frontier's heartbeat on a thread of its own (the
-//! blocking driver's), on connections of its own, so that its leases are
-//! renewed whatever becomes of the runtime that connected it. A blocking
-//! and an async client of one fleet work together.
+//! (no decision of the protocol is made here): the calls that a client's
+//! tasks make at the same time share rounds on the wire (the core's
+//! group commit: the task whose turn it is runs the round for all of
+//! them, each pipeline of it on a task of its own, and each task gets its
+//! own answer), and a frontier's heartbeat runs on a thread of its own
+//! (the blocking driver's), on connections of its own, so that its leases
+//! are renewed whatever becomes of the runtime that connected it. A
+//! blocking and an async client of one fleet work together.
 //!
 //! Every method is cancel-safe: a call dropped mid-way (a `select!`, a
-//! timeout), or before it had its turn on the client, leaves what it had
-//! begun to the next call: a pushed URL is buffered, a batch is sent again
-//! with its id, a take with its tokens, a busy or idle mark is sent again,
-//! and a completion counts from the call to `complete`.
+//! timeout), or before its round, leaves what it had begun to the next
+//! round, and nothing half-done to the tasks whose calls shared its round:
+//! a pushed URL is buffered, a batch is sent again with its id, a take
+//! with its tokens, a busy or idle mark is sent again, a seen-set's
+//! answers are kept for the caller who offers the same items again, a
+//! popped URL goes back to the queue, and a completion counts from the
+//! call to `complete`. The other calls of a round dropped by the task
+//! running it are made again by their own tasks.
 //!
 //! Calls must be awaited inside a tokio runtime with its I/O and time
 //! drivers (`enable_all`); elsewhere each call answers
@@ -20,16 +26,19 @@
 
 mod io;
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::time::Instant;
 
 use ::tokio::sync::Mutex;
 
 use crate::blocking::HeartbeatThread;
 use crate::core::call::{Call, Step};
-use crate::core::client::{Client, Wire};
-use crate::core::frontier::{FrontierCore, Push};
-use crate::core::{fresh_seed, seen};
+use crate::core::client::Client;
+use crate::core::fresh_seed;
+use crate::core::frontier::{Answer, FrontierCore, Push, Request};
+use crate::core::group::{Serve, Ticket, Turn};
+use crate::core::seen::SeenCore;
+use crate::core::wire::Wire;
 use crate::sync::Arc;
 use crate::{Error, FleetConfig, Leased};
 
@@ -50,15 +59,38 @@ async fn drive<T>(io: &mut Connections, mut call: Call<'_, T>) -> Result<T, Erro
 }
 
 /// A client's wire and this driver's connections.
-type Session = crate::core::client::Session<Connections>;
+type Session = crate::core::wire::Session<Connections>;
 
 impl Session {
     /// Runs the call `make` makes of the wire.
     async fn run<'s, T>(
         &'s mut self,
-        make: impl FnOnce(&'s mut Wire) -> Call<'s, Result<T, Error>>,
+        make: impl FnOnce(&'s mut Wire) -> Call<'s, T>,
     ) -> Result<T, Error> {
-        drive(&mut self.io, make(&mut self.wire)).await?
+        drive(&mut self.io, make(&mut self.wire)).await
+    }
+}
+
+/// Waits for `ticket`'s answer, serving the rounds whose turn comes to it
+/// on `session` with `core`'s combined call. A round this runtime
+/// cannot run is dropped (its other calls ask again) and answers why.
+async fn answer<S: Serve>(
+    session: &Mutex<Session>,
+    mut ticket: Ticket<'_, S::Request, S::Answer>,
+    core: &S,
+) -> Result<S::Answer, Error> {
+    loop {
+        let mut round = match poll_fn(|context| ticket.poll_turn(context)).await {
+            Turn::Answered(answer) => return Ok(answer),
+            Turn::Serve(round) => round,
+        };
+        let requests = round.take_requests();
+        let answers = session
+            .lock()
+            .await
+            .run(|wire| core.serve(wire, requests))
+            .await?;
+        round.finish(answers);
     }
 }
 
@@ -69,8 +101,9 @@ impl Session {
 /// [`insert_many`](Self::insert_many) answers, for each item, whether the
 /// fleet saw it for the first time: the local filter answers what this
 /// process offered before, and the rest goes to the server in one pipeline
-/// of batches. Share it between tasks as `Arc<FleetSeen>`; calls that go to
-/// the server take turns on its connections.
+/// of batches. Share it between tasks as `Arc<FleetSeen>`: the calls that
+/// tasks make at the same time share one round on its connections (one
+/// pipeline per node), and each task gets the answers to its own items.
 ///
 /// # Consistency
 ///
@@ -100,7 +133,7 @@ impl Session {
 /// }
 /// ```
 pub struct FleetSeen {
-    client: Client,
+    core: SeenCore,
     session: Mutex<Session>,
 }
 
@@ -120,17 +153,18 @@ impl FleetSeen {
     /// [`Error::RuntimeUnusable`] outside a tokio runtime with its I/O and
     /// time drivers.
     pub async fn connect(config: &FleetConfig) -> Result<FleetSeen, Error> {
+        io::runtime_can_run()?;
         let (client, wire) = Client::new(config, fresh_seed())?;
         let seen = FleetSeen {
-            client,
+            core: SeenCore::new(client),
             session: Mutex::new(Session::new(wire)),
         };
         let connected = seen
             .session
             .lock()
             .await
-            .run(|wire| Call::new(wire.port(), seen.client.connect(wire)))
-            .await;
+            .run(|wire| Call::new(wire.port(), seen.core.client.connect(wire)))
+            .await?;
         connected.map(|()| seen)
     }
 
@@ -149,10 +183,9 @@ impl FleetSeen {
     /// only the calls that offer its items again; calls for other items
     /// go on. [`Error::RuntimeUnusable`] where tokio cannot do the I/O.
     pub async fn insert_many<I: AsRef<str> + Sync>(&self, items: &[I]) -> Result<Vec<bool>, Error> {
-        let mut session = self.session.lock().await;
-        session
-            .run(|wire| seen::insert_many(&self.client, wire, items))
-            .await
+        io::runtime_can_run()?;
+        let ticket = self.core.offer(items);
+        answer(&self.session, ticket, &self.core).await?.take()
     }
 
     /// Offers one item: [`insert_many`](Self::insert_many) of one.
@@ -166,6 +199,15 @@ impl FleetSeen {
 }
 
 crate::accessors::client_accessors!(seen FleetSeen);
+
+impl FleetFrontier {
+    /// Asks `request` of the next round, and waits for its answer.
+    async fn ask(&self, request: Request) -> Result<Answer, Error> {
+        io::runtime_can_run()?;
+        let ticket = self.core.ask(request);
+        answer(&self.session, ticket, &self.core).await
+    }
+}
 
 /// A crawler's to-visit queue shared by every process of a fleet, on a
 /// Valkey or Redis server (or cluster) with a Bloom module: each URL is
@@ -254,10 +296,15 @@ impl FleetFrontier {
     /// time drivers; [`Error::ServerUnavailable`] naming this process when
     /// the heartbeat's thread cannot be started.
     pub async fn connect(config: &FleetConfig) -> Result<FleetFrontier, Error> {
+        io::runtime_can_run()?;
         let (client, wire) = Client::new(config, fresh_seed())?;
         let core = Arc::new(FrontierCore::new(client));
         let session = Mutex::new(Session::new(wire));
-        session.lock().await.run(|wire| core.connect(wire)).await?;
+        session
+            .lock()
+            .await
+            .run(|wire| core.connect(wire))
+            .await??;
         let heartbeat = HeartbeatThread::start(&core)?;
         Ok(FleetFrontier {
             core,
@@ -286,8 +333,7 @@ impl FleetFrontier {
             Push::Answered(accepted) => return Ok(accepted),
             Push::Slow(left) => left,
         };
-        let mut session = self.session.lock().await;
-        session.run(|wire| self.core.push_slow(wire, left)).await
+        self.ask(Request::Push(left)).await?.pushed()
     }
 
     /// Sends every buffered batch now, and the completions they held back.
@@ -296,8 +342,7 @@ impl FleetFrontier {
     ///
     /// As for [`push`](Self::push); the batches stay buffered.
     pub async fn flush(&self) -> Result<(), Error> {
-        let mut session = self.session.lock().await;
-        session.run(|wire| self.core.flush(wire)).await
+        self.ask(Request::Flush).await?.flushed()
     }
 
     /// A URL to visit, leased to this process: taken from the fleet's
@@ -317,8 +362,7 @@ impl FleetFrontier {
         if let Some(page) = self.core.pop_buffered() {
             return Ok(Some(page));
         }
-        let mut session = self.session.lock().await;
-        session.run(|wire| self.core.pop(wire)).await
+        self.ask(Request::Pop).await?.popped()
     }
 
     /// Says a popped URL is done: its links are pushed (the pushes have
@@ -351,8 +395,7 @@ impl FleetFrontier {
     /// [`Error::ServerUnavailable`] (or another server error);
     /// [`Error::RuntimeUnusable`] where tokio cannot do the I/O.
     pub async fn is_finished(&self) -> Result<bool, Error> {
-        let mut session = self.session.lock().await;
-        session.run(|wire| self.core.is_finished(wire)).await
+        self.ask(Request::IsFinished).await?.finished()
     }
 }
 

@@ -1,9 +1,12 @@
 //! A crawler's to-visit queue shared by every process of a fleet: what a
 //! frontier keeps in the process (its buffers, what it took, its
-//! completions, its busy mark) and its calls, which both drivers run.
+//! completions, its busy mark) and the steps of its rounds (`round`),
+//! which both drivers run.
 
-use std::collections::{HashMap, VecDeque};
-use std::fmt;
+mod leased;
+mod round;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::mem;
 use std::sync::PoisonError;
 
@@ -11,11 +14,20 @@ use crate::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use super::call::Call;
-use super::client::{Batch, Client, TakenUrl, Wire};
+use super::client::Client;
+use super::group::Group;
 use super::link::Link;
 use super::lock;
+use super::wire::{Batch, TakenUrl, Wire};
 use crate::order::{Completions, PushOrder};
-use crate::{Error, FleetConfig};
+use crate::Error;
+
+pub(crate) use leased::Heartbeat;
+pub use leased::Leased;
+pub(crate) use round::{Answer, Request};
+
+/// Requests one round of a frontier takes at most.
+const ROUND_REQUESTS: usize = 1024;
 
 /// What waits to go to one shard.
 #[derive(Debug, Default)]
@@ -115,135 +127,39 @@ enum Buffered {
 
 /// What a push needs (see [`FrontierCore::push`]).
 #[derive(Debug)]
-pub(crate) enum Push<'a> {
+pub(crate) enum Push {
     /// Nothing more: the answer.
     Answered(bool),
-    /// A call through the wire: [`FrontierCore::push_slow`].
-    Slow(PushLeft<'a>),
+    /// A round through the wire: [`Request::Push`].
+    Slow(PushLeft),
 }
 
-/// What a push leaves to its call through the wire: a URL not buffered yet
-/// (it waits for the busy mark, or for room), or a shard whose batch is
-/// due. A URL not buffered yet is buffered all the same if the push is
-/// dropped first (a cancelled future), while it waits for the wire or
-/// during its call, so that the next call sends it: every push leaves what
-/// it began to the next call. Buffered so, it moves nothing on the server
-/// (a send marks the client busy before it goes), and a check of the
-/// fleet holding the wire meanwhile does not answer "finished" (see
-/// `is_finished`); the buffer may exceed `max_buffered` by the pushes
-/// dropped so.
+/// What a push leaves to its round through the wire: a URL not buffered
+/// yet (it waits for the busy mark, or for room), or a shard whose batch
+/// is due. A URL not buffered yet is buffered all the same if the push is
+/// dropped first (a cancelled future, or a round dropped with it), while
+/// it waits for its round or during it, so that the next round sends it:
+/// every push leaves what it began to the next round. Buffered so, it
+/// moves nothing on the server (a send marks the client busy before it
+/// goes), and a check of the fleet under way meanwhile does not answer
+/// "finished" (see `check`); the buffer may exceed `max_buffered` by the
+/// pushes dropped so.
 #[derive(Debug)]
-pub(crate) struct PushLeft<'a> {
-    core: &'a FrontierCore,
+pub(crate) struct PushLeft {
+    core: Arc<FrontierCore>,
     /// The URL and its local hash, until buffered.
     url: Option<(String, Option<u64>)>,
     /// The URL is buffered; this shard's batch is due.
     due: Option<usize>,
 }
 
-impl Drop for PushLeft<'_> {
+impl Drop for PushLeft {
     fn drop(&mut self) {
         if let Some((url, hash)) = self.url.take() {
             let shard = self.core.client.shard_of(&url);
             let mut outbox = lock(&self.core.outboxes[shard]);
             self.core.put(&mut outbox, url, hash);
         }
-    }
-}
-
-/// A URL popped from the fleet, leased to this process until it is passed
-/// to `complete`.
-///
-/// # Example
-///
-/// ```no_run
-/// use atomic_bloom_fleet::{FleetConfig, FleetFrontier};
-///
-/// fn main() -> Result<(), atomic_bloom_fleet::Error> {
-///     let frontier = FleetFrontier::connect(&FleetConfig::new("redis://127.0.0.1:6379/"))?;
-///     if let Some(page) = frontier.pop()? {
-///         println!("crawling {}", page.url());
-///         frontier.complete(page);
-///     }
-///     Ok(())
-/// }
-/// ```
-///
-/// A `Leased` dropped without being completed (a worker that panicked, or
-/// returned early with `?`) gives its URL back: it goes back at the head
-/// of the fleet's queue with the frontier's next call that reaches the
-/// server, for any process to crawl, and no longer holds up its lease or
-/// the fleet's end. The same type serves the blocking and the tokio
-/// frontier.
-pub struct Leased {
-    /// The URL and its lease; `None` once completed.
-    page: Option<TakenUrl>,
-    /// The frontier it came from, which gives it back if it is dropped.
-    owner: Arc<FrontierCore>,
-}
-
-impl Leased {
-    /// The URL.
-    pub fn url(&self) -> &str {
-        &self
-            .page
-            .as_ref()
-            .expect("a Leased holds its URL until consumed")
-            .url
-    }
-}
-
-impl Drop for Leased {
-    /// Gives the URL back when it was not completed.
-    fn drop(&mut self) {
-        if let Some(page) = self.page.take() {
-            self.owner.give_back(page);
-        }
-    }
-}
-
-impl fmt::Debug for Leased {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Leased")
-            .field("page", &self.page)
-            .finish_non_exhaustive()
-    }
-}
-
-/// When the heartbeat beats: every third of a lease from the connect,
-/// however long a beat takes, and a timeout after a beat that failed.
-#[derive(Debug)]
-pub(crate) struct Heartbeat {
-    every: Duration,
-    again: Duration,
-    next: Instant,
-}
-
-impl Heartbeat {
-    /// The first beat a third of a lease after `now`.
-    pub(crate) fn new(config: &FleetConfig, now: Instant) -> Heartbeat {
-        let every = config.lease / 3;
-        Heartbeat {
-            every,
-            again: config.timeout,
-            next: now + every,
-        }
-    }
-
-    /// When the next beat starts.
-    pub(crate) fn next(&self) -> Instant {
-        self.next
-    }
-
-    /// A beat starts at `now`: the one after starts a third of a lease
-    /// after this one was due (or now, if that has passed).
-    pub(crate) fn started(&mut self, now: Instant) {
-        self.next = (self.next + self.every).max(now);
-    }
-
-    /// The beat failed at `now`: try again a timeout later.
-    pub(crate) fn failed(&mut self, now: Instant) {
-        self.next = self.next.min(now + self.again);
     }
 }
 
@@ -265,31 +181,12 @@ pub(crate) struct FrontierCore {
     order: PushOrder,
     /// Items one shard may hold before pushes send or refuse.
     held_per_shard: usize,
+    /// The calls that share rounds on the wire.
+    group: Group<Request, Answer>,
 }
 
-/// Marks a check's idling over when dropped: a check dropped mid-way (its
-/// future cancelled) leaves the mark unsure, for the next call to send
-/// again.
-struct Idling<'a> {
-    state: &'a RwLock<State>,
-    /// Whether the idle mark reached the server.
-    idle: Option<bool>,
-}
-
-impl Drop for Idling<'_> {
-    fn drop(&mut self) {
-        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
-        state.idling = false;
-        match self.idle {
-            Some(true) => {
-                state.busy = false;
-                state.unsure = false;
-            }
-            Some(false) => {}
-            None => state.unsure = true,
-        }
-    }
-}
+/// The shards a send could not send, each with its first error.
+type Unsent = BTreeMap<usize, Error>;
 
 impl FrontierCore {
     /// The frontier of a client not connected yet.
@@ -307,6 +204,7 @@ impl FrontierCore {
                 margin: config.timeout * 2,
                 ..State::default()
             }),
+            group: Group::new(ROUND_REQUESTS),
             client,
         }
     }
@@ -326,9 +224,9 @@ impl FrontierCore {
 
     /// Offers `url` without the wire where it can: dropped if this process
     /// pushed it before, buffered if the client is marked busy and its
-    /// shard has room. Otherwise the rest is a call through the wire, and
+    /// shard has room. Otherwise the rest is a round through the wire, and
     /// what it is left holds the URL until then (see [`PushLeft`]).
-    pub(crate) fn push(&self, url: String, now: Instant) -> Push<'_> {
+    pub(crate) fn push(self: &Arc<Self>, url: String, now: Instant) -> Push {
         let client = &self.client;
         client.count_offered(1);
         // A URL this process pushed before is dropped before any lock.
@@ -342,7 +240,7 @@ impl FrontierCore {
         }
         let left = |url, due| {
             Push::Slow(PushLeft {
-                core: self,
+                core: Arc::clone(self),
                 url,
                 due,
             })
@@ -360,7 +258,7 @@ impl FrontierCore {
     fn buffer(&self, url: String, hash: Option<u64>, now: Instant) -> Buffered {
         let client = &self.client;
         // Held shared while the URL is buffered: a check marking the client
-        // idle holds it alone to look at the buffers (see `is_finished`).
+        // idle holds it alone to look at the buffers (see `check`).
         let state = self.state();
         if !state.ready(now) {
             return Buffered::NotReady(url);
@@ -401,47 +299,6 @@ impl FrontierCore {
         true
     }
 
-    /// The rest of a push, through the wire.
-    pub(crate) fn push_slow<'a>(
-        &'a self,
-        wire: &'a mut Wire,
-        mut left: PushLeft<'a>,
-    ) -> Call<'a, Result<bool, Error>> {
-        Call::new(wire.port(), async move {
-            if let Some(shard) = left.due {
-                return self.send(wire, &[shard]).await.map(|()| true);
-            }
-            loop {
-                let (url, hash) = left
-                    .url
-                    .take()
-                    .expect("a push holds its URL until buffered");
-                match self.buffer(url, hash, wire.now()) {
-                    Buffered::Seen => return Ok(false),
-                    Buffered::Queued { due: None } => return Ok(true),
-                    Buffered::Queued { due: Some(shard) } => {
-                        return self.send(wire, &[shard]).await.map(|()| true)
-                    }
-                    Buffered::NotReady(back) => {
-                        left.url = Some((back, hash));
-                        if let Err(error) = self.busy(wire).await {
-                            // Not taken: the caller pushes it again.
-                            left.url.take();
-                            return Err(error);
-                        }
-                    }
-                    Buffered::Full(back, shard) => {
-                        left.url = Some((back, hash));
-                        if let Err(error) = self.send(wire, &[shard]).await {
-                            left.url.take();
-                            return Err(error);
-                        }
-                    }
-                }
-            }
-        })
-    }
-
     /// Marks this client busy on the server unless it is, surely and not at
     /// risk of lapsing (see `State::ready`): a failed mark is sent again by
     /// the next call, and until one succeeds the client takes no work and
@@ -477,12 +334,15 @@ impl FrontierCore {
     }
 
     /// Sends what waits for `shards`, batches whose answer was lost first,
-    /// and queues the completions that no longer wait for an answer.
-    async fn send(&self, wire: &mut Wire, shards: &[usize]) -> Result<(), Error> {
+    /// and queues the completions that no longer wait for an answer; the
+    /// shards that could not send, each with its error.
+    async fn send(&self, wire: &mut Wire, shards: &[usize]) -> Unsent {
         self.take_back(wire);
         let client = &self.client;
         let held = |shard: &usize| lock(&self.outboxes[*shard]).held() > 0;
-        self.busy_if(wire, shards.iter().any(held)).await?;
+        if let Err(error) = self.busy_if(wire, shards.iter().any(held)).await {
+            return shards.iter().map(|&shard| (shard, error.clone())).collect();
+        }
         for &shard in shards {
             let mut outbox = lock(&self.outboxes[shard]);
             let items = mem::take(&mut outbox.items);
@@ -502,22 +362,22 @@ impl FrontierCore {
                 });
             }
         }
-        let mut first_error = None;
+        let mut unsent = Unsent::new();
         if !wire.sending.is_empty() {
             let answers = client.offer(wire, true).await;
             for (batch, answer) in wire.sending.drain(..).zip(answers) {
                 if let Err(error) = answer {
                     // Only this shard's batches wait; the others are done.
+                    unsent.entry(batch.shard).or_insert(error);
                     lock(&self.outboxes[batch.shard]).unsent.push(batch);
-                    first_error.get_or_insert(error);
                 }
             }
         }
         self.queue_completions(wire);
-        first_error.map_or(Ok(()), Err)
+        unsent
     }
 
-    /// Puts back the batches a call dropped mid-way left in flight.
+    /// Puts back the batches a round dropped mid-way left in flight.
     fn take_back(&self, wire: &mut Wire) {
         for batch in wire.sending.drain(..) {
             let mut outbox = lock(&self.outboxes[batch.shard]);
@@ -526,24 +386,6 @@ impl FrontierCore {
                 .partition_point(|held| held.first_seq <= batch.first_seq);
             outbox.unsent.insert(at, batch);
         }
-    }
-
-    /// Sends every buffered batch now, the completions they held back, and
-    /// what waits to ride on a pipeline (completions, give-backs) even
-    /// when no batch goes.
-    pub(crate) fn flush<'a>(&'a self, wire: &'a mut Wire) -> Call<'a, Result<(), Error>> {
-        Call::new(wire.port(), async move {
-            let flushed = self.flush_all(wire).await;
-            self.queue_completions(wire);
-            self.busy_if(wire, wire.carries_anything()).await?;
-            self.client.send_piggyback(wire).await;
-            flushed
-        })
-    }
-
-    async fn flush_all(&self, wire: &mut Wire) -> Result<(), Error> {
-        let shards: Vec<usize> = (0..self.outboxes.len()).collect();
-        self.send(wire, &shards).await
     }
 
     /// Moves the URLs dropped without being completed, and the completions
@@ -571,50 +413,6 @@ impl FrontierCore {
     /// A URL this process took and has not popped yet, without the wire.
     pub(crate) fn pop_buffered(self: &Arc<Self>) -> Option<Leased> {
         self.pop_taken(Vec::new())
-    }
-
-    /// A URL to visit: taken from the fleet's queues (a batch at a time,
-    /// after sending what this process buffered), or `None` when they are
-    /// empty for now.
-    pub(crate) fn pop<'a>(
-        self: &'a Arc<Self>,
-        wire: &'a mut Wire,
-    ) -> Call<'a, Result<Option<Leased>, Error>> {
-        Call::new(wire.port(), async move {
-            if let Some(page) = self.pop_taken(Vec::new()) {
-                return Ok(Some(page));
-            }
-            // A shard that cannot take its batches does not stop pops from
-            // the others; its error comes back when there is nothing to pop.
-            let flushed = self.flush_all(wire).await;
-            let client = &self.client;
-            // Completions held back by batches that cannot be sent pile up
-            // with every page crawled: past `max_buffered` of them, no more
-            // work is taken until the batches go, so this client's maps
-            // stay bounded.
-            if let Err(error) = &flushed {
-                if self.done.len() >= client.config.max_buffered {
-                    return Err(error.clone());
-                }
-            }
-            // An idle client goes busy only for a queue that has something:
-            // an idle fleet polling its empty queues changes nothing a check
-            // of the fleet reads. A node that is down hides only its own
-            // shards.
-            if !self.state().busy {
-                match client.queued(wire).await {
-                    (0, Some(error)) => return Err(error),
-                    (0, None) => return flushed.map(|()| None),
-                    (_, _) => {}
-                }
-            }
-            self.busy(wire).await?;
-            let urls = client.take(wire, client.config.pop_batch).await?;
-            match self.pop_taken(urls) {
-                Some(page) => Ok(Some(page)),
-                None => flushed.map(|()| None),
-            }
-        })
     }
 
     /// Adds `urls` to what this process took, and pops one.
@@ -651,54 +449,6 @@ impl FrontierCore {
         self.done.record((page.shard, page.token), after);
         let mut taken = lock(&self.taken);
         taken.in_hand = taken.in_hand.saturating_sub(1);
-    }
-
-    /// Whether the whole fleet is out of work (see `is_finished`'s docs).
-    pub(crate) fn is_finished<'a>(&'a self, wire: &'a mut Wire) -> Call<'a, Result<bool, Error>> {
-        Call::new(wire.port(), async move {
-            self.flush_all(wire).await?;
-            let client = &self.client;
-            let idling = {
-                let mut state = self.state_mut();
-                if state.busy || state.unsure {
-                    if self.holds_work(wire) {
-                        return Ok(false);
-                    }
-                    // Pushes now wait for the wire, which this call holds.
-                    state.idling = true;
-                    Some(Idling {
-                        state: &self.state,
-                        idle: None,
-                    })
-                } else {
-                    None
-                }
-            };
-            if let Some(mut idling) = idling {
-                // The census's pipeline ends leases: with a live mark.
-                self.busy_if(wire, wire.carries_anything()).await?;
-                if client.holds_leases() {
-                    // Completions still to send: the census's pipeline
-                    // carries them, and the next check goes idle.
-                    client.census(wire).await?;
-                    if client.holds_leases() {
-                        idling.idle = Some(false);
-                        return Ok(false);
-                    }
-                }
-                client.set_busy(wire, false).await?;
-                idling.idle = Some(true);
-            }
-            let (epoch, busy) = client.census(wire).await?;
-            if busy > 0 || client.pending(wire).await? > 0 {
-                return Ok(false);
-            }
-            let unchanged = client.census(wire).await?.0 == epoch;
-            // A push dropped while it waited for the wire (which this call
-            // holds) buffered its URL without it: not finished, and the
-            // next call marks the client busy and sends it.
-            Ok(unchanged && !self.holds_work(wire))
-        })
     }
 
     /// Whether this process holds anything the server does not know of.
@@ -760,4 +510,9 @@ impl FrontierCore {
         let taken = lock(&self.taken);
         (taken.buffer.len(), taken.in_hand)
     }
+}
+
+/// The first error of the shards that could not send, if any.
+fn first_error(unsent: Unsent) -> Result<(), Error> {
+    unsent.into_values().next().map_or(Ok(()), Err)
 }
