@@ -549,6 +549,11 @@ pub(crate) fn cf_scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
     PIECE_BUFFER.with_borrow_mut(|piece| {
         read(ctx, &args[1], |cuckoo| {
             let scanned = cuckoo.scan_dump(iterator, piece);
+            if matches!(scanned, Scanned::NoMemory) {
+                ctx.reply_error_string("ERR Insufficient memory");
+                *piece = Vec::new();
+                return;
+            }
             raw::reply_with_array(ctx.ctx, 2);
             match scanned {
                 Scanned::End => {
@@ -563,6 +568,7 @@ pub(crate) fn cf_scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult 
                     raw::reply_with_long_long(ctx.ctx, next);
                     raw::reply_with_string_buffer(ctx.ctx, piece.as_ptr().cast(), piece.len());
                 }
+                Scanned::NoMemory => {}
             }
             if !matches!(scanned, Scanned::Piece(_)) {
                 // A dump's end (or start): the buffer is let go.

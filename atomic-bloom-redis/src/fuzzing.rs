@@ -479,6 +479,17 @@ fn cuckoo_rewritten(cuckoo: &Cuckoo) -> Cuckoo {
         assert!(copy.load_piece(next, &piece), "its own piece loads");
         iterator = next;
     }
+    // The rewrite's pieces in place are the same bytes.
+    let mut walked = cuckoo.try_clone().expect("memory for a copy");
+    let mut iterator = 1;
+    let mut copied = Vec::new();
+    while let Some((next, piece)) = walked.piece_in_place(iterator) {
+        assert!(
+            matches!(cuckoo.pieces_from(iterator, &mut copied), Scanned::Piece(n) if n == next)
+        );
+        assert_eq!(piece, &copied[..], "a piece in place differs from its copy");
+        iterator = next;
+    }
     copy
 }
 

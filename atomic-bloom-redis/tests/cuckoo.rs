@@ -438,3 +438,74 @@ fn a_read_only_replica_refuses_cf_compact() {
     let text = refusal(&mut r, &["CF.COMPACT", "cf"]);
     assert!(text.starts_with("READONLY"), "{text}");
 }
+
+/// An allocation the server cannot make is an error reply, never an
+/// abort: in a server of a 1 GiB address space, a filter of 2^30 slots
+/// (`CF.RESERVE`, a bare `CF.INSERT ... CAPACITY`), a `CF.LOADCHUNK`
+/// header of one, and a sub-filter of 4 GiB to grow into all answer
+/// RedisBloom's errors (or -1 in an array), and the server lives.
+#[test]
+fn allocations_the_server_cannot_make_are_error_replies() {
+    for kind in KINDS {
+        let server = Server::start_with_address_space(kind, 1 << 30);
+        let mut c = server.connect();
+        let text = refusal(
+            &mut c,
+            &["CF.RESERVE", "huge", "1073741824", "BUCKETSIZE", "1"],
+        );
+        assert_eq!(text, "ERR Insufficient memory to create filter", "{kind:?}");
+        let text = refusal(
+            &mut c,
+            &["CF.INSERT", "huge", "CAPACITY", "1073741824", "ITEMS", "x"],
+        );
+        assert_eq!(text, "ERR Insufficient memory to create filter", "{kind:?}");
+        let header: Vec<u8> = [0u64, 1 << 30, 0, 1]
+            .iter()
+            .flat_map(|field| field.to_le_bytes())
+            .chain([4u16, 20, 1].iter().flat_map(|field| field.to_le_bytes()))
+            .collect();
+        let text = redis::cmd("CF.LOADCHUNK")
+            .arg("huge")
+            .arg(1)
+            .arg(header)
+            .query::<String>(&mut c)
+            .unwrap_err();
+        assert_eq!(
+            common::error_text(&text),
+            "Couldn't create filter!",
+            "{kind:?}"
+        );
+        // Growth: 4 buckets, then 131,072, then 4 GiB, which does not fit.
+        ok(
+            &mut c,
+            &[
+                "CF.RESERVE",
+                "tiny",
+                "4",
+                "BUCKETSIZE",
+                "1",
+                "EXPANSION",
+                "32768",
+            ],
+        );
+        let items: Vec<String> = (0..150_000).map(|i| format!("i:{i}")).collect();
+        let mut refused = 0;
+        for batch in items.chunks(10_000) {
+            let answers: Vec<i64> = redis::cmd("CF.INSERT")
+                .arg("tiny")
+                .arg("ITEMS")
+                .arg(batch)
+                .query(&mut c)
+                .unwrap();
+            refused += answers.iter().filter(|answer| **answer == -1).count();
+        }
+        assert!(refused > 0, "{kind:?}: the third sub-filter was made");
+        assert_eq!(
+            refusal(&mut c, &["CF.ADD", "tiny", "one more"]),
+            "ERR Insufficient memory",
+            "{kind:?}"
+        );
+        let pong: String = reply(&mut c, &["PING"]);
+        assert_eq!(pong, "PONG");
+    }
+}

@@ -11,7 +11,6 @@ use redis_module::{logging, raw};
 
 use super::config::settings;
 use super::rdb::{self, Defaults, RdbOutput, ENCODING_VERSION};
-use super::stream::Scanned;
 use super::Cuckoo;
 use crate::redisbloom::data_type::ServerInput;
 
@@ -67,16 +66,21 @@ unsafe extern "C" fn aof_rewrite(
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
-    // Safety: the server passes a value this type created.
-    let cuckoo = unsafe { &*value.cast::<Cuckoo>() };
+    // Safety: the server passes a value this type created, which nothing
+    // else reads or writes while it is rewritten (a forked child's copy,
+    // or the main thread).
+    let cuckoo = unsafe { &mut *value.cast::<Cuckoo>() };
+    if cuckoo.is_placeholder() {
+        return;
+    }
     // RedisBloom's rewrite: the header at 1 (even for a filter with no
-    // items, which CF.SCANDUMP would not give), then every piece.
+    // items, which CF.SCANDUMP would not give), then every piece, each
+    // straight from its sub-filter.
     let header = cuckoo.header();
     emit(aof, key, 1, &header);
     let mut iterator = 1i64;
-    let mut piece = Vec::new();
-    while let Scanned::Piece(next) = cuckoo.pieces_from(iterator, &mut piece) {
-        emit(aof, key, next, &piece);
+    while let Some((next, piece)) = cuckoo.piece_in_place(iterator) {
+        emit(aof, key, next, piece);
         iterator = next;
     }
 }

@@ -136,27 +136,47 @@ impl Cuckoo {
         }
     }
 
-    /// The piece at `iterator` (1 or more), whatever the number of items
-    /// (the AOF rewrite's walk), its bytes into `out`: one piece's work.
-    pub(crate) fn pieces_from(&self, iterator: i64, out: &mut Vec<u8>) -> Scanned {
-        let Ok(offset) = u64::try_from(iterator - 1) else {
-            return Scanned::End;
-        };
+    /// Where the piece at `iterator` (1 or more) lies: its sub-filter, the
+    /// offset in it and its length; `None` past the end.
+    fn piece_range(&self, iterator: i64) -> Option<(usize, u64, u64)> {
+        let offset = u64::try_from(iterator - 1).ok()?;
         let (index, offset, inside) = self.piece_at(offset);
         if !inside {
-            return Scanned::End;
+            return None;
         }
-        let sub = &self.filters[index];
-        let size = sub.table.len();
-        let (from, length) = if size <= PIECE_BYTES {
-            (0, size)
+        let size = self.filters[index].table.len();
+        Some(if size <= PIECE_BYTES {
+            (index, 0, size)
         } else {
-            (offset, (size - offset).min(PIECE_BYTES))
+            (index, offset, (size - offset).min(PIECE_BYTES))
+        })
+    }
+
+    /// The piece at `iterator` (1 or more), whatever the number of items,
+    /// its bytes into `out`: one piece's work. A buffer the allocator
+    /// refuses is [`Scanned::NoMemory`], never an abort.
+    pub(crate) fn pieces_from(&self, iterator: i64, out: &mut Vec<u8>) -> Scanned {
+        let Some((index, from, length)) = self.piece_range(iterator) else {
+            return Scanned::End;
         };
         out.clear();
+        if out.try_reserve_exact(length as usize).is_err() {
+            return Scanned::NoMemory;
+        }
         out.resize(length as usize, 0);
-        sub.table.read(from, out);
+        self.filters[index].table.read(from, out);
         Scanned::Piece(iterator.saturating_add(length as i64))
+    }
+
+    /// The piece at `iterator` (1 or more) as it lies in its sub-filter,
+    /// not copied (the AOF rewrite's walk, which owns the value).
+    pub(crate) fn piece_in_place(&mut self, iterator: i64) -> Option<(i64, &[u8])> {
+        let (index, from, length) = self.piece_range(iterator)?;
+        let bytes = self.filters[index].table.bytes();
+        Some((
+            iterator.saturating_add(length as i64),
+            &bytes[from as usize..(from + length) as usize],
+        ))
     }
 
     /// Writes a piece that `CF.SCANDUMP` gave with `iterator` (the iterator
@@ -193,4 +213,6 @@ pub(crate) enum Scanned {
     Header([u8; HEADER_BYTES]),
     /// `[next, the bytes put in the caller's buffer]`.
     Piece(i64),
+    /// No memory for the piece's buffer.
+    NoMemory,
 }
