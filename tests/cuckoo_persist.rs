@@ -246,6 +246,49 @@ fn save_and_load_a_file() {
     std::fs::remove_file(&path).unwrap();
 }
 
+/// A save while other threads insert and remove writes a file that loads:
+/// the fingerprint count of each stage is the count of the slots written,
+/// not a second look at slots that changed meanwhile.
+#[test]
+fn a_save_racing_inserts_and_removes_loads() {
+    let filter: CuckooFilter<u64> = CuckooFilter::builder(200_000, 0.01)
+        .seed(4)
+        .build()
+        .unwrap();
+    for item in 0..100_000u64 {
+        filter.insert(&item).unwrap();
+    }
+    let saving = std::sync::atomic::AtomicBool::new(true);
+    let refused = std::thread::scope(|scope| {
+        for thread in 0..2u64 {
+            let (filter, saving) = (&filter, &saving);
+            scope.spawn(move || {
+                let mut next = (thread + 1) << 40;
+                while saving.load(std::sync::atomic::Ordering::Relaxed) {
+                    for item in next..next + 64 {
+                        filter.insert(&item).unwrap();
+                    }
+                    for item in next..next + 64 {
+                        assert!(filter.remove(&item));
+                    }
+                    next += 64;
+                }
+            });
+        }
+        let refused: Vec<String> = (0..100)
+            .filter_map(|_| read(&bytes_of(&filter)).err().map(|e| e.to_string()))
+            .collect();
+        saving.store(false, std::sync::atomic::Ordering::Relaxed);
+        refused
+    });
+    assert!(
+        refused.is_empty(),
+        "{} of 100 saves did not load, the first: {}",
+        refused.len(),
+        refused[0]
+    );
+}
+
 #[cfg(feature = "serde")]
 #[test]
 fn serde_round_trips_and_validates() {

@@ -10,6 +10,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use atomic_bloom::{Error, ScalableBloomFilter};
 
@@ -50,6 +51,21 @@ fn hold_my_next_stage() {
     HOLD_NEXT.with(|hold| hold.set(true));
 }
 
+/// The tests share the switches above: each runs alone, and starts with
+/// nothing held or released.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    let alone = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Relaxed: the threads that read these are spawned after this, which
+    // orders them.
+    HELD.store(false, Ordering::Relaxed);
+    // Relaxed: as above.
+    RELEASED.store(false, Ordering::Relaxed);
+    alone
+}
+
 /// Whether an allocation is held now.
 fn held() -> bool {
     // Acquire: pairs with the Release below; nothing hangs off it but the
@@ -61,6 +77,16 @@ fn release() {
     // Release: the test's steps before it happen-before the held
     // allocation's return.
     RELEASED.store(true, Ordering::Release);
+}
+
+/// Releases the held allocation when dropped: a failed assertion does not
+/// leave the held thread waiting (and its scope hanging).
+struct ReleaseOnDrop;
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        release();
+    }
 }
 
 /// Waits, without allocating, while this thread's allocation is held.
@@ -137,6 +163,7 @@ fn refuse_nothing_on_panic() {
 
 #[test]
 fn a_refused_growth_is_an_error_then_tried_again() {
+    let _alone = one_at_a_time();
     refuse_nothing_on_panic();
     let filter: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(1000, 0.01)
         .seed(3)
@@ -215,6 +242,7 @@ fn a_refused_growth_is_an_error_then_tried_again() {
 /// still inserts no new item.
 #[test]
 fn a_growth_that_lost_its_race_keeps_a_later_refusal() {
+    let _alone = one_at_a_time();
     // A limit that holds two stages and not three.
     let probe: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(1000, 0.01)
         .seed(6)
@@ -240,6 +268,7 @@ fn a_growth_that_lost_its_race_keeps_a_later_refusal() {
                 held()
             })
         });
+        let _release = ReleaseOnDrop;
         while !held() {
             assert!(!sealer.is_finished(), "the first stage never grew");
             std::thread::yield_now();
@@ -282,4 +311,59 @@ fn a_growth_that_lost_its_race_keeps_a_later_refusal() {
         "try_insert took a new item past the memory limit"
     );
     assert!(!filter.contains(&new_item));
+}
+
+/// `try_insert` meets a stage that another thread found full and sealed,
+/// and whose next stage the allocator refuses it as well: it returns the
+/// error and inserts nothing, as it does when it finds the refusal
+/// recorded. (The sealer is held inside its own, refused, growth, so the
+/// refusal is not recorded yet when `try_insert` starts.)
+#[test]
+fn a_try_insert_past_a_seal_it_cannot_grow_inserts_nothing() {
+    let _alone = one_at_a_time();
+    refuse_nothing_on_panic();
+    let filter: ScalableBloomFilter<u64> = ScalableBloomFilter::builder(1000, 0.01)
+        .seed(7)
+        .unlimited_memory()
+        .build()
+        .unwrap();
+    let mut item = 0u64;
+    while !next_stage_refused(&filter) {
+        filter.insert(&item);
+        item += 1;
+    }
+    let stages = filter.stages();
+    refuse(true);
+    std::thread::scope(|scope| {
+        let sealer = scope.spawn(|| {
+            hold_my_next_stage();
+            (item..1u64 << 32).find(|item| {
+                filter.insert(item);
+                held()
+            })
+        });
+        let _release = ReleaseOnDrop;
+        while !held() {
+            assert!(!sealer.is_finished(), "the stage never filled");
+            std::thread::yield_now();
+        }
+        // The newest stage is sealed; the sealer's growth is under way.
+        assert!(filter.growth_error().is_none());
+        let new_item = 1u64 << 40;
+        let outcome = filter.try_insert(&new_item);
+        assert!(
+            matches!(outcome, Err(Error::AllocationFailed { .. })),
+            "try_insert past a seal it could not grow: {outcome:?}"
+        );
+        assert!(!filter.contains(&new_item), "a refused item went in");
+        release();
+        sealer
+            .join()
+            .unwrap()
+            .expect("the sealer's growth was held");
+    });
+    refuse(false);
+    assert_eq!(filter.stages(), stages);
+    assert!(filter.try_insert(&(1u64 << 41)).unwrap());
+    assert_eq!(filter.stages(), stages + 1);
 }

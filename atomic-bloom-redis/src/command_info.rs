@@ -384,7 +384,7 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
 /// # Errors
 ///
 /// A line for the log when the server refuses a command's info.
-pub(crate) fn register(ctx: &Context) -> Result<(), String> {
+pub(crate) fn register(ctx: &Context, cuckoo_commands: &[Command]) -> Result<(), String> {
     // Safety (each read of a function pointer): filled in at load and
     // never changed.
     let (get_command, set_info) =
@@ -418,10 +418,7 @@ pub(crate) fn register(ctx: &Context) -> Result<(), String> {
     };
     let lists = [
         (&COMMANDS[..], with_bloom.then_some("bloom")),
-        (
-            &crate::cuckoo::command_info::COMMANDS[..],
-            with_cuckoo.then_some("cuckoo"),
-        ),
+        (cuckoo_commands, with_cuckoo.then_some("cuckoo")),
     ];
     for (command, module_category) in lists
         .iter()

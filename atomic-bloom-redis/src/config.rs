@@ -122,7 +122,15 @@ const NUMERIC: [Numeric; 3] = [
 ///
 /// A line for the server's log: a config the server would not register,
 /// or a value from the config file or `LOADEX` out of range.
-pub(crate) fn register(ctx: &Context, start: &Defaults) -> Result<(), String> {
+///
+/// `register_others` registers the configs of files later in the
+/// layering cannot name (the cuckoo filters' `cf-*`), with the same flags,
+/// before the server applies the config file to them all.
+pub(crate) fn register(
+    ctx: &Context,
+    start: &Defaults,
+    register_others: fn(&Context, u32) -> Result<(), String>,
+) -> Result<(), String> {
     // Relaxed: the module is loading; nothing else reads them yet. A rate
     // over 0.25 is kept as 0.25, as RedisBloom keeps it.
     ERROR_RATE.store(
@@ -136,8 +144,10 @@ pub(crate) fn register(ctx: &Context, start: &Defaults) -> Result<(), String> {
     // Unprefixed (as RedisBloom registers them) where the server knows
     // the flag; a server that refuses it (Redis 7.0) refuses the first
     // config, and gets them all without it.
-    if register_all(ctx, raw::REDISMODULE_CONFIG_UNPREFIXED).is_err() {
-        register_all(ctx, 0)?;
+    let register_every =
+        |extra| register_all(ctx, extra).and_then(|()| register_others(ctx, extra));
+    if register_every(raw::REDISMODULE_CONFIG_UNPREFIXED).is_err() {
+        register_every(0)?;
     }
     ctx.log_notice(
         "atomic-bloom: configs bf-error-rate, bf-initial-size, bf-expansion-factor, \
@@ -154,7 +164,7 @@ pub(crate) fn register(ctx: &Context, start: &Defaults) -> Result<(), String> {
     Ok(())
 }
 
-/// Registers every config, with `extra` flags.
+/// Registers the `bf` configs, with `extra` flags.
 fn register_all(ctx: &Context, extra: u32) -> Result<(), String> {
     let failed = |name: &str| format!("the server refused the config {name}");
     // Safety (each call): the server's registration functions, filled in
@@ -204,7 +214,7 @@ fn register_all(ctx: &Context, extra: u32) -> Result<(), String> {
             return Err(failed(config.name));
         }
     }
-    crate::cuckoo::config::register_all(ctx, extra)
+    Ok(())
 }
 
 extern "C" fn get_numeric(_name: *const c_char, index: *mut c_void) -> c_longlong {

@@ -22,7 +22,7 @@
 //! The record's bits go out in pages with a checksum each (FORMAT.md): a
 //! whole dump runs at about 0.87x RedisBloom's bytes per second (a chunk
 //! costs 4.6 ms here against its 2.1 ms, which copies its bits as they
-//! are), and that price is accepted (the owner's decision, issue 34) for
+//! are), and that price is accepted for
 //! a chunk that can be made at any offset and is checked on load.
 
 use std::cell::RefCell;

@@ -8,6 +8,8 @@ use std::ffi::c_void;
 
 use redis_module::{raw, Context};
 
+use crate::cuckoo::data_type::CUCKOO_TYPE;
+use crate::cuckoo::Cuckoo;
 use crate::redisbloom::unheld;
 use crate::refused;
 use crate::windowed::schedule;
@@ -75,7 +77,12 @@ extern "C" fn on_load(
         )
     };
     if ended && !ctx.is_null() {
-        unheld::load_ended(&Context::new(ctx));
+        unheld::load_ended(&Context::new(ctx), |key| {
+            key.get_value::<Cuckoo>(&CUCKOO_TYPE)
+                .ok()
+                .flatten()
+                .is_some_and(Cuckoo::is_placeholder)
+        });
     }
 }
 

@@ -28,24 +28,24 @@
 //! `CF.DEL`, `CF.COMPACT`, `CF.SCANDUMP`, `CF.LOADCHUNK`, `CF.INFO`,
 //! `CF.DEBUG`, each sub-filter a table of the library's cuckoo core.
 //!
-//! Layout, each file using only those after it (no circles):
+//! Layout, each file using only those after it (no circles; `lib.rs`
+//! hands the earlier files what the later ones define):
 //! `fuzzing.rs` (the fuzz targets' entry points), `wbf_commands.rs` (the
-//! `WBF.*` commands), `cf_commands.rs` (the `CF.*` commands), `cuckoo/`
-//! (RedisBloom's cuckoo filters: its scheme on the core's tables, its
-//! header, pieces and RDB encoding, its type, configs and command info),
-//! `commands.rs` (the `BF.*` commands that write:
-//! parsing and replies), `bf_reads.rs` (those that read, and the reply
-//! helpers), `command_info.rs` (ACL categories,
-//! key specs, docs), `args.rs` (numbers, options, module arguments),
-//! `config.rs` (the server configs and the defaults they set),
-//! `replica.rs` (a primary's or an AOF's command that cannot be applied:
-//! no filter rather than a different one; RedisBloom's streams create as
-//! RedisBloom did), `events.rs` (flushes, `SWAPDB` and loads, to what each
-//! concerns), `windowed/` (a windowed key's value, its record, its type, and the
-//! timer that ends a time window's generations on a primary when they are
-//! due), `redisbloom/` (RedisBloom's own filters, its type, hashing and
-//! encodings, served as RedisBloom serves them, and the keys a load holds
-//! none under), `data_type.rs` (the
+//! `WBF.*` commands), `cf_commands.rs` (the `CF.*` commands),
+//! `commands.rs` (the `BF.*` commands that write: parsing and replies),
+//! `bf_reads.rs` (those that read, and the reply helpers), `events.rs`
+//! (flushes, `SWAPDB` and loads, to what each concerns), `args.rs`
+//! (numbers, options, module arguments), `cuckoo/` (RedisBloom's cuckoo
+//! filters: its scheme on the core's tables, its header, pieces and RDB
+//! encoding, its type, configs and command info), `command_info.rs` (ACL
+//! categories, key specs, docs), `config.rs` (the server configs and the
+//! defaults they set), `replica.rs` (a primary's or an AOF's command that
+//! cannot be applied: no filter rather than a different one; RedisBloom's
+//! streams create as RedisBloom did), `windowed/` (a windowed key's value,
+//! its record, its type, and the timer that ends a time window's
+//! generations on a primary when they are due), `redisbloom/` (RedisBloom's
+//! own filters, its type, hashing and encodings, served as RedisBloom
+//! serves them, and the keys a load holds none under), `data_type.rs` (the
 //! server's callbacks), `value.rs` (a key's value: a filter, or a dump
 //! still loading), `dump.rs` (`BF.SCANDUMP` / `BF.LOADCHUNK`), `record/`
 //! (a filter's bytes; its `envelope.rs`, what they share with a windowed
@@ -91,8 +91,8 @@ use windowed::data_type::WINDOWED_TYPE;
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     ctx.set_module_options(redis_module::raw::ModuleOptions::HANDLE_IO_ERRORS);
     let loaded = args::load_defaults(args)
-        .and_then(|defaults| config::register(ctx, &defaults))
-        .and_then(|()| command_info::register(ctx))
+        .and_then(|defaults| config::register(ctx, &defaults, cuckoo::config::register_all))
+        .and_then(|()| command_info::register(ctx, &cuckoo::command_info::COMMANDS))
         .and_then(|()| events::subscribe(ctx))
         .and_then(|()| windowed::schedule::subscribe(ctx));
     match loaded {

@@ -6,16 +6,18 @@
 use std::path::Path;
 
 /// The module's top-level files and folders, in the order `lib.rs` states.
-const ORDER: [&str; 18] = [
+const ORDER: [&str; 20] = [
     "fuzzing",
     "wbf_commands",
+    "cf_commands",
     "commands",
     "bf_reads",
-    "command_info",
+    "events",
     "args",
+    "cuckoo",
+    "command_info",
     "config",
     "replica",
-    "events",
     "windowed",
     "redisbloom",
     "data_type",

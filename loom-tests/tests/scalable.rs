@@ -418,3 +418,47 @@ fn a_growth_keeps_the_refusal_of_the_stage_after_it() {
         }
     });
 }
+
+/// `try_insert` after another thread sealed the newest stage, whose growth
+/// the memory limit refuses: whether the sealer has recorded the refusal
+/// yet or not, a `try_insert` that saw the seal returns the error and puts
+/// nothing into the sealed stage (its bits would show). Fails when
+/// `try_insert` goes the way of `insert` past a seal (grow, and when that
+/// fails, insert into the sealed stage): `Ok(true)`.
+#[test]
+fn a_try_insert_that_sees_a_seal_it_cannot_grow_inserts_nothing() {
+    let (sealer_item, late_item) = (1u64, disjoint_from(1));
+    loom::model(move || {
+        let first_stage_only = filter(1).memory_bytes();
+        let filter = Arc::new(
+            ScalableBloomFilter::<u64>::builder(1, 0.5)
+                .seed(SEED)
+                .memory_limit(first_stage_only)
+                .__first_stage_fill_bits(bits_of(sealer_item))
+                .build()
+                .unwrap(),
+        );
+        let late = {
+            let filter = Arc::clone(&filter);
+            thread::spawn(move || {
+                let saw_seal = filter.__newest_sealed();
+                (saw_seal, filter.try_insert(&late_item))
+            })
+        };
+        filter.insert(&sealer_item);
+        let (saw_seal, outcome) = late.join().unwrap();
+        if saw_seal {
+            assert!(
+                matches!(outcome, Err(atomic_bloom::Error::MemoryLimitReached { .. })),
+                "try_insert past a seal it could not grow: {outcome:?}"
+            );
+            assert_eq!(
+                filter.stage_stats()[0].set_bits,
+                bits_of(sealer_item),
+                "a refused item went into the sealed stage"
+            );
+        }
+        assert_eq!(filter.stages(), 1);
+        assert!(filter.contains(&sealer_item));
+    });
+}

@@ -69,7 +69,10 @@ use crate::{DefaultHasher, Error};
 ///   it appends a stage instead, twice as large and with a rate half the
 ///   last one's, so the total rate stays at or under the one asked for.
 /// * An item inserted more times than its two buckets have slots (each
-///   copy takes a slot) gets that error too.
+///   copy takes a slot) gets that error too, with growth as well (its
+///   buckets in the newest stage): copies move only between their two
+///   buckets, and a stage appended for them would double the memory for
+///   one more bucketful of copies.
 /// * Removing an item that was never inserted may remove another item
 ///   that shares its fingerprint and a bucket (it passes `contains`: a
 ///   false positive); that item is then missed. Every cuckoo filter has
@@ -450,9 +453,10 @@ impl<T: ?Sized + Hash, S: BuildHasher> CuckooFilter<T, S> {
     /// # Errors
     ///
     /// [`Error::CuckooFilterFull`] when no slot can be freed for it (the
-    /// filter then holds exactly what it held before the call); with
-    /// growth, [`Error::AllocationFailed`] when the next stage cannot be
-    /// allocated.
+    /// filter then holds exactly what it held before the call), with
+    /// growth only when its buckets in the newest stage hold nothing but
+    /// its copies or no stage can be added; with growth,
+    /// [`Error::AllocationFailed`] when the next stage cannot be allocated.
     ///
     /// # Example
     ///

@@ -50,6 +50,16 @@ impl Stage {
         self.table.count(&self.probe(hash))
     }
 
+    /// Whether the buckets of `hash` hold nothing but copies of its
+    /// fingerprint: no relocation can make room for another copy (copies
+    /// move only between those two buckets), and no stage appended for it
+    /// would hold more than another two bucketfuls.
+    pub(crate) fn full_of_copies(&self, hash: u64) -> bool {
+        let probe = self.probe(hash);
+        let buckets = if probe.first == probe.second { 1 } else { 2 };
+        self.table.count(&probe) >= buckets * self.table.shape().bucket_slots() as usize
+    }
+
     pub(crate) fn snapshot(&self) -> Self {
         Stage {
             table: self.table.snapshot(),
@@ -86,13 +96,21 @@ impl Growth {
         rate / 2.0
     }
 
-    /// Inserts into the newest stage, appending a stage when it is full.
+    /// Inserts into the newest stage, appending a stage when it is full;
+    /// a copy that its buckets there, full of copies, refuse is refused
+    /// (`CuckooFilterFull`), as without growth.
     pub(crate) fn insert(&self, first: &Stage, hash: u64) -> Result<(), Error> {
         loop {
             let later = self.later.load();
             let newest: &Stage = later.last().map_or(first, |stage| stage);
             if newest.insert(hash) {
                 return Ok(());
+            }
+            if newest.full_of_copies(hash) {
+                return Err(Error::CuckooFilterFull {
+                    len: self.len(first),
+                    capacity: self.capacity(first),
+                });
             }
             let _growing = self
                 .growing

@@ -207,6 +207,48 @@ fn growth_keeps_every_item_and_the_total_rate() {
     assert_eq!(f.stages(), 1);
 }
 
+/// An item inserted more times than its two buckets hold gets the full
+/// error with growth too: its copies can only move between those buckets,
+/// and a stage appended for one more copy doubles the memory (156 copies of
+/// one item grew a 1M-item filter to 13 stages and 30 GB).
+#[test]
+fn with_growth_a_copy_past_its_buckets_gets_the_full_error() {
+    let f: CuckooFilter<u64> = CuckooFilter::builder(1000, 0.01)
+        .seed(5)
+        .growth(true)
+        .build()
+        .unwrap();
+    let probe = f.first_stage().table.probe(&Native, f.hash_item(&7));
+    assert_ne!(probe.first, probe.second, "the test wants two buckets");
+    let room = 2 * f.bucket_slots() as usize;
+    for _ in 0..room {
+        f.insert(&7).unwrap();
+    }
+    let past = f.insert(&7);
+    assert!(
+        matches!(past, Err(Error::CuckooFilterFull { .. })),
+        "copy {} of 7: {past:?}, {} stages",
+        room + 1,
+        f.stages()
+    );
+    assert_eq!((f.stages(), f.count(&7), f.len()), (1, room, room));
+    // Other items still grow it, and the item's copies then go to the
+    // newest stage, up to its buckets there.
+    for item in 100..20_000u64 {
+        f.insert(&item).unwrap();
+    }
+    let stages = f.stages();
+    assert!(stages > 1);
+    let later = f.growth_state().unwrap().later.load();
+    let newest = &later.last().unwrap().table;
+    let probe = newest.probe(&Native, f.hash_item(&7));
+    let buckets = if probe.first == probe.second { 1 } else { 2 };
+    let room_there = buckets * newest.shape().bucket_slots() as usize - newest.count(&probe);
+    let more = (0..3 * room).take_while(|_| f.insert(&7).is_ok()).count();
+    assert_eq!((more, f.stages()), (room_there, stages));
+    assert_eq!(f.count(&7), room + room_there);
+}
+
 #[test]
 fn lookups_take_a_borrowed_form() {
     let f: CuckooFilter<String> = CuckooFilter::builder(100, 0.01).seed(1).build().unwrap();

@@ -9,6 +9,7 @@ use crate::cuckoo::core::{Shape, Table};
 use crate::cuckoo::sizing::{capacity_of, plan, Packing};
 use crate::cuckoo::stages::{Growth, Stage};
 use crate::sync::Arc;
+use crate::wire::PAGE_BYTES;
 use crate::{CuckooFilter, DefaultHasher, Error};
 
 /// Stages a loaded filter may have: a stage's rate halves each time, and
@@ -23,8 +24,21 @@ fn write_stage<W: Write>(out: &mut Encoder<W>, stage: &Stage) -> Result<(), Erro
     out.f64(stage.rate)?;
     // No move is half done in what is written, and no slot is reserved.
     let _relocating = stage.table.lock_relocation();
-    stage.table.words().write_pages(out)?;
-    out.usize(stage.table.len())
+    // The count is of the slots as written, page by page: inserts and
+    // removes go on meanwhile, and a second look at the table would count
+    // slots other than the ones written (a file that would not load).
+    let words = stage.table.words();
+    let mut page = Vec::with_capacity(PAGE_BYTES);
+    let mut held = 0;
+    for page_index in 0..words.page_count() {
+        page.clear();
+        words.encode_page(page_index, &mut page);
+        held += stage
+            .table
+            .held_in_bytes(page_index * (PAGE_BYTES / 8), &page);
+        out.page(page_index, &page)?;
+    }
+    out.usize(held)
 }
 
 fn read_stage<R: Read>(input: &mut Decoder<R>) -> Result<Stage, Error> {

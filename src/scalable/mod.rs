@@ -547,8 +547,10 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
     ///
     /// # Errors
     ///
-    /// When the last growth failed and trying it again fails too (the
-    /// error [`growth_error`](Self::growth_error) reports:
+    /// When the newest stage is full (found so by this call or by another
+    /// thread, whose growth may be under way) and growing it fails, or the
+    /// last growth failed and trying it again fails too (the error
+    /// [`growth_error`](Self::growth_error) reports:
     /// [`Error::MemoryLimitReached`], [`Error::AllocationFailed`] or
     /// [`Error::TooLarge`]), returns it and inserts nothing; an item
     /// already present is `Ok(false)`. A refused allocation is tried again
@@ -573,21 +575,29 @@ impl<T: ?Sized + Hash, S: BuildHasher> ScalableBloomFilter<T, S> {
         Q: ?Sized + Hash,
     {
         let hash = self.hash_item(item);
-        if !self.growth_failed() {
-            return Ok(self.insert_hash(hash));
-        }
-        // The newest stage filled and could not grow: a present item
-        // needs no room; a new one gets a stage now, or the error.
-        let stages = self.list();
-        if stages.older_contain(hash) || stages.newest.contains_hash(hash) {
-            return Ok(false);
-        }
-        if stages.newest.is_full() {
-            if let Some(grown) = self.grow_before_insert(&stages, usize::MAX)? {
-                return Ok(grown.newest.insert_hash(hash).new);
+        loop {
+            let stages = self.list();
+            if stages.older_contain(hash) {
+                return Ok(false);
             }
+            // Sealed: another thread found the newest stage full and is
+            // growing it; or the last growth failed.
+            let no_room = stages.sealed || (self.growth_failed() && stages.newest.is_full());
+            if !no_room {
+                // As `insert_hash` does with a list it finds unsealed.
+                let outcome = stages.newest.insert_hash(hash);
+                if outcome.full {
+                    self.seal_and_grow(&stages);
+                }
+                return Ok(outcome.new);
+            }
+            // A present item needs no room; a new one gets a stage now (this
+            // thread's, or the one a racing grower appended), or the error.
+            if stages.newest.contains_hash(hash) {
+                return Ok(false);
+            }
+            self.grow_before_insert(&stages, usize::MAX)?;
         }
-        Ok(self.insert_hash(hash))
     }
 
     item_methods! {

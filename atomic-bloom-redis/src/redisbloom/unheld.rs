@@ -25,8 +25,6 @@ use redis_module::{logging, raw, Context, KeysCursor, RedisString};
 
 use super::data_type::REDISBLOOM_TYPE;
 use super::{Chain, ChainError};
-use crate::cuckoo::data_type::CUCKOO_TYPE;
-use crate::cuckoo::Cuckoo;
 use crate::refused;
 
 /// Placeholders made since the last load ended.
@@ -137,8 +135,14 @@ fn hold_none(io: *mut raw::RedisModuleIO, why: &dyn std::fmt::Display) {
     PLACED.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A load ended: the placeholders it made are deleted, in every database.
-pub(crate) fn load_ended(ctx: &Context) {
+/// A load ended: the placeholders it made are deleted, in every database:
+/// this module's RedisBloom chains, and the keys `other_placeholder` says
+/// are placeholders of another type (the cuckoo filters, whose files come
+/// earlier in the layering and so name their type there).
+pub(crate) fn load_ended(
+    ctx: &Context,
+    other_placeholder: impl Fn(&redis_module::key::RedisKey) -> bool,
+) {
     // Relaxed: as above.
     if PLACED.swap(0, Ordering::Relaxed) == 0 {
         return;
@@ -156,9 +160,7 @@ pub(crate) fn load_ended(ctx: &Context) {
                 let chain = key
                     .and_then(|key| key.get_value::<Chain>(&REDISBLOOM_TYPE).ok().flatten())
                     .is_some_and(Chain::is_placeholder);
-                let cuckoo = key
-                    .and_then(|key| key.get_value::<Cuckoo>(&CUCKOO_TYPE).ok().flatten())
-                    .is_some_and(Cuckoo::is_placeholder);
+                let cuckoo = key.is_some_and(&other_placeholder);
                 let placeholder = chain || cuckoo;
                 if placeholder {
                     found.borrow_mut().push(name.as_slice().to_vec());
