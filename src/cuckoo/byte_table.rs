@@ -76,7 +76,10 @@ unsafe impl Sync for ByteTable {}
 /// end of `bytes` read as 0).
 #[inline(always)]
 fn word_at(bytes: &[u8], at: usize) -> u64 {
-    match bytes.get(at..at + 8).and_then(|eight| eight.try_into().ok()) {
+    match bytes
+        .get(at..at + 8)
+        .and_then(|eight| eight.try_into().ok())
+    {
         Some(eight) => u64::from_le_bytes(eight),
         None => {
             let mut word = [0u8; 8];

@@ -43,7 +43,10 @@ fn the_redisbloom_scheme_on_bytes_matches_a_byte_array_reference_byte_for_byte()
                 assert_eq!(table.as_bytes(), naive.data, "after delete {i}");
             }
         }
-        assert!(refused > 0, "{bucket_size}x{buckets}: the table never filled");
+        assert!(
+            refused > 0,
+            "{bucket_size}x{buckets}: the table never filled"
+        );
         assert_eq!(table.len(), naive.data.iter().filter(|&&b| b != 0).count());
     }
 }
@@ -101,7 +104,10 @@ fn a_byte_table_takes_its_slots_and_sixteen_bytes() {
         let table = ByteTable::new(bucket_size, buckets).unwrap();
         assert_eq!(table.memory_bytes(), bucket_size as usize * buckets);
         assert_eq!(table.slots(), bucket_size as usize * buckets);
-        assert_eq!((table.bucket_slots(), table.buckets()), (bucket_size, buckets));
+        assert_eq!(
+            (table.bucket_slots(), table.buckets()),
+            (bucket_size, buckets)
+        );
         assert!(table.is_empty());
     }
     let mut table = ByteTable::new(255, 3).unwrap();
@@ -116,7 +122,8 @@ fn a_byte_table_takes_its_slots_and_sixteen_bytes() {
 
 #[test]
 fn shapes_no_table_can_have_are_errors() {
-    let invalid = |result: Result<ByteTable, Error>| matches!(result, Err(Error::InvalidField { .. }));
+    let invalid =
+        |result: Result<ByteTable, Error>| matches!(result, Err(Error::InvalidField { .. }));
     assert!(invalid(ByteTable::new(0, 4)));
     assert!(invalid(ByteTable::new(256, 4)));
     assert!(invalid(ByteTable::new(2, 0)));
@@ -125,7 +132,10 @@ fn shapes_no_table_can_have_are_errors() {
     assert!(overflow(ByteTable::new(255, usize::MAX)));
     #[cfg(target_pointer_width = "64")]
     {
-        assert!(overflow(ByteTable::new(1, MAX_BYTE_TABLE_BUCKETS as usize + 1)));
+        assert!(overflow(ByteTable::new(
+            1,
+            MAX_BYTE_TABLE_BUCKETS as usize + 1
+        )));
         // 2^55 bytes: more than any allocator gives.
         assert!(matches!(
             ByteTable::new(1, 1 << 55),
