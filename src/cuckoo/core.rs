@@ -219,7 +219,7 @@ impl Table {
             words,
             shape,
             lanes: Lanes::new(shape.slot_bits),
-            versions: Versions::new(shape.buckets),
+            versions: Versions::for_words(shape.words()),
             relocation: Mutex::new(()),
             exclusive: false,
         }
