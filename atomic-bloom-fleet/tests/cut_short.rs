@@ -271,7 +271,11 @@ fn a_frontier_keeps_its_leases_when_its_runtime_shuts_down() {
 #[test]
 fn a_call_where_tokio_cannot_do_its_io_is_one_error_at_once() {
     let server = Server::start(Kind::Valkey, &[], &[]);
-    let config = config(&server.url(), "misuse").retry_for(Duration::from_secs(5));
+    // Retrying would take `retry_for`; "at once" is well under it, with
+    // room for a panic's backtrace printed on a loaded machine (over 1 s
+    // once, in CI's step of two test threads beside the fault schedules).
+    let config = config(&server.url(), "misuse").retry_for(Duration::from_secs(30));
+    let at_once = Duration::from_secs(5);
     let unusable = |outcome: Poll<Result<(), Error>>, what: &str| match outcome {
         Poll::Ready(Err(Error::RuntimeUnusable { reason })) => reason,
         other => panic!("{what}: {other:?}"),
@@ -297,7 +301,7 @@ fn a_call_where_tokio_cannot_do_its_io_is_one_error_at_once() {
         panic!("a connect without I/O: {connected:?}");
     };
     assert!(reason.contains("IO is disabled"), "{reason}");
-    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(started.elapsed() < at_once, "{:?}", started.elapsed());
     // Connected where it could, then used where it cannot.
     let seen = one_thread()
         .block_on(FleetSeen::connect(&config))
@@ -308,11 +312,7 @@ fn a_call_where_tokio_cannot_do_its_io_is_one_error_at_once() {
         matches!(inserted, Err(Error::RuntimeUnusable { .. })),
         "{inserted:?}"
     );
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < at_once, "{:?}", started.elapsed());
     // And again where it can: nothing of the failed call was lost.
     let inserted = one_thread().block_on(seen.insert_many(&["a"]));
     assert_eq!(inserted, Ok(vec![true]));

@@ -257,7 +257,7 @@ fn add(
     if let Some(header) = &created {
         replicate_creation(ctx, name, header);
     }
-    if !replayed && cuckoo.filters.len() >= now.max_expansions {
+    if !replayed && cuckoo.filters().len() >= now.max_expansions {
         return Err(error("Maximum expansions reached"));
     }
     let growth = if replayed || std::env::var_os("CF_GROW_LIKE_REDISBLOOM").is_some() {
@@ -515,8 +515,8 @@ pub(crate) fn cf_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let fields = read(ctx, &args[1], |cuckoo| {
         [
             ("Size", integer(cuckoo.redisbloom_bytes())),
-            ("Number of buckets", integer(cuckoo.buckets)),
-            ("Number of filters", integer(cuckoo.filters.len() as u64)),
+            ("Number of buckets", integer(cuckoo.buckets())),
+            ("Number of filters", integer(cuckoo.filters().len() as u64)),
             ("Number of items inserted", integer(cuckoo.items)),
             ("Number of items deleted", integer(cuckoo.deletes)),
             ("Bucket size", integer(cuckoo.bucket_size.into())),

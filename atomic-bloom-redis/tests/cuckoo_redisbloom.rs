@@ -415,32 +415,3 @@ fn a_load_meeting_a_refused_cuckoo_filter_holds_no_key_there_and_goes_on() {
         server.log()
     );
 }
-
-/// `MEMORY USAGE` of every RedisBloom filter loaded here against what
-/// RedisBloom's `MEMORY USAGE` was for it: the same slots (the core's
-/// exclusive tables take their cache lines alone), and the core table's
-/// own fields, which RedisBloom's 16-byte sub-filter header does not have:
-/// at most 128 bytes more a sub-filter, 16 more a filter. (4,704 bytes
-/// against 4,240 for `default`, four sub-filters of 1 KiB; 33,554,640
-/// against 33,554,512 for a 32 MiB one.)
-#[test]
-fn memory_usage_is_redisbloom_s_and_the_core_s_table_fields() {
-    let record = record();
-    let server = Server::start(Kind::Valkey, &[], &[]);
-    let mut c = Conn::open(server.port, false);
-    let mut over = Vec::new();
-    for (name, expected) in record["before"].as_object().unwrap() {
-        assert!(restore(&mut c, name, &bytes(&format!("{name}.dump"))).is_ok());
-        let ours = json_of(&c.call(&["MEMORY", "USAGE", name]))
-            .as_i64()
-            .unwrap();
-        let theirs = expected["memory_usage"].as_i64().unwrap();
-        let filters = expected["info"][5].as_i64().unwrap();
-        if ours > theirs + 16 + 128 * filters {
-            over.push(format!(
-                "{name}: {ours} here, {theirs} in RedisBloom, {filters} sub-filters"
-            ));
-        }
-    }
-    assert!(over.is_empty(), "{}", over.join("\n"));
-}

@@ -3,6 +3,7 @@
 
 mod access;
 mod builder;
+mod byte_table;
 #[doc(hidden)]
 pub mod core;
 mod impls;
@@ -13,6 +14,10 @@ pub(crate) mod sizing;
 pub(crate) mod stages;
 mod versions;
 
+#[cfg(test)]
+mod byte_table_tests;
+#[cfg(test)]
+mod naive;
 #[cfg(test)]
 mod tests;
 
