@@ -488,7 +488,7 @@ fn tasks_of_one_seen_set_cut_short_answer_each_item_new_once() {
                     let items: Vec<String> = vec![
                         format!("own-{task}-{call}"),
                         format!("shared-{}-{call}", task / 2),
-                        format!("shared-{}-{call}", (task + 1) / 2 + 100),
+                        format!("shared-{}-{call}", task.div_ceil(2) + 100),
                         format!("shared-{}-{call}", task / 2),
                     ];
                     let flags = loop {
