@@ -8,9 +8,10 @@ use std::task::{Context, Poll, Waker};
 
 use super::call::{Io, Step};
 use super::frontier::{Push, Request};
-use super::group::{Serve, Turn};
+use super::group::{Again, Group, Retry, Serve, Turn};
 use super::model::{drive, frontier, seen_client, Model};
 use super::tests::{commands, config, script, Fake};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 /// A task that leaves before taking its answer leaves it to the book even
 /// while a later round, which read the book before, is under way: the
@@ -78,7 +79,7 @@ fn full_shard(
     fake: &mut Fake,
     model: &mut Model,
 ) -> (
-    crate::sync::Arc<super::frontier::FrontierCore>,
+    Arc<super::frontier::FrontierCore>,
     super::wire::Wire,
     String,
     super::frontier::PushLeft,
@@ -191,4 +192,71 @@ fn a_push_whose_task_left_while_its_round_refused_it_keeps_its_url() {
         model.queued(&url),
         "{url}, pushed by a task that left, never reached a queue"
     );
+}
+
+/// An answer whose drop waits for `gate` (as a push's refusal waits for its
+/// shard's buffer), saying first that it began.
+struct Gated {
+    gate: Arc<Mutex<()>>,
+    dropping: Arc<AtomicU64>,
+}
+
+impl Drop for Gated {
+    fn drop(&mut self) {
+        // SeqCst: the test's thread polls this flag while this thread waits
+        // for the gate; one flag, read after it is set, orders enough.
+        self.dropping.store(1, Ordering::SeqCst);
+        drop(self.gate.lock());
+    }
+}
+
+/// What a round's callers that left leave behind is in place before the
+/// next round starts: a round finishing drops their answers while it is
+/// still under way. A push's refusal, unclaimed, buffers its URL as it
+/// drops; a check of the fleet in the next round must see it. Before, the
+/// next round could start (and its check look at the buffers) while the
+/// last round's unclaimed answers were still being dropped.
+#[test]
+fn the_next_round_waits_for_what_callers_that_left_leave_behind() {
+    let group: Group<(), Gated> = Group::new(8);
+    let again = || -> Again<'_, (), Gated> { Box::new(|| Retry::Ask((), 1)) };
+    let mut context = Context::from_waker(Waker::noop());
+    let mut server = group.submit((), 1, again());
+    let left = group.submit((), 1, again());
+    let Poll::Ready(Turn::Serve(mut round)) = server.poll_turn(&mut context) else {
+        panic!("the first ticket serves");
+    };
+    assert_eq!(round.take_requests().len(), 2);
+    // The second caller leaves while its request is in the round.
+    drop(left);
+    let gate = Arc::new(Mutex::new(()));
+    let dropping = Arc::new(AtomicU64::new(0));
+    let answers = (0..2)
+        .map(|_| Gated {
+            gate: Arc::clone(&gate),
+            dropping: Arc::clone(&dropping),
+        })
+        .collect();
+    let held = gate.lock().expect("the gate");
+    let turn_meanwhile = std::thread::scope(|scope| {
+        let finishing = scope.spawn(|| round.finish(answers));
+        // SeqCst: see `Gated`.
+        while dropping.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        // The unclaimed answer is being dropped: a caller that looks now.
+        let mut next = group.submit((), 1, again());
+        let turn = format!("{:?}", next.poll_turn(&mut context));
+        drop(held);
+        finishing.join().expect("finished");
+        drop(next);
+        turn
+    });
+    assert_eq!(
+        turn_meanwhile, "Pending",
+        "a round started while the last one's unclaimed answers were still being dropped"
+    );
+    let Poll::Ready(Turn::Answered(_)) = server.poll_turn(&mut context) else {
+        panic!("the server's own answer");
+    };
 }
