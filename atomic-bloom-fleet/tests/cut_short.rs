@@ -456,3 +456,80 @@ fn a_crawl_whose_calls_are_cancelled_loses_and_repeats_nothing() {
         );
     }
 }
+
+/// Thirty-two tasks of one async seen-set offer items, half of them shared
+/// across tasks (and repeated within calls), three calls in ten cut short
+/// after 0 to 500 us, a cut or failed call offered again until answered
+/// (as a caller would): every item is answered new exactly once over all
+/// the tasks, whatever round, shared or not, carried it or was dropped
+/// with the task serving it.
+#[test]
+fn tasks_of_one_seen_set_cut_short_answer_each_item_new_once() {
+    const TASKS: u64 = 32;
+    const CALLS: u64 = 30;
+    let server = Server::start(Kind::Valkey, &[], &[]);
+    let config = config(&server.url(), "cut-seen").batch_size(4);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let answered = runtime.block_on(async {
+        let seen = Arc::new(FleetSeen::connect(&config).await.expect("connects"));
+        let mut tasks = tokio::task::JoinSet::new();
+        for task in 0..TASKS {
+            let seen = Arc::clone(&seen);
+            tasks.spawn(async move {
+                let mut rng = (task + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let mut answered = Vec::new();
+                for call in 0..CALLS {
+                    // Own items, items shared with the next task and the
+                    // one before, and a repeat within the call.
+                    let items: Vec<String> = vec![
+                        format!("own-{task}-{call}"),
+                        format!("shared-{}-{call}", task / 2),
+                        format!("shared-{}-{call}", task.div_ceil(2) + 100),
+                        format!("shared-{}-{call}", task / 2),
+                    ];
+                    let flags = loop {
+                        if let Some(Ok(flags)) = maybe_cut(&mut rng, seen.insert_many(&items)).await
+                        {
+                            break flags;
+                        }
+                    };
+                    answered.push((items, flags));
+                }
+                answered
+            });
+        }
+        // A second or two here; a task never woken fails it.
+        let all = async {
+            let mut answered = Vec::new();
+            while let Some(done) = tasks.join_next().await {
+                answered.extend(done.expect("no task panicked"));
+            }
+            answered
+        };
+        (tokio::time::timeout(Duration::from_secs(120), all).await)
+            .expect("every task was answered within two minutes")
+    });
+    let mut new: HashMap<String, usize> = HashMap::new();
+    for (items, flags) in &answered {
+        assert_eq!(items.len(), flags.len());
+        assert!(
+            !flags[3],
+            "a repeat within a call answered new: {items:?} {flags:?}"
+        );
+        for (item, &flag) in items.iter().zip(flags) {
+            *new.entry(item.clone()).or_default() += usize::from(flag);
+        }
+    }
+    let wrong: Vec<_> = new.iter().filter(|(_, &count)| count != 1).collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {} items answered new other than once: {:?}",
+        wrong.len(),
+        new.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+}
