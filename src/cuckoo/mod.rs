@@ -465,7 +465,8 @@ impl<T: ?Sized + Hash, S: BuildHasher> CuckooFilter<T, S> {
     /// ```
     /// use atomic_bloom::{CuckooFilter, Error};
     ///
-    /// let f: CuckooFilter<str> = CuckooFilter::new(1000, 0.01)?;
+    /// // A fixed seed: under about 1% of seeds both buckets of "a" are one.
+    /// let f: CuckooFilter<str> = CuckooFilter::builder(1000, 0.01).seed(7).build()?;
     /// f.insert("a")?;
     /// // Every copy takes a slot: the two buckets of "a" fill up.
     /// let copies = (0..100).take_while(|_| f.insert("a").is_ok()).count();
