@@ -134,13 +134,10 @@ impl Table {
     }
 
     /// Whether `fingerprint` is in `first` or `second`.
+    #[inline]
     pub(crate) fn contains(&self, first: At, second: At, fingerprint: u8) -> bool {
         match (first, second) {
-            (At::Bucket(first), At::Bucket(second)) => self.core.contains(&Probe {
-                fingerprint: u64::from(fingerprint),
-                first,
-                second,
-            }),
+            (At::Bucket(first), At::Bucket(second)) => self.core.holds(first, second, fingerprint),
             _ => [first, second]
                 .iter()
                 .any(|&at| self.find(at, fingerprint).is_some()),
