@@ -5,10 +5,12 @@
 //! Replication: what the primary applied travels, never more, and never
 //! a command whose meaning depends on the receiver's configs. A new filter
 //! travels as `CF.LOADCHUNK key 1 <header>` (its every field, so a replica
-//! whose `cf-*` configs differ builds the same filter), the items an add
-//! inserted as `CF.INSERT key NOCREATE ITEMS ...` (an item that was there
-//! already (`NX`), or had no room, changed nothing and does not travel),
-//! and `CF.DEL` (when it deleted), `CF.COMPACT` and `CF.LOADCHUNK` as sent.
+//! whose `cf-*` configs differ builds the same filter), an add whose every
+//! item went in (or, `NX`, was there already) as sent, and of another add
+//! the items it inserted as `CF.INSERT key NOCREATE ITEMS ...` (an item
+//! that was there already or had no room changed nothing and does not
+//! travel: the primary's answer for it, which may be a duplicate refused,
+//! never depends on the replica's), and `CF.DEL` (when it deleted), `CF.COMPACT` and `CF.LOADCHUNK` as sent.
 //! Insertion is deterministic, so the same items in the same order leave
 //! the same slots on the replica. A replayed command is not held to this
 //! server's configs (ranges, `cf-max-expansions`) and grows as RedisBloom
@@ -294,6 +296,10 @@ fn add(
     }
     inserted.resize(REPLICATED_WORDS, std::ptr::null_mut());
     let mut starved = false;
+    // Every item in, or there already: the command as sent does on the
+    // replica what it did here (the filters are the same, and no item met
+    // this server's duplicate rule, cap or memory).
+    let mut all_applied = true;
     let mut single = None;
     if adding.multi {
         raw::reply_with_array(ctx.ctx, items.len() as std::os::raw::c_long);
@@ -304,6 +310,7 @@ fn add(
             inserted.push(item.inner);
         }
         starved |= outcome == Insert::NoMemory;
+        all_applied &= matches!(outcome, Insert::Inserted | Insert::Exists);
         if adding.multi {
             reply_outcome(ctx, &adding, outcome, resp3);
         } else {
@@ -323,7 +330,11 @@ fn add(
             true,
         ));
     }
-    replicate_inserted(ctx, name, &mut inserted);
+    if all_applied && inserted.len() > REPLICATED_WORDS {
+        ctx.replicate_verbatim();
+    } else {
+        replicate_inserted(ctx, name, &mut inserted);
+    }
     inserted.clear();
     if inserted.capacity() <= KEPT_REPLICATED {
         REPLICATED.with_borrow_mut(|kept| *kept = inserted);
