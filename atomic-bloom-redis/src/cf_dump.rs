@@ -27,8 +27,12 @@ fn read<T>(
     }
 }
 
+/// A count as RedisBloom replies with it (`RedisModule_ReplyWithLongLong`
+/// of its unsigned field): the same 64 bits, signed, so that a count past
+/// 2^63 (a hand-made header's, or one a delete took below 0) answers
+/// negative as there.
 fn integer(value: u64) -> RedisValue {
-    RedisValue::Integer(i64::try_from(value).unwrap_or(i64::MAX))
+    RedisValue::Integer(value as i64)
 }
 
 /// `CF.INFO key`.

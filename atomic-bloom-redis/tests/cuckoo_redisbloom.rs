@@ -289,6 +289,16 @@ fn mutated_restore_payloads_are_refused_or_load_and_the_server_lives() {
         restore(&mut c, "short", &short),
         Reply::Error(b"ERR Bad data format".to_vec())
     );
+    // A count of sub-filters whose 16 bytes each pass 2^64 (refused for
+    // its count; the sum of its bytes must not overflow on the way).
+    for filters in [1u64 << 60, u64::MAX] {
+        let many = payload_like(&payload, 4, &[filters, 512, 0, 0, 2, 20, 1], &[]);
+        assert_eq!(
+            restore(&mut c, "many", &many),
+            Reply::Error(b"ERR Bad data format".to_vec()),
+            "{filters} sub-filters"
+        );
+    }
     // Encoding 3 with a bucket size (the config's, 2) its slots do not fit.
     let old = payload_like(&payload, 3, &[1, 512, 0], &[&[1u8; 512]]);
     assert_eq!(

@@ -38,6 +38,8 @@ mod setup;
 #[cfg(test)]
 mod shared_crawl_tests;
 #[cfg(test)]
+mod shared_round_tests;
+#[cfg(test)]
 mod tests;
 pub(crate) mod wire;
 

@@ -420,6 +420,7 @@ impl Cuckoo {
             return Insert::Exists;
         }
         let size = self.slots_per_bucket();
+        let mut undo = Vec::new();
         loop {
             let placed = (self.filters.iter_mut().rev())
                 .any(|sub| sub.insert_free(lookup.h1, lookup.h2, lookup.fingerprint, size));
@@ -427,20 +428,34 @@ impl Cuckoo {
                 self.items = self.items.wrapping_add(1);
                 return Insert::Inserted;
             }
-            if self.relocate(lookup) {
-                self.items = self.items.wrapping_add(1);
-                return Insert::Inserted;
-            }
-            if self.expansion == 0 {
-                return Insert::NoSpace;
+            match self.relocate(lookup, &mut undo) {
+                Some(true) => {
+                    self.items = self.items.wrapping_add(1);
+                    return Insert::Inserted;
+                }
+                Some(false) => {}
+                None => return Insert::NoMemory,
             }
             let grown = self.filters.len() > 1;
-            if growth == Growth::NotForDuplicates && grown && self.only_copies_of(lookup) {
-                return Insert::NoSpace;
+            let failure = if self.expansion == 0
+                || (growth == Growth::NotForDuplicates && grown && self.only_copies_of(lookup))
+            {
+                Insert::NoSpace
+            } else {
+                match self.grow(cap) {
+                    // The item goes into the new sub-filter: what the
+                    // relocation moved stays moved, as in RedisBloom.
+                    Ok(()) => {
+                        undo.clear();
+                        continue;
+                    }
+                    Err(failure) => failure,
+                }
+            };
+            if let Some(sub) = self.filters.last_mut() {
+                sub.table.put_back(&undo);
             }
-            if let Err(failure) = self.grow(cap) {
-                return failure;
-            }
+            return failure;
         }
     }
 
@@ -458,13 +473,29 @@ impl Cuckoo {
     /// fingerprint it displaced goes to its own other bucket, and so on for
     /// `max_iterations` moves (the victim slot advancing by one each move);
     /// if none ends in an empty slot, every move is undone in reverse.
-    fn relocate(&mut self, lookup: &Lookup) -> bool {
+    ///
+    /// In a sub-filter of other than a power of two of buckets (only a
+    /// hand-made header or RDB value has one) that undoing leaves slots
+    /// moved, fingerprints lost or doubled: there each slot written is
+    /// noted in `undo`, so that an insert that then fails (no growth)
+    /// puts them back and changes nothing, as a command that fails must
+    /// (it does not travel to replicas). `None`: no memory for the notes
+    /// (nothing moved).
+    fn relocate(&mut self, lookup: &Lookup, undo: &mut Vec<(u64, u8)>) -> Option<bool> {
         let moves = self.max_iterations;
         let Some(sub) = self.filters.last_mut() else {
-            return false;
+            return Some(false);
         };
         let first = lookup.h1 % sub.buckets();
-        sub.table.kick_out(first, lookup.fingerprint, moves)
+        if sub.buckets().is_power_of_two() {
+            return Some(sub.table.kick_out(first, lookup.fingerprint, moves));
+        }
+        undo.clear();
+        undo.try_reserve_exact(2 * usize::from(moves) + 1).ok()?;
+        Some(
+            sub.table
+                .kick_out_noted(first, lookup.fingerprint, moves, undo),
+        )
     }
 
     /// Bytes as RedisBloom counts them for `CF.INFO` `Size` (and its

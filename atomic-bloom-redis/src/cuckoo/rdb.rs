@@ -108,7 +108,8 @@ pub(crate) fn load(
         );
     }
     let size = u64::from(fields.bucket_size);
-    let mut total = 40 + 16 * filters;
+    // `filters` is the input's, any 64-bit number (refused past 65535).
+    let mut total = 16u64.saturating_mul(filters).saturating_add(40);
     let count = usize::from(filters as u16);
     let mut gathered = Gathered::with_room(count);
     if gathered.is_none() {

@@ -194,6 +194,57 @@ impl Table {
         self.core.kick_out(&RedisBloom, &probe, u32::from(moves))
     }
 
+    /// [`Table::kick_out`] slot by slot, each slot it writes noted in
+    /// `undo` (room for `2 · moves + 1` taken by the caller) with what it
+    /// held before: in a table of other than a power of two of buckets the
+    /// alternate index is no involution, RedisBloom's undoing of a failed
+    /// relocation does not put the slots back, and the caller may.
+    pub(crate) fn kick_out_noted(
+        &mut self,
+        first: u64,
+        fingerprint: u8,
+        moves: u16,
+        undo: &mut Vec<(u64, u8)>,
+    ) -> bool {
+        let size = self.size();
+        let buckets = self.buckets();
+        let mut write = |table: &mut Table, at: u64, value: u8| {
+            undo.push((at, table.get(at)));
+            table.set(at, value);
+        };
+        let mut in_hand = fingerprint;
+        let mut victim = 0;
+        let mut bucket = first;
+        for _ in 0..moves {
+            let at = bucket * size + victim;
+            let evicted = self.get(at);
+            write(self, at, in_hand);
+            in_hand = evicted;
+            bucket = super::alternate(in_hand, bucket) % buckets;
+            if let Some(free) = self.find(At::Bucket(bucket as usize), 0) {
+                write(self, free, in_hand);
+                return true;
+            }
+            victim = (victim + 1) % size;
+        }
+        for _ in 0..moves {
+            victim = (victim + size - 1) % size;
+            bucket = super::alternate(in_hand, bucket) % buckets;
+            let at = bucket * size + victim;
+            let evicted = self.get(at);
+            write(self, at, in_hand);
+            in_hand = evicted;
+        }
+        false
+    }
+
+    /// Puts back the slots [`Table::kick_out_noted`] wrote, last first.
+    pub(crate) fn put_back(&mut self, undo: &[(u64, u8)]) {
+        for &(at, value) in undo.iter().rev() {
+            self.set(at, value);
+        }
+    }
+
     /// A copy (its slots from the allocator's zeroed path, then copied);
     /// `None` without memory.
     pub(crate) fn try_clone(&self) -> Option<Table> {
