@@ -14,8 +14,13 @@ const MAX_STRIPES: usize = 1024;
 
 /// Words of slots per stripe at least: a version's 8 bytes for every 512
 /// bytes of slots, so the stripes add at most 1/64 to the memory (a
-/// stripe for every 4 buckets took 1.6 bits per item at 1%).
+/// stripe for every 4 buckets took 1.6 bits per item at 1%). In the loom
+/// build one word, so the models' two-word tables have two stripes and
+/// explore moves between buckets of distinct stripes.
+#[cfg(not(atomic_bloom_loom))]
 const WORDS_PER_STRIPE: usize = 64;
+#[cfg(atomic_bloom_loom)]
+const WORDS_PER_STRIPE: usize = 1;
 
 /// What of a version counts: all of it, except in the loom build, where a
 /// 3-bit counter (four moves to wrap) lets the models explore wrap-around.
