@@ -212,6 +212,12 @@ impl ByteTable {
         let start = self.start(bucket);
         let bytes = self.as_bytes();
         let broadcast = LANES.broadcast(u64::from(value));
+        if size <= 8 {
+            // One word holds the bucket: no loop.
+            let valid = LANES.lane_range(0, size as u32);
+            let found = LANES.matching(word_at(bytes, start), broadcast, valid);
+            return (found != 0).then(|| found.trailing_zeros() / 8);
+        }
         let mut at = 0;
         while at < size {
             let valid = LANES.lane_range(0, (size - at).min(8) as u32);
@@ -298,9 +304,29 @@ impl ByteTable {
     /// If a bucket is out of the table.
     #[inline]
     pub fn contains(&self, probe: &Probe) -> bool {
-        let fingerprint = Self::fingerprint(probe);
-        self.find(probe.first, fingerprint).is_some()
-            || self.find(probe.second, fingerprint).is_some()
+        self.holds(probe.first, probe.second, Self::fingerprint(probe))
+    }
+
+    /// Whether `value` is in bucket `first` or bucket `second`: a bucket
+    /// of up to eight slots is one load and one compare, and the two are
+    /// looked at together.
+    ///
+    /// # Panics
+    ///
+    /// If a bucket is out of the table.
+    #[inline]
+    pub fn holds(&self, first: usize, second: usize, value: u8) -> bool {
+        let size = self.bucket_slots() as usize;
+        if size > 8 {
+            return self.find(first, value).is_some() || self.find(second, value).is_some();
+        }
+        let (first, second) = (self.start(first), self.start(second));
+        let bytes = self.as_bytes();
+        let valid = LANES.lane_range(0, size as u32);
+        let broadcast = LANES.broadcast(u64::from(value));
+        let hits = LANES.matching(word_at(bytes, first), broadcast, valid)
+            | LANES.matching(word_at(bytes, second), broadcast, valid);
+        hits != 0
     }
 
     /// Copies of the probe's fingerprint in its two buckets (one bucket
@@ -327,10 +353,38 @@ impl ByteTable {
     /// If a bucket is out of the table.
     #[inline]
     pub fn insert_free(&mut self, probe: &Probe) -> bool {
-        let fingerprint = Self::fingerprint(probe);
-        for bucket in [probe.first, probe.second] {
+        self.put(probe.first, probe.second, Self::fingerprint(probe))
+    }
+
+    /// Puts `value` into the lowest free slot of bucket `first`, else of
+    /// bucket `second`; false, changing nothing, if both are full. A
+    /// bucket of up to eight slots is one load and one compare.
+    ///
+    /// # Panics
+    ///
+    /// If a bucket is out of the table.
+    #[inline]
+    pub fn put(&mut self, first: usize, second: usize, value: u8) -> bool {
+        let size = self.bucket_slots() as usize;
+        let (first_at, second_at) = (self.start(first), self.start(second));
+        if size <= 8 {
+            let bytes = self.as_bytes();
+            let valid = LANES.lane_range(0, size as u32);
+            let mut at = first_at;
+            let mut free = LANES.matching(word_at(bytes, first_at), 0, valid);
+            if free == 0 {
+                at = second_at;
+                free = LANES.matching(word_at(bytes, second_at), 0, valid);
+                if free == 0 {
+                    return false;
+                }
+            }
+            self.as_bytes_mut()[at + (free.trailing_zeros() / 8) as usize] = value;
+            return true;
+        }
+        for bucket in [first, second] {
             if let Some(index) = self.find_free(bucket) {
-                self.set_slot(bucket, index, fingerprint);
+                self.set_slot(bucket, index, value);
                 return true;
             }
         }

@@ -401,7 +401,7 @@ impl Cuckoo {
     /// make room) answers as a full filter does, where RedisBloom grows one
     /// more sub-filter, `expansion` times the last, to hold one more copy
     /// (a hot duplicate grew a filter to 19 sub-filters and 8 GB for 92,000
-    /// items: RedisBloom's issue #533). A duplicate thus grows a filter by
+    /// items, as RedisBloom's users reported). A duplicate thus grows a filter by
     /// one sub-filter at most, as RedisBloom's own tests expect (six copies
     /// of an item in a filter of bucket size 2). Replayed commands grow as
     /// RedisBloom grew ([`Growth::AsRedisBloom`]): a replica does what its

@@ -134,13 +134,10 @@ impl Table {
     }
 
     /// Whether `fingerprint` is in `first` or `second`.
+    #[inline]
     pub(crate) fn contains(&self, first: At, second: At, fingerprint: u8) -> bool {
         match (first, second) {
-            (At::Bucket(first), At::Bucket(second)) => self.core.contains(&Probe {
-                fingerprint: u64::from(fingerprint),
-                first,
-                second,
-            }),
+            (At::Bucket(first), At::Bucket(second)) => self.core.holds(first, second, fingerprint),
             _ => [first, second]
                 .iter()
                 .any(|&at| self.find(at, fingerprint).is_some()),
@@ -149,13 +146,10 @@ impl Table {
 
     /// Puts `fingerprint` in the first empty slot of `first`, else of
     /// `second`; false if both are full.
+    #[inline]
     pub(crate) fn insert_free(&mut self, first: At, second: At, fingerprint: u8) -> bool {
         if let (At::Bucket(first), At::Bucket(second)) = (first, second) {
-            return self.core.insert_free(&Probe {
-                fingerprint: u64::from(fingerprint),
-                first,
-                second,
-            });
+            return self.core.put(first, second, fingerprint);
         }
         match [first, second].iter().find_map(|&at| self.find(at, 0)) {
             Some(slot) => {
