@@ -17,7 +17,7 @@ fn read(bytes: &[u8]) -> Result<CuckooFilter<u64>, Error> {
 }
 
 /// A small filter without growth, some items in: 10 slots of 12 bits a
-/// bucket, 4 buckets (one line).
+/// bucket, 104 buckets (the least table, 26 lines, one page).
 fn small() -> CuckooFilter<u64> {
     let filter = CuckooFilter::builder(20, 0.01).seed(3).build().unwrap();
     for item in 0..15u64 {
@@ -73,17 +73,17 @@ fn a_round_trip_answers_counts_and_removes_as_before() {
         .growth(true)
         .build()
         .unwrap();
-    for item in 0..2_000u64 {
+    for item in 0..5_000u64 {
         growing.insert(&item).unwrap();
     }
     assert!(growing.stages() > 2);
     let loaded = read(&bytes_of(&growing)).unwrap();
     assert_eq!(loaded, growing);
     assert_eq!(loaded.stages(), growing.stages());
-    for item in 2_000..10_000u64 {
+    for item in 5_000..20_000u64 {
         loaded.insert(&item).unwrap();
     }
-    assert!((0..10_000u64).all(|item| loaded.contains(&item)));
+    assert!((0..20_000u64).all(|item| loaded.contains(&item)));
     assert_eq!(
         bytes_of(&read(&bytes_of(&loaded)).unwrap()),
         bytes_of(&loaded)
@@ -161,11 +161,17 @@ fn each_bad_field_gets_its_own_error() {
         })
     ));
     // A word past the last slot: the library fills the line with buckets
-    // (4 of 2 words), so the file is made to say 3 buckets, words 6 and 7
-    // of the line (the fourth bucket) empty and the count that of the
-    // first three; it loads, and a bit in word 6 is refused.
-    let mut three = good.clone();
+    // (4 of 2 words), so the file is made to say 3 buckets (as a file
+    // saved before tables had a least size may), its first line only,
+    // words 6 and 7 of the line (the fourth bucket) empty and the count
+    // that of the first three; it loads, and a bit in word 6 is refused.
+    let page_end = slots_at() + 104 * 2 * 8;
+    let mut three = [&good[..slots_at() + 64], &good[page_end..]].concat();
     three[buckets_at()..buckets_at() + 8].copy_from_slice(&3u64.to_le_bytes());
+    // Fingerprints in the first three buckets (the 15 items fell
+    // elsewhere in 104 buckets): two in word 0, one in word 3.
+    three[slots_at()..slots_at() + 2].copy_from_slice(&[0x01, 0x20]);
+    three[slots_at() + 3 * 8] |= 0x05;
     three[slots_at() + 6 * 8..slots_at() + 8 * 8].fill(0);
     let held = (0..6)
         .map(|word| {
@@ -180,6 +186,7 @@ fn each_bad_field_gets_its_own_error() {
     three[count_at..count_at + 8].copy_from_slice(&held.to_le_bytes());
     reseal(&mut three);
     let loaded = read(&three).unwrap();
+    assert!(held >= 3);
     assert_eq!((loaded.len() as u64, loaded.capacity()), (held, 29));
     let bytes = with(&three, slots_at() + 6 * 8, &[1]);
     assert!(matches!(
@@ -189,8 +196,8 @@ fn each_bad_field_gets_its_own_error() {
             ..
         })
     ));
-    // The stored fingerprint count, after the line and its checksum.
-    let count_at = slots_at() + 64 + 4;
+    // The stored fingerprint count, after the page and its checksum.
+    let count_at = page_end + 4;
     assert_eq!(
         u64::from_le_bytes(good[count_at..count_at + 8].try_into().unwrap()),
         15
@@ -334,14 +341,16 @@ fn growth_options_that_do_not_back_the_stages_are_refused() {
         .growth(true)
         .build()
         .unwrap();
-    for item in 0..300u64 {
+    for item in 0..3_000u64 {
         growing.insert(&item).unwrap();
     }
     assert!(growing.stages() > 1);
     let good = bytes_of(&growing);
     assert!(read(&good).is_ok());
     let first_capacity_at = body_start() + 9;
-    for claimed in [1u64 << 40, 150, 50, 0] {
+    // (Any claim from 1 to about 1,000 plans the same least tables as 100
+    // and loads.)
+    for claimed in [1u64 << 40, 5_000, 2_500, 0] {
         let bytes = with(&good, first_capacity_at, &claimed.to_le_bytes());
         assert!(
             matches!(read(&bytes), Err(Error::InvalidField { .. })),
@@ -353,4 +362,39 @@ fn growth_options_that_do_not_back_the_stages_are_refused() {
     let plain = bytes_of(&small());
     let bytes = with(&plain, first_capacity_at, &7u64.to_le_bytes());
     assert!(matches!(read(&bytes), Err(Error::InvalidField { .. })));
+}
+
+/// A growing filter saved before tables had a least size (1,024 slots)
+/// has a first stage of the shape planned then: for 100 items at 1%, 12
+/// buckets (3 lines). It still loads, inserts and grows; a stage of
+/// neither shape is still refused.
+#[test]
+fn a_growing_file_with_a_table_smaller_than_the_least_loads() {
+    let growing: CuckooFilter<u64> = CuckooFilter::builder(100, 0.01)
+        .seed(4)
+        .growth(true)
+        .build()
+        .unwrap();
+    let good = bytes_of(&growing);
+    let page_end = slots_at() + 104 * 2 * 8;
+    let with_buckets = |buckets: u64| {
+        let lines = buckets.div_ceil(4) as usize;
+        let mut bytes = [&good[..slots_at() + lines * 64], &good[page_end..]].concat();
+        bytes[buckets_at()..buckets_at() + 8].copy_from_slice(&buckets.to_le_bytes());
+        reseal(&mut bytes);
+        bytes
+    };
+    let before = read(&with_buckets(12)).unwrap();
+    assert_eq!((before.capacity(), before.stages()), (117, 1));
+    for item in 0..1_000u64 {
+        before.insert(&item).unwrap();
+    }
+    assert!(before.stages() > 1 && (0..1_000u64).all(|item| before.contains(&item)));
+    assert!(matches!(
+        read(&with_buckets(16)),
+        Err(Error::InvalidField {
+            field: "cuckoo stage not the growth options' (its index)",
+            ..
+        })
+    ));
 }

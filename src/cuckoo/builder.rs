@@ -68,10 +68,10 @@ impl<T: ?Sized, S> CuckooFilterBuilder<T, S> {
     /// use atomic_bloom::CuckooFilter;
     ///
     /// let f: CuckooFilter<u64> = CuckooFilter::builder(100, 0.01).growth(true).build()?;
-    /// for i in 0..1_000u64 {
+    /// for i in 0..5_000u64 {
     ///     f.insert(&i)?;
     /// }
-    /// assert!(f.grows() && f.stages() > 1 && f.contains(&999));
+    /// assert!(f.grows() && f.stages() > 1 && f.contains(&4_999));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn growth(mut self, growth: bool) -> Self {

@@ -266,7 +266,7 @@ fn lookups_take_a_borrowed_form() {
 #[should_panic(expected = "CuckooFilter::extend: the cuckoo filter is full")]
 fn extend_panics_when_full() {
     let mut f: CuckooFilter<u64> = CuckooFilter::builder(10, 0.01).seed(1).build().unwrap();
-    f.extend(0..1000u64);
+    f.extend(0..10_000u64);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use super::{reserve_as_read, to_usize, Decoder, Encoder, Kind, Saved};
 use crate::bits::BitArray;
 use crate::block::WORDS_PER_BLOCK;
 use crate::cuckoo::core::{Shape, Table};
-use crate::cuckoo::sizing::{capacity_of, plan, Packing};
+use crate::cuckoo::sizing::{capacity_of, plan, plan_before_least_slots, Packing};
 use crate::cuckoo::stages::{Growth, Stage};
 use crate::sync::Arc;
 use crate::wire::PAGE_BYTES;
@@ -157,8 +157,18 @@ impl<T: ?Sized> Saved for CuckooFilter<T, DefaultHasher> {
                     .ok()
                     .and_then(|index| 1usize.checked_shl(index))
                     .and_then(|factor| first_capacity.checked_mul(factor))
-                    .and_then(|capacity| plan(capacity, rate / 2f64.powi(index as i32 + 1)).ok());
-                if planned.map(|(shape, _)| shape) != Some(*stage.table.shape()) {
+                    .map(|capacity| (capacity, rate / 2f64.powi(index as i32 + 1)));
+                // Files saved before tables had a least size keep their
+                // smaller stages.
+                let is_planned = planned.is_some_and(|(capacity, rate)| {
+                    [
+                        plan(capacity, rate),
+                        plan_before_least_slots(capacity, rate),
+                    ]
+                    .into_iter()
+                    .any(|planned| planned.is_ok_and(|(shape, _)| shape == *stage.table.shape()))
+                });
+                if !is_planned {
                     return Err(Error::InvalidField {
                         field: "cuckoo stage not the growth options' (its index)",
                         value: index as u64,
