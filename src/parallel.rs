@@ -83,9 +83,10 @@ where
     ///
     /// # Errors
     ///
-    /// The first error an insert returned ([`Error::CuckooFilterFull`](crate::Error::CuckooFilterFull)
+    /// The first error an insert returned, in time ([`Error::CuckooFilterFull`](crate::Error::CuckooFilterFull)
     /// without growth): the items inserted before it, and by other threads
-    /// meanwhile, stay in; rayon stops handing out the rest.
+    /// meanwhile, stay in; rayon stops handing out the rest, and the
+    /// errors of inserts under way then are dropped.
     ///
     /// # Example
     ///
@@ -115,8 +116,21 @@ where
         I: IntoParallelIterator,
         I::Item: AsItem<T>,
     {
-        items
-            .into_par_iter()
-            .try_for_each(|item| self.insert(item.as_item()))
+        // The first error returned, in time: rayon's `try_for_each` would
+        // return the error of the leftmost item among those that failed.
+        let first = crate::sync::Mutex::new(None);
+        let _stopped = items.into_par_iter().try_for_each(|item| {
+            self.insert(item.as_item()).map_err(|error| {
+                first
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get_or_insert(error);
+            })
+        });
+        // Stored by every failed insert: `Err` exactly when one failed.
+        first
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .map_or(Ok(()), Err)
     }
 }

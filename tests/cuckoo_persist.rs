@@ -17,7 +17,7 @@ fn read(bytes: &[u8]) -> Result<CuckooFilter<u64>, Error> {
 }
 
 /// A small filter without growth, some items in: 10 slots of 12 bits a
-/// bucket, 3 buckets (2 lines).
+/// bucket, 4 buckets (one line).
 fn small() -> CuckooFilter<u64> {
     let filter = CuckooFilter::builder(20, 0.01).seed(3).build().unwrap();
     for item in 0..15u64 {
@@ -160,8 +160,28 @@ fn each_bad_field_gets_its_own_error() {
             ..
         })
     ));
-    // A word past the last slot (3 buckets of 2 words: word 6 of the line).
-    let bytes = with(&good, slots_at() + 6 * 8, &[1]);
+    // A word past the last slot: the library fills the line with buckets
+    // (4 of 2 words), so the file is made to say 3 buckets, words 6 and 7
+    // of the line (the fourth bucket) empty and the count that of the
+    // first three; it loads, and a bit in word 6 is refused.
+    let mut three = good.clone();
+    three[buckets_at()..buckets_at() + 8].copy_from_slice(&3u64.to_le_bytes());
+    three[slots_at() + 6 * 8..slots_at() + 8 * 8].fill(0);
+    let held = (0..6)
+        .map(|word| {
+            let at = slots_at() + word * 8;
+            let bits = u64::from_le_bytes(three[at..at + 8].try_into().unwrap());
+            (0..5)
+                .filter(|lane| bits >> (12 * lane) & 0xfff != 0)
+                .count() as u64
+        })
+        .sum::<u64>();
+    let count_at = slots_at() + 64 + 4;
+    three[count_at..count_at + 8].copy_from_slice(&held.to_le_bytes());
+    reseal(&mut three);
+    let loaded = read(&three).unwrap();
+    assert_eq!((loaded.len() as u64, loaded.capacity()), (held, 29));
+    let bytes = with(&three, slots_at() + 6 * 8, &[1]);
     assert!(matches!(
         read(&bytes),
         Err(Error::InvalidField {
@@ -321,7 +341,7 @@ fn growth_options_that_do_not_back_the_stages_are_refused() {
     let good = bytes_of(&growing);
     assert!(read(&good).is_ok());
     let first_capacity_at = body_start() + 9;
-    for claimed in [1u64 << 40, 101, 50, 0] {
+    for claimed in [1u64 << 40, 150, 50, 0] {
         let bytes = with(&good, first_capacity_at, &claimed.to_le_bytes());
         assert!(
             matches!(read(&bytes), Err(Error::InvalidField { .. })),

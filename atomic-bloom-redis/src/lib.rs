@@ -31,7 +31,10 @@
 //! Layout, each file using only those after it (no circles; `lib.rs`
 //! hands the earlier files what the later ones define):
 //! `fuzzing.rs` (the fuzz targets' entry points), `wbf_commands.rs` (the
-//! `WBF.*` commands), `cf_commands.rs` (the `CF.*` commands),
+//! `WBF.*` commands), `cf_entry.rs` (the `CF.*` commands' entry points:
+//! each call's arguments lent, not copied), `cf_dump.rs` (`CF.INFO`,
+//! `CF.DEBUG`, `CF.SCANDUMP`, `CF.LOADCHUNK`), `cf_commands.rs` (the other
+//! `CF.*` commands),
 //! `commands.rs` (the `BF.*` commands that write: parsing and replies),
 //! `bf_reads.rs` (those that read, and the reply helpers), `events.rs`
 //! (flushes, `SWAPDB` and loads, to what each concerns), `args.rs`
@@ -61,6 +64,8 @@ mod alloc;
 mod args;
 mod bf_reads;
 mod cf_commands;
+mod cf_dump;
+mod cf_entry;
 mod command_info;
 mod commands;
 mod config;
@@ -90,7 +95,8 @@ use windowed::data_type::WINDOWED_TYPE;
 /// fails the load, with the reason in the server's log.
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     ctx.set_module_options(redis_module::raw::ModuleOptions::HANDLE_IO_ERRORS);
-    let loaded = args::load_defaults(args)
+    let loaded = cf_entry::register(ctx)
+        .and_then(|()| args::load_defaults(args))
         .and_then(|defaults| config::register(ctx, &defaults, cuckoo::config::register_all))
         .and_then(|()| command_info::register(ctx, &cuckoo::command_info::COMMANDS))
         .and_then(|()| events::subscribe(ctx))
@@ -145,22 +151,5 @@ redis_module! {
         ["wbf.info", wbf_commands::wbf_info, "readonly may-replicate", 1, 1, 1, ""],
         ["wbf.advance", wbf_commands::wbf_advance, "write", 1, 1, 1, ""],
         ["wbf.loadchunk", wbf_commands::wbf_loadchunk, "write deny-oom", 1, 1, 1, ""],
-        ["cf.reserve", cf_commands::cf_reserve, "write deny-oom", 1, 1, 1, ""],
-        ["cf.add", cf_commands::cf_add, "write deny-oom", 1, 1, 1, ""],
-        ["cf.addnx", cf_commands::cf_addnx, "write deny-oom", 1, 1, 1, ""],
-        ["cf.insert", cf_commands::cf_insert, "write deny-oom", 1, 1, 1, ""],
-        ["cf.insertnx", cf_commands::cf_insertnx, "write deny-oom", 1, 1, 1, ""],
-        ["cf.exists", cf_commands::cf_exists, "readonly fast", 1, 1, 1, ""],
-        ["cf.mexists", cf_commands::cf_mexists, "readonly fast", 1, 1, 1, ""],
-        ["cf.count", cf_commands::cf_count, "readonly fast", 1, 1, 1, ""],
-        ["cf.del", cf_commands::cf_del, "write fast", 1, 1, 1, ""],
-        // RedisBloom registers it readonly, though it moves fingerprints: a
-        // read-only replica would then change its copy apart from its
-        // primary's. Here it is a write.
-        ["cf.compact", cf_commands::cf_compact, "write", 1, 1, 1, ""],
-        ["cf.scandump", cf_commands::cf_scandump, "readonly fast", 1, 1, 1, ""],
-        ["cf.loadchunk", cf_commands::cf_loadchunk, "write deny-oom", 1, 1, 1, ""],
-        ["cf.info", cf_commands::cf_info, "readonly fast", 1, 1, 1, ""],
-        ["cf.debug", cf_commands::cf_debug, "readonly fast", 1, 1, 1, ""],
     ],
 }

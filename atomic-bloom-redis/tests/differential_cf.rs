@@ -23,15 +23,19 @@
 //! few hot ones; `CF.EXISTS`, `CF.MEXISTS`, `CF.COUNT`, `CF.DEL`,
 //! `CF.COMPACT`, `CF.INFO`, `CF.DEBUG`, `CF.SCANDUMP` at any iterator,
 //! `CF.LOADCHUNK` of garbage at any iterator and of hand-made headers,
-//! whole dumps copied into new keys, wrong arity, a string key; 20% of
-//! commands over RESP3. Left out, as RedisBloom misreads them: a
+//! whole dumps copied into new keys, wrong arity, a string key, `CONFIG
+//! SET` of the `cf-*` configs in and out of their ranges (which `CF.ADD`
+//! and `CF.INSERT` then create filters with), headers whose counts pass
+//! 2^63; 20% of commands over RESP3. Left out, as RedisBloom misreads them: a
 //! `CF.RESERVE` option as the last argument (RedisBloom reads past its
 //! arguments), and headers of more than 2^20 buckets (gigabytes that one
 //! server's allocator may grant and the other's refuse).
 //!
 //! The one tolerance, this module's on purpose: a client's add that
 //! RedisBloom answers by growing a sub-filter for a duplicate (its issue
-//! 533) is answered here as a full filter (-1, false, "Filter is full").
+//! 533), or by trying to and finding no memory ("ERR Insufficient
+//! memory"), is answered here as a full filter (-1, false, "Filter is
+//! full").
 //! Where replies differ only so, and this server's `CF.COUNT` of each such
 //! item is at least twice its bucket size (its buckets hold nothing but
 //! it), the difference is counted and the key starts again on both.
@@ -84,6 +88,29 @@ const NUMBERS: [&str; 24] = [
     "9223372036854775807",
 ];
 
+/// RedisBloom's `cf-*` configs (`bf.` on Valkey for both modules) and
+/// values to set them to, in and out of their ranges, in their defaults'
+/// order (each seed starts from the defaults: the first value of each).
+const CONFIGS: [(&str, &[&str]); 5] = [
+    (
+        "cf-initial-size",
+        &["1024", "4", "8", "64", "510", "3", "1073741825", "x"],
+    ),
+    ("cf-bucket-size", &["2", "1", "4", "255", "0", "256", "x"]),
+    (
+        "cf-max-iterations",
+        &["20", "1", "2", "65535", "0", "65536"],
+    ),
+    (
+        "cf-expansion-factor",
+        &["1", "0", "2", "3", "32768", "32769"],
+    ),
+    (
+        "cf-max-expansions",
+        &["32", "1", "2", "65536", "0", "65537"],
+    ),
+];
+
 struct Generator {
     rng: Rng,
 }
@@ -115,9 +142,9 @@ impl Generator {
 
     fn header(&mut self) -> Vec<u8> {
         let fields: [u64; 4] = [
-            self.rng.pick(&[0, 5, 100]),
+            self.rng.pick(&[0, 5, 100, u64::MAX - 4, 1 << 63]),
             self.rng.pick(&[0, 1, 2, 3, 4, 64, 1 << 20]),
-            self.rng.pick(&[0, 3]),
+            self.rng.pick(&[0, 3, 1 << 63]),
             self.rng.pick(&[0, 1, 2, 3, 65_537]),
         ];
         let small: [u16; 3] = [
@@ -204,6 +231,15 @@ impl Generator {
             930..=939 => vec![Self::word("SET"), Self::word("k4"), Self::word("v")],
             940..=969 => return None,
             970..=979 => vec![Self::word("CF.ADD"), key],
+            995..=999 => {
+                let (name, values) = CONFIGS[self.rng.below(CONFIGS.len())];
+                vec![
+                    Self::word("CONFIG"),
+                    Self::word("SET"),
+                    format!("bf.{name}").into_bytes(),
+                    self.pick(values),
+                ]
+            }
             _ => vec![
                 Self::word("CF.LOADCHUNK"),
                 key,
@@ -268,11 +304,15 @@ fn added_items(args: &[Vec<u8>]) -> Vec<Vec<u8>> {
 }
 
 /// Whether `ours` refused an item (RESP2 -1, RESP3 false, or the error of
-/// a single add) that `theirs` took.
+/// a single add) that `theirs` took, or tried to grow for and had no
+/// memory for (a single add's error: a sub-filter of `expansion` 32768
+/// times the last).
 fn refused_here_taken_there(ours: &Reply, theirs: &Reply) -> bool {
     let refused = matches!(ours, Reply::Int(-1) | Reply::Bool(false))
         || matches!(ours, Reply::Error(text) if text == b"Filter is full");
-    refused && matches!(theirs, Reply::Int(1) | Reply::Bool(true))
+    refused
+        && (matches!(theirs, Reply::Int(1) | Reply::Bool(true))
+            || matches!(theirs, Reply::Error(text) if text == b"ERR Insufficient memory"))
 }
 
 /// The one tolerance (module docs): each differing answer is a refusal
@@ -380,6 +420,10 @@ fn every_cf_reply_and_dump_matches_redisbloom_on_seeded_streams() {
     let started = std::time::Instant::now();
     for seed in first..first + seeds {
         servers.both(&[b"FLUSHALL"]);
+        for (name, values) in CONFIGS {
+            let name = format!("bf.{name}");
+            servers.both(&[b"CONFIG", b"SET", name.as_bytes(), values[0].as_bytes()]);
+        }
         let mut generator = Generator { rng: Rng(seed) };
         let failed_before = tally.failures.len();
         for index in 0..commands {

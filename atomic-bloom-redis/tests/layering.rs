@@ -6,9 +6,11 @@
 use std::path::Path;
 
 /// The module's top-level files and folders, in the order `lib.rs` states.
-const ORDER: [&str; 20] = [
+const ORDER: [&str; 22] = [
     "fuzzing",
     "wbf_commands",
+    "cf_entry",
+    "cf_dump",
     "cf_commands",
     "commands",
     "bf_reads",

@@ -12,7 +12,9 @@
 //! scheme is injected: a "hash" is `fingerprint << 8 | first bucket`, and
 //! the other bucket of fingerprint `f` in bucket `b` is `(f - b) mod 4`, so
 //! each model places its fingerprints exactly. Under the loom cfg the
-//! version stripes count modulo 8 from 6: the first move wraps them.
+//! version stripes count modulo 8 from 6: the first move wraps them, and
+//! there is one per word (two: buckets 0 and 2 share one, 1 and 3 the
+//! other).
 #![cfg(atomic_bloom_loom)]
 
 use atomic_bloom::cuckoo_core::{Probe, Scheme, Shape, Table};
@@ -95,6 +97,37 @@ fn a_reader_sees_an_item_while_it_moves() {
         reader.join().unwrap();
         assert_eq!(table.slot(2, 0), 6, "y was moved to its other bucket");
         assert_eq!(fingerprints(&table), vec![5, 6, 10]);
+    });
+}
+
+/// As above, with y's buckets in distinct version stripes (the loom build
+/// has a stripe per word: buckets 0 and 2 share one, 1 and 3 the other):
+/// y in bucket 1 (other bucket 2), z in bucket 0 (its other bucket is
+/// itself); an insert of x (buckets 0 and 1) moves y from 1 to 2.
+#[test]
+fn a_reader_sees_an_item_moved_between_stripes() {
+    const Y: u64 = (7 << 8) | 1;
+    const Z: u64 = 8 << 8;
+    const X: u64 = 5 << 8;
+    loom::model(|| {
+        let table = Arc::new(Table::new(Shape::new(32, 1, BUCKETS).unwrap()).unwrap());
+        assert!(table.insert_free(&probe(&table, Y)));
+        assert!(table.insert_free(&probe(&table, Z)));
+        let y = probe(&table, Y);
+        assert_eq!((y.first, y.second), (1, 2));
+        assert_eq!(probe(&table, Z).second, 0);
+        let reader = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || {
+                let y = probe(&table, Y);
+                assert!(table.contains(&y), "y missed while it moved");
+                assert_eq!(table.count(&y), 1, "y counted wrong while it moved");
+                assert!(table.remove(&y), "y not removed while it moved");
+            })
+        };
+        assert!(insert(&table, X));
+        reader.join().unwrap();
+        assert_eq!(fingerprints(&table), vec![5, 8]);
     });
 }
 

@@ -71,6 +71,7 @@ use crate::block::WORDS_PER_BLOCK;
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::Error;
 
+pub use super::byte_table::{ByteTable, MAX_BYTE_TABLE_BUCKETS};
 pub use super::scheme::{Native, Probe, RedisBloom, Scheme};
 
 /// The most slots a bucket may have (RedisBloom's bucket size is a byte).
@@ -218,7 +219,7 @@ impl Table {
             words,
             shape,
             lanes: Lanes::new(shape.slot_bits),
-            versions: Versions::new(shape.buckets),
+            versions: Versions::for_words(shape.words()),
             relocation: Mutex::new(()),
             exclusive: false,
         }

@@ -13,9 +13,14 @@ pub(super) struct Lanes {
 }
 
 impl Lanes {
-    pub(super) fn new(bits: u32) -> Self {
+    pub(super) const fn new(bits: u32) -> Self {
         let per_word = 64 / bits;
-        let low = (0..per_word).fold(0u64, |low, lane| low | 1 << (lane * bits));
+        let mut low = 0u64;
+        let mut lane = 0;
+        while lane < per_word {
+            low |= 1 << (lane * bits);
+            lane += 1;
+        }
         let high = low << (bits - 1);
         let all_ones = (1u64 << bits) - 1;
         Lanes {

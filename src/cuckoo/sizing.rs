@@ -3,6 +3,7 @@
 //! every table reaches before its first failed insert.
 
 use super::core::Shape;
+use crate::block::WORDS_PER_BLOCK;
 use crate::Error;
 
 /// A way to pack fingerprints: slot width and slots per bucket (one or two
@@ -150,7 +151,10 @@ pub(crate) fn plan(capacity: usize, rate: f64) -> Result<(Shape, usize), Error> 
     if buckets.is_nan() || buckets >= (isize::MAX as usize / 64) as f64 {
         return Err(Error::TooLarge { capacity, rate });
     }
-    let buckets = (buckets as usize).max(1);
+    // Whole 64-byte lines: the words are allocated by the line, and
+    // buckets in the last line's spare words hold items at no cost.
+    let per_line = WORDS_PER_BLOCK / packing.bucket_words() as usize;
+    let buckets = (buckets as usize).max(1).div_ceil(per_line) * per_line;
     let shape = Shape::new(packing.slot_bits, packing.bucket_slots, buckets)
         .map_err(|_| Error::TooLarge { capacity, rate })?;
     Ok((shape, capacity_of(&shape)))
@@ -191,6 +195,11 @@ mod tests {
             let (shape, real) = plan(capacity, 0.01).unwrap();
             assert!(real >= capacity, "{capacity}: {real}");
             assert!(shape.buckets() >= 1);
+            assert_eq!(
+                shape.words() % WORDS_PER_BLOCK,
+                0,
+                "{capacity}: whole lines"
+            );
         }
         assert_eq!(plan(0, 0.01).unwrap_err(), Error::ZeroCapacity);
         assert!(matches!(

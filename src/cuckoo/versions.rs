@@ -12,6 +12,16 @@ pub(crate) struct Versions {
 /// Stripes at most: 8 KiB of versions.
 const MAX_STRIPES: usize = 1024;
 
+/// Words of slots per stripe at least: a version's 8 bytes for every 512
+/// bytes of slots, so the stripes add at most 1/64 to the memory (a
+/// stripe for every 4 buckets took 1.6 bits per item at 1%). In the loom
+/// build one word, so the models' two-word tables have two stripes and
+/// explore moves between buckets of distinct stripes.
+#[cfg(not(atomic_bloom_loom))]
+const WORDS_PER_STRIPE: usize = 64;
+#[cfg(atomic_bloom_loom)]
+const WORDS_PER_STRIPE: usize = 1;
+
 /// What of a version counts: all of it, except in the loom build, where a
 /// 3-bit counter (four moves to wrap) lets the models explore wrap-around.
 #[cfg(not(atomic_bloom_loom))]
@@ -23,11 +33,19 @@ pub(super) const VERSION_MASK: u64 = 0b111;
 const VERSION_START: u64 = VERSION_MASK - 1;
 
 impl Versions {
-    pub(super) fn new(buckets: usize) -> Self {
-        let stripes = buckets
-            .next_power_of_two()
-            .div_ceil(4)
-            .clamp(1, MAX_STRIPES);
+    /// Stripes for a table of `words` words of slots: the largest power of
+    /// two at or under `words /` [`WORDS_PER_STRIPE`], at least one, at most
+    /// [`MAX_STRIPES`].
+    pub(super) fn for_words(words: usize) -> Self {
+        let per_stripe = (words / WORDS_PER_STRIPE).max(1);
+        // The largest power of two at or under `per_stripe`.
+        let stripes = 1usize << per_stripe.ilog2();
+        Self::new(stripes.min(MAX_STRIPES))
+    }
+
+    /// `stripes` stripes (a power of two).
+    pub(super) fn new(stripes: usize) -> Self {
+        debug_assert!(stripes.is_power_of_two());
         Versions {
             stripes: (0..stripes)
                 .map(|_| AtomicU64::new(VERSION_START))

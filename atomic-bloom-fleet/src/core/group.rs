@@ -324,7 +324,8 @@ impl<R, A> Round<'_, R, A> {
 
     /// Hands each ticket its answer (`answers` in the order of
     /// [`take_requests`](Self::take_requests)); the answers of tickets
-    /// dropped meanwhile are dropped. The next round may start.
+    /// dropped meanwhile are dropped, before the next round may start: what
+    /// they leave behind as they drop (a URL buffered) is in place for it.
     pub(crate) fn finish(mut self, answers: Vec<A>) {
         assert_eq!(answers.len(), self.tickets.len(), "an answer per request");
         self.finished = true;
@@ -340,10 +341,16 @@ impl<R, A> Round<'_, R, A> {
                 None => unclaimed.push(answer),
             }
         }
+        // Dropped outside the lock (an answer may do work of its own as it
+        // drops), while this round is still under way.
+        if !unclaimed.is_empty() {
+            drop(state);
+            drop(unclaimed);
+            state = lock(&self.group.state);
+        }
         state.serving = false;
         wake.extend(state.queued_wakers());
         drop(state);
-        drop(unclaimed);
         wake.into_iter().for_each(Waker::wake);
     }
 }
@@ -355,6 +362,9 @@ impl<R, A> Drop for Round<'_, R, A> {
         if self.finished {
             return;
         }
+        // Requests never taken drop first (a push's buffers its URL), while
+        // this round is still under way.
+        drop(mem::take(&mut self.requests));
         let mut state = lock(&self.group.state);
         let mut wake = Vec::new();
         for ticket in &self.tickets {
@@ -366,8 +376,6 @@ impl<R, A> Drop for Round<'_, R, A> {
         state.serving = false;
         wake.extend(state.queued_wakers());
         drop(state);
-        let requests = mem::take(&mut self.requests);
-        drop(requests);
         wake.into_iter().for_each(Waker::wake);
     }
 }

@@ -36,6 +36,10 @@ mod seeded_tests;
 pub(crate) mod seen;
 mod setup;
 #[cfg(test)]
+mod shared_crawl_tests;
+#[cfg(test)]
+mod shared_round_tests;
+#[cfg(test)]
 mod tests;
 pub(crate) mod wire;
 

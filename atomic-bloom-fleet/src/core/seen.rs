@@ -153,7 +153,7 @@ impl SeenCore {
         // filter already). A repeat, within an offer or across the
         // round's, is answered `false`.
         let mut from_book: HashSet<&str> = HashSet::new();
-        let mut claims: Vec<Vec<&str>> = vec![Vec::new(); offers.len()];
+        let mut claims: Vec<Vec<(&str, bool)>> = vec![Vec::new(); offers.len()];
         {
             let book = lock(&self.book);
             for (offer, items) in offers.iter().enumerate() {
@@ -165,7 +165,7 @@ impl SeenCore {
                         let first = from_book.insert(item);
                         answers[offer][at] = first && answer;
                         if first {
-                            claims[offer].push(item);
+                            claims[offer].push((item, answer));
                         }
                         continue;
                     }
@@ -230,8 +230,13 @@ impl SeenCore {
             .map(|((outcome, answers), claims)| match outcome {
                 Some(failed) => failed,
                 None => {
-                    for item in claims {
-                        book.recovered.remove(item);
+                    // Only the answer claimed leaves: a caller that left
+                    // meanwhile may have turned a `false` into a `true`
+                    // (its answer, untaken), which waits for the next.
+                    for (item, claimed) in claims {
+                        if book.recovered.get(item) == Some(&claimed) {
+                            book.recovered.remove(item);
+                        }
                     }
                     Ok(answers)
                 }

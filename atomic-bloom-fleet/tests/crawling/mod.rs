@@ -22,6 +22,13 @@ use fleet::Fetch;
 use url::Url;
 use web::SyntheticWeb;
 
+/// Worker threads that share one blocking client in a test's crawl: their
+/// calls share rounds on the client's wire.
+pub const BLOCKING_WORKERS: usize = 4;
+
+/// Worker tasks that share one async client in a test's crawl.
+pub const TOKIO_WORKERS: usize = 16;
+
 /// Which driver a client runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Driver {
@@ -104,8 +111,9 @@ impl Frontier {
         }
     }
 
-    /// Crawls `web` from its start URLs with one worker (two tasks, on the
-    /// tokio driver), giving up after a minute of errors.
+    /// Crawls `web` from its start URLs with many workers sharing the
+    /// client (`BLOCKING_WORKERS` threads, or `TOKIO_WORKERS` tasks),
+    /// giving up after a minute of errors.
     pub fn crawl(
         &self,
         web: &SyntheticWeb,
@@ -114,12 +122,17 @@ impl Frontier {
     ) -> Result<fleet::FleetTally, String> {
         let give_up = Duration::from_secs(60);
         match self {
-            Frontier::Blocking(frontier) => {
-                fleet::crawl(frontier, 1, web.start_urls(), fetch, on_complete, give_up)
-            }
+            Frontier::Blocking(frontier) => fleet::crawl(
+                frontier,
+                BLOCKING_WORKERS,
+                web.start_urls(),
+                fetch,
+                on_complete,
+                give_up,
+            ),
             Frontier::Tokio(frontier) => runtime().block_on(fleet_async::crawl(
                 Arc::clone(frontier),
-                2,
+                TOKIO_WORKERS,
                 web.start_urls(),
                 Arc::clone(fetch),
                 Arc::clone(on_complete),
@@ -186,9 +199,9 @@ pub fn fetch_slowly(web: &SyntheticWeb, pause: Duration) -> Fetch {
     })
 }
 
-/// `frontiers`, one worker each, crawl the pages `fetch` returns, from
-/// `web`'s start URLs, while `meanwhile` runs on this thread; each
-/// client's tally.
+/// `frontiers`, many workers each (see `Frontier::crawl`), crawl the
+/// pages `fetch` returns, from `web`'s start URLs, while `meanwhile` runs
+/// on this thread; each client's tally.
 pub fn crawl_with(
     frontiers: &[Frontier],
     web: &SyntheticWeb,

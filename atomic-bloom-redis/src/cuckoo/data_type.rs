@@ -10,8 +10,8 @@ use redis_module::native_types::RedisType;
 use redis_module::{logging, raw};
 
 use super::config::settings;
-use super::rdb::{self, Defaults, RdbOutput, ENCODING_VERSION};
-use super::Cuckoo;
+use super::rdb::{self, RdbOutput, ENCODING_VERSION};
+use super::{Cuckoo, Fields};
 use crate::redisbloom::data_type::ServerInput;
 
 pub(crate) static CUCKOO_TYPE: RedisType = RedisType::new(
@@ -37,13 +37,13 @@ unsafe extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     // Safety: the server passes a value this type created, and reads or
     // writes it nowhere else while it saves it (its main thread, or a
     // forked child's copy).
-    let cuckoo = unsafe { &mut *value.cast::<Cuckoo>() };
+    let cuckoo = unsafe { &*value.cast::<Cuckoo>() };
     rdb::save(cuckoo, &mut ServerOutput(io));
 }
 
 unsafe extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     let now = settings();
-    let defaults = Defaults {
+    let defaults = Fields {
         bucket_size: now.bucket_size,
         max_iterations: now.max_iterations,
         expansion: now.expansion,
@@ -69,7 +69,7 @@ unsafe extern "C" fn aof_rewrite(
     // Safety: the server passes a value this type created, which nothing
     // else reads or writes while it is rewritten (a forked child's copy,
     // or the main thread).
-    let cuckoo = unsafe { &mut *value.cast::<Cuckoo>() };
+    let cuckoo = unsafe { &*value.cast::<Cuckoo>() };
     if cuckoo.is_placeholder() {
         return;
     }

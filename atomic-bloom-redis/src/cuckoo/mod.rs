@@ -30,6 +30,7 @@
 //! duplicates would grow a filter) is said at [`Cuckoo::insert`].
 
 pub(crate) mod command_info;
+mod compact;
 pub(crate) mod config;
 pub(crate) mod data_type;
 pub(crate) mod rdb;
@@ -137,23 +138,63 @@ impl SubFilter {
     }
 
     /// The slots as bytes, in place.
-    pub(crate) fn bytes(&mut self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         self.table.bytes()
     }
 }
 
-/// A RedisBloom cuckoo filter: its `CuckooFilter`.
+/// A RedisBloom cuckoo filter: its `CuckooFilter`, in as many bytes (40:
+/// the first sub-filter's buckets are its own, not a field) and its list
+/// of sub-filters exactly as long as their number (16 bytes each), so that
+/// `MEMORY USAGE` is RedisBloom's for the same key.
 pub(crate) struct Cuckoo {
-    /// Buckets of the first sub-filter (`Number of buckets`).
-    pub(crate) buckets: u64,
     /// Fingerprints held (`Number of items inserted`).
     pub(crate) items: u64,
     /// Deletes since the last compaction (`Number of items deleted`).
     pub(crate) deletes: u64,
+    /// The sub-filters, oldest first; none in a load's placeholder.
+    filters: Box<[SubFilter]>,
     pub(crate) bucket_size: u16,
     pub(crate) max_iterations: u16,
     pub(crate) expansion: u16,
-    pub(crate) filters: Vec<SubFilter>,
+}
+
+/// Buckets of sub-filter `index` of a filter whose first has `first` and
+/// which grows by `expansion`: `first · expansion^index`, if it stays
+/// within RedisBloom's 56 bits.
+pub(crate) fn buckets_at(first: u64, expansion: u16, index: usize) -> Option<u64> {
+    let index = u32::try_from(index).ok()?;
+    let growth = u64::from(expansion).checked_pow(index)?;
+    if growth == 0 || growth > MAX_BUCKETS / first.max(1) {
+        return None;
+    }
+    Some(first * growth)
+}
+
+/// Sub-filters gathered for a new filter: the list's room taken up front
+/// (`None`: no memory for it), then each pushed.
+pub(crate) struct Gathered(Vec<SubFilter>);
+
+impl Gathered {
+    /// Room for `count` sub-filters.
+    pub(crate) fn with_room(count: usize) -> Option<Gathered> {
+        let mut list = Vec::new();
+        list.try_reserve_exact(count).ok()?;
+        Some(Gathered(list))
+    }
+
+    /// Adds one (within the room taken).
+    pub(crate) fn push(&mut self, table: Table) {
+        debug_assert!(self.0.len() < self.0.capacity());
+        self.0.push(SubFilter { table });
+    }
+
+    /// The list, exactly as long as what was pushed.
+    fn into_list(self) -> Box<[SubFilter]> {
+        // Room was taken exactly for what is pushed: no reallocation,
+        // unless a caller pushed fewer (then the shrink copies).
+        self.0.into_boxed_slice()
+    }
 }
 
 /// What inserting an item did.
@@ -179,6 +220,14 @@ pub(crate) enum Insert {
 pub(crate) enum Growth {
     NotForDuplicates,
     AsRedisBloom,
+}
+
+/// A filter's fields beside its counts and sub-filters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fields {
+    pub(crate) bucket_size: u16,
+    pub(crate) max_iterations: u16,
+    pub(crate) expansion: u16,
 }
 
 /// Why a filter could not be made.
@@ -225,34 +274,49 @@ impl Cuckoo {
         let expansion = u16::try_from(next_power_of_two(u64::from(expansion)))
             .map_err(|_| CreateError::Invalid)?;
         let mut cuckoo = Cuckoo {
-            buckets: next_power_of_two(capacity / u64::from(bucket_size)).max(1),
             items: 0,
             deletes: 0,
+            filters: Box::default(),
             bucket_size,
             max_iterations,
             expansion,
-            filters: Vec::new(),
         };
-        cuckoo.grow(cap).map_err(|failure| match failure {
-            Insert::OverLimit => CreateError::OverLimit,
-            _ => CreateError::OutOfMemory,
-        })?;
+        let buckets = next_power_of_two(capacity / u64::from(bucket_size)).max(1);
+        cuckoo
+            .grow_to(buckets, cap)
+            .map_err(|failure| match failure {
+                Insert::OverLimit => CreateError::OverLimit,
+                _ => CreateError::OutOfMemory,
+            })?;
         Ok(cuckoo)
+    }
+
+    /// A filter of these fields and sub-filters (a load's, checked by
+    /// its caller).
+    pub(crate) fn assemble(items: u64, deletes: u64, fields: Fields, filters: Gathered) -> Cuckoo {
+        Cuckoo {
+            items,
+            deletes,
+            filters: filters.into_list(),
+            bucket_size: fields.bucket_size,
+            max_iterations: fields.max_iterations,
+            expansion: fields.expansion,
+        }
+    }
+
+    /// The sub-filters, oldest first.
+    pub(crate) fn filters(&self) -> &[SubFilter] {
+        &self.filters
+    }
+
+    /// Buckets of the first sub-filter (`Number of buckets`; 0 in a load's
+    /// placeholder).
+    pub(crate) fn buckets(&self) -> u64 {
+        self.filters.first().map_or(0, SubFilter::buckets)
     }
 
     fn slots_per_bucket(&self) -> u64 {
         u64::from(self.bucket_size)
-    }
-
-    /// Buckets of sub-filter `index`: `buckets · expansion^index`, if it
-    /// stays within RedisBloom's 56 bits.
-    pub(crate) fn buckets_of(&self, index: usize) -> Option<u64> {
-        let index = u32::try_from(index).ok()?;
-        let growth = u64::from(self.expansion).checked_pow(index)?;
-        if growth == 0 || growth > MAX_BUCKETS / self.buckets.max(1) {
-            return None;
-        }
-        Some(self.buckets * growth)
     }
 
     /// Adds a sub-filter, as RedisBloom's `CuckooFilter_Grow`; an error
@@ -263,9 +327,13 @@ impl Cuckoo {
         if self.filters.len() >= MAX_FILTERS {
             return Err(Insert::NoMemory);
         }
-        let buckets = self
-            .buckets_of(self.filters.len())
+        let buckets = buckets_at(self.buckets(), self.expansion, self.filters.len())
             .ok_or(Insert::NoMemory)?;
+        self.grow_to(buckets, cap)
+    }
+
+    /// Adds a sub-filter of `buckets` buckets (see [`Cuckoo::grow`]).
+    fn grow_to(&mut self, buckets: u64, cap: Option<u64>) -> Result<(), Insert> {
         let bytes = (buckets.checked_mul(self.slots_per_bucket())).ok_or(Insert::NoMemory)?;
         // The slots alone past the cap: refused before anything is
         // allocated; then what the table really takes.
@@ -274,15 +342,21 @@ impl Cuckoo {
         if over(bytes) {
             return Err(Insert::OverLimit);
         }
-        self.filters
-            .try_reserve_exact(1)
-            .map_err(|_| Insert::NoMemory)?;
         let table = Table::zeroed(buckets, self.bucket_size).ok_or(Insert::NoMemory)?;
         let added = std::mem::size_of::<SubFilter>() + table.memory_bytes();
         if over(added as u64) {
             return Err(Insert::OverLimit);
         }
-        self.filters.push(SubFilter { table });
+        // The list one longer, exactly (RedisBloom's realloc of its
+        // array): a new one, the old one's sub-filters moved into it.
+        let mut list = std::mem::take(&mut self.filters).into_vec();
+        if list.try_reserve_exact(1).is_err() {
+            // Exactly as long as it was: no reallocation.
+            self.filters = list.into_boxed_slice();
+            return Err(Insert::NoMemory);
+        }
+        list.push(SubFilter { table });
+        self.filters = list.into_boxed_slice();
         Ok(())
     }
 
@@ -327,7 +401,7 @@ impl Cuckoo {
     /// make room) answers as a full filter does, where RedisBloom grows one
     /// more sub-filter, `expansion` times the last, to hold one more copy
     /// (a hot duplicate grew a filter to 19 sub-filters and 8 GB for 92,000
-    /// items: RedisBloom's issue #533). A duplicate thus grows a filter by
+    /// items, as RedisBloom's users reported). A duplicate thus grows a filter by
     /// one sub-filter at most, as RedisBloom's own tests expect (six copies
     /// of an item in a filter of bucket size 2). Replayed commands grow as
     /// RedisBloom grew ([`Growth::AsRedisBloom`]): a replica does what its
@@ -346,6 +420,7 @@ impl Cuckoo {
             return Insert::Exists;
         }
         let size = self.slots_per_bucket();
+        let mut undo = Vec::new();
         loop {
             let placed = (self.filters.iter_mut().rev())
                 .any(|sub| sub.insert_free(lookup.h1, lookup.h2, lookup.fingerprint, size));
@@ -353,20 +428,34 @@ impl Cuckoo {
                 self.items = self.items.wrapping_add(1);
                 return Insert::Inserted;
             }
-            if self.relocate(lookup) {
-                self.items = self.items.wrapping_add(1);
-                return Insert::Inserted;
-            }
-            if self.expansion == 0 {
-                return Insert::NoSpace;
+            match self.relocate(lookup, &mut undo) {
+                Some(true) => {
+                    self.items = self.items.wrapping_add(1);
+                    return Insert::Inserted;
+                }
+                Some(false) => {}
+                None => return Insert::NoMemory,
             }
             let grown = self.filters.len() > 1;
-            if growth == Growth::NotForDuplicates && grown && self.only_copies_of(lookup) {
-                return Insert::NoSpace;
+            let failure = if self.expansion == 0
+                || (growth == Growth::NotForDuplicates && grown && self.only_copies_of(lookup))
+            {
+                Insert::NoSpace
+            } else {
+                match self.grow(cap) {
+                    // The item goes into the new sub-filter: what the
+                    // relocation moved stays moved, as in RedisBloom.
+                    Ok(()) => {
+                        undo.clear();
+                        continue;
+                    }
+                    Err(failure) => failure,
+                }
+            };
+            if let Some(sub) = self.filters.last_mut() {
+                sub.table.put_back(&undo);
             }
-            if let Err(failure) = self.grow(cap) {
-                return failure;
-            }
+            return failure;
         }
     }
 
@@ -384,59 +473,29 @@ impl Cuckoo {
     /// fingerprint it displaced goes to its own other bucket, and so on for
     /// `max_iterations` moves (the victim slot advancing by one each move);
     /// if none ends in an empty slot, every move is undone in reverse.
-    fn relocate(&mut self, lookup: &Lookup) -> bool {
+    ///
+    /// In a sub-filter of other than a power of two of buckets (only a
+    /// hand-made header or RDB value has one) that undoing leaves slots
+    /// moved, fingerprints lost or doubled: there each slot written is
+    /// noted in `undo`, so that an insert that then fails (no growth)
+    /// puts them back and changes nothing, as a command that fails must
+    /// (it does not travel to replicas). `None`: no memory for the notes
+    /// (nothing moved).
+    fn relocate(&mut self, lookup: &Lookup, undo: &mut Vec<(u64, u8)>) -> Option<bool> {
         let moves = self.max_iterations;
         let Some(sub) = self.filters.last_mut() else {
-            return false;
+            return Some(false);
         };
         let first = lookup.h1 % sub.buckets();
-        sub.table.kick_out(first, lookup.fingerprint, moves)
-    }
-
-    /// Moves fingerprints of newer sub-filters into older ones where their
-    /// buckets there have room, newest first, freeing a newest sub-filter
-    /// that empties; with `go_on` (`CF.COMPACT`) it goes on past a
-    /// sub-filter that keeps a fingerprint, without (after deletes) it
-    /// stops there. The deletes count starts again at 0.
-    pub(crate) fn compact(&mut self, go_on: bool) {
-        let mut index = self.filters.len();
-        while index > 1 {
-            index -= 1;
-            if !self.compact_one(index) && !go_on {
-                break;
-            }
+        if sub.buckets().is_power_of_two() {
+            return Some(sub.table.kick_out(first, lookup.fingerprint, moves));
         }
-        self.deletes = 0;
-    }
-
-    /// Compacts sub-filter `index` into the ones before it; whether every
-    /// fingerprint found a place.
-    fn compact_one(&mut self, index: usize) -> bool {
-        let size = self.slots_per_bucket();
-        let (older, newer) = self.filters.split_at_mut(index);
-        let current = &mut newer[0];
-        let mut moved_all = true;
-        for bucket in 0..current.buckets() {
-            for slot in 0..size {
-                let at = bucket * size + slot;
-                let fingerprint = current.table.get(at);
-                if fingerprint == 0 {
-                    continue;
-                }
-                let other = alternate(fingerprint, bucket);
-                let placed =
-                    (older.iter_mut()).any(|sub| sub.insert_free(bucket, other, fingerprint, size));
-                if placed {
-                    current.table.set(at, 0);
-                } else {
-                    moved_all = false;
-                }
-            }
-        }
-        if moved_all && index == self.filters.len() - 1 {
-            self.filters.pop();
-        }
-        moved_all
+        undo.clear();
+        undo.try_reserve_exact(2 * usize::from(moves) + 1).ok()?;
+        Some(
+            sub.table
+                .kick_out_noted(first, lookup.fingerprint, moves, undo),
+        )
     }
 
     /// Bytes as RedisBloom counts them for `CF.INFO` `Size` (and its
@@ -451,26 +510,27 @@ impl Cuckoo {
     }
 
     /// Bytes this filter takes here (`MEMORY USAGE`): the filter, its list
-    /// of sub-filters and each sub-filter's table as the core allocated it.
+    /// of sub-filters and each sub-filter's slots; RedisBloom's count
+    /// ([`Cuckoo::redisbloom_bytes`]) on a 64-bit server.
     pub(crate) fn memory_bytes(&self) -> u64 {
         let tables = (self.filters.iter())
             .map(|sub| sub.table.memory_bytes() as u64)
             .sum::<u64>();
-        let lists = std::mem::size_of::<Cuckoo>()
-            + self.filters.capacity() * std::mem::size_of::<SubFilter>();
+        let lists =
+            std::mem::size_of::<Cuckoo>() + self.filters.len() * std::mem::size_of::<SubFilter>();
         lists as u64 + tables
     }
 
     /// A copy (`COPY`); `None` without memory.
     pub(crate) fn try_clone(&self) -> Option<Cuckoo> {
-        let mut filters = Vec::new();
-        filters.try_reserve_exact(self.filters.len()).ok()?;
-        for sub in &self.filters {
-            filters.push(SubFilter {
-                table: sub.table.try_clone()?,
-            });
+        let mut filters = Gathered::with_room(self.filters.len())?;
+        for sub in self.filters.iter() {
+            filters.push(sub.table.try_clone()?);
         }
-        Some(Cuckoo { filters, ..*self })
+        Some(Cuckoo {
+            filters: filters.into_list(),
+            ..*self
+        })
     }
 
     /// A load's placeholder for a key it holds no filter under
@@ -478,13 +538,12 @@ impl Cuckoo {
     /// for a missing key.
     pub(crate) fn placeholder() -> Cuckoo {
         Cuckoo {
-            buckets: 1,
             items: 0,
             deletes: 0,
+            filters: Box::default(),
             bucket_size: 1,
             max_iterations: 1,
             expansion: 0,
-            filters: Vec::new(),
         }
     }
 
@@ -498,7 +557,7 @@ impl Cuckoo {
         format!(
             "bktsize:{} buckets:{} items:{} deletes:{} filters:{} max_iterations:{} expansion:{}",
             self.bucket_size,
-            self.buckets,
+            self.buckets(),
             self.items,
             self.deletes,
             self.filters.len(),

@@ -25,21 +25,15 @@
 //! into a different filter.)
 
 use super::table::Table;
-use super::{Cuckoo, SubFilter, MAX_BUCKETS, MAX_FILTERS};
+use super::{buckets_at, Cuckoo, Fields, Gathered, MAX_BUCKETS, MAX_FILTERS};
 use crate::redisbloom::rdb::RdbInput;
 
 /// The encoding RedisBloom writes, and this module.
 pub(crate) const ENCODING_VERSION: i32 = 4;
 
-/// What an encoding before 4 does not say: RedisBloom's configs now.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Defaults {
-    pub(crate) bucket_size: u16,
-    pub(crate) max_iterations: u16,
-    pub(crate) expansion: u16,
-}
-
-/// Reads a filter written with encoding `encver` (1 to 4), refusing one
+/// Reads a filter written with encoding `encver` (1 to 4) (`defaults`:
+/// what an encoding before 4 does not say, RedisBloom's configs now),
+/// refusing one
 /// whose slots would pass `cap` bytes before they are read (a `RESTORE`
 /// under `bf-memory-limit-per-filter`: a compressed payload may hold many
 /// times its size). A value refused for its fields is read to its end
@@ -52,7 +46,7 @@ pub(crate) struct Defaults {
 pub(crate) fn load(
     input: &mut impl RdbInput,
     encver: i32,
-    defaults: Defaults,
+    defaults: Fields,
     cap: Option<u64>,
 ) -> Result<Cuckoo, &'static str> {
     let truncated = |()| "the RDB ends early";
@@ -62,15 +56,8 @@ pub(crate) fn load(
     let filters = input.unsigned().map_err(truncated)?;
     let buckets = input.unsigned().map_err(truncated)?;
     let items = input.unsigned().map_err(truncated)?;
-    let mut cuckoo = Cuckoo {
-        buckets,
-        items,
-        deletes: 0,
-        bucket_size: defaults.bucket_size,
-        max_iterations: defaults.max_iterations,
-        expansion: defaults.expansion,
-        filters: Vec::new(),
-    };
+    let mut deletes = 0;
+    let mut fields = defaults;
     // The first field that is not as RedisBloom writes it.
     let mut refused: Option<&'static str> = None;
     let refuse = |refused: &mut Option<&'static str>, why: &'static str| {
@@ -87,7 +74,7 @@ pub(crate) fn load(
         );
     }
     if encver >= ENCODING_VERSION {
-        cuckoo.deletes = input.unsigned().map_err(truncated)?;
+        deletes = input.unsigned().map_err(truncated)?;
         let field = |value: u64, least: u64, most: u64| {
             u16::try_from(value)
                 .ok()
@@ -101,10 +88,12 @@ pub(crate) fn load(
             field(max_iterations, 1, 65535),
             field(expansion, 0, 32768),
         ) {
-            (Some(size), Some(moves), Some(growth)) => {
-                cuckoo.bucket_size = size;
-                cuckoo.max_iterations = moves;
-                cuckoo.expansion = growth;
+            (Some(bucket_size), Some(max_iterations), Some(expansion)) => {
+                fields = Fields {
+                    bucket_size,
+                    max_iterations,
+                    expansion,
+                };
             }
             _ => refuse(
                 &mut refused,
@@ -112,16 +101,18 @@ pub(crate) fn load(
             ),
         }
     }
-    if cuckoo.expansion == 0 && filters > 1 {
+    if fields.expansion == 0 && filters > 1 {
         refuse(
             &mut refused,
             "sub-filters past the first in a filter that cannot grow",
         );
     }
-    let size = u64::from(cuckoo.bucket_size);
-    let mut total = 40 + 16 * filters;
+    let size = u64::from(fields.bucket_size);
+    // `filters` is the input's, any 64-bit number (refused past 65535).
+    let mut total = 16u64.saturating_mul(filters).saturating_add(40);
     let count = usize::from(filters as u16);
-    if cuckoo.filters.try_reserve_exact(count).is_err() {
+    let mut gathered = Gathered::with_room(count);
+    if gathered.is_none() {
         refuse(&mut refused, "no memory for the sub-filters");
     }
     for index in 0..count {
@@ -130,7 +121,7 @@ pub(crate) fn load(
         } else {
             buckets
         };
-        if Some(sub_buckets) != cuckoo.buckets_of(index) {
+        if Some(sub_buckets) != buckets_at(buckets, fields.expansion, index) {
             refuse(
                 &mut refused,
                 "a sub-filter whose buckets are not buckets x expansion^i",
@@ -151,14 +142,17 @@ pub(crate) fn load(
             refuse(&mut refused, "slots that are not buckets x bucket size");
             continue;
         }
-        match Table::from_bytes(sub_buckets, cuckoo.bucket_size, &slots) {
-            Some(table) => cuckoo.filters.push(SubFilter { table }),
-            None => refuse(&mut refused, "no memory for a sub-filter"),
+        match (
+            Table::from_bytes(sub_buckets, fields.bucket_size, &slots),
+            &mut gathered,
+        ) {
+            (Some(table), Some(gathered)) => gathered.push(table),
+            _ => refuse(&mut refused, "no memory for a sub-filter"),
         }
     }
-    match refused {
-        Some(why) => Err(why),
-        None => Ok(cuckoo),
+    match (refused, gathered) {
+        (None, Some(gathered)) => Ok(Cuckoo::assemble(items, deletes, fields, gathered)),
+        (why, _) => Err(why.unwrap_or("no memory for the sub-filters")),
     }
 }
 
@@ -169,17 +163,16 @@ pub(crate) trait RdbOutput {
 }
 
 /// Writes `cuckoo` as RedisBloom does (encoding 4): each sub-filter's
-/// slots as one string, straight from the table (`&mut`: nothing writes
-/// meanwhile).
-pub(crate) fn save(cuckoo: &mut Cuckoo, out: &mut impl RdbOutput) {
-    out.unsigned(cuckoo.filters.len() as u64);
-    out.unsigned(cuckoo.buckets);
+/// slots as one string, straight from the table.
+pub(crate) fn save(cuckoo: &Cuckoo, out: &mut impl RdbOutput) {
+    out.unsigned(cuckoo.filters().len() as u64);
+    out.unsigned(cuckoo.buckets());
     out.unsigned(cuckoo.items);
     out.unsigned(cuckoo.deletes);
     out.unsigned(u64::from(cuckoo.bucket_size));
     out.unsigned(u64::from(cuckoo.max_iterations));
     out.unsigned(u64::from(cuckoo.expansion));
-    for sub in &mut cuckoo.filters {
+    for sub in cuckoo.filters() {
         out.unsigned(sub.buckets());
         out.bytes(sub.bytes());
     }

@@ -14,7 +14,7 @@
 
 use super::config::Bounds;
 use super::table::Table;
-use super::{CreateError, Cuckoo, SubFilter, MAX_BUCKETS};
+use super::{buckets_at, CreateError, Cuckoo, Fields, Gathered, MAX_BUCKETS};
 
 /// Bytes of the header.
 pub(crate) const HEADER_BYTES: usize = 38;
@@ -27,7 +27,7 @@ impl Cuckoo {
     pub(crate) fn header(&self) -> [u8; HEADER_BYTES] {
         let mut out = [0u8; HEADER_BYTES];
         out[0..8].copy_from_slice(&self.items.to_le_bytes());
-        out[8..16].copy_from_slice(&self.buckets.to_le_bytes());
+        out[8..16].copy_from_slice(&self.buckets().to_le_bytes());
         out[16..24].copy_from_slice(&self.deletes.to_le_bytes());
         out[24..32].copy_from_slice(&(self.filters.len() as u64).to_le_bytes());
         out[32..34].copy_from_slice(&self.bucket_size.to_le_bytes());
@@ -59,34 +59,31 @@ impl Cuckoo {
             |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
         let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
         let filters = u64_at(24) as u16;
-        let mut cuckoo = Cuckoo {
-            items: u64_at(0),
-            buckets: u64_at(8),
-            deletes: u64_at(16),
+        let first = u64_at(8);
+        let fields = Fields {
             bucket_size: u16_at(32),
             max_iterations: u16_at(34),
             expansion: u16_at(36),
-            filters: Vec::new(),
         };
-        let valid = bounds.bucket_size.contains(&i64::from(cuckoo.bucket_size))
+        let valid = bounds.bucket_size.contains(&i64::from(fields.bucket_size))
             && filters >= 1
-            && (1..=65535).contains(&cuckoo.max_iterations)
-            && cuckoo.expansion <= 32768
-            && !(cuckoo.expansion == 0 && filters > 1)
-            && cuckoo.buckets != 0
-            && cuckoo.buckets <= MAX_BUCKETS
-            && cuckoo.buckets.is_power_of_two();
+            && (1..=65535).contains(&fields.max_iterations)
+            && fields.expansion <= 32768
+            && !(fields.expansion == 0 && filters > 1)
+            && first != 0
+            && first <= MAX_BUCKETS
+            && first.is_power_of_two();
         if !valid {
             return Err(CreateError::Invalid);
         }
-        let size = u64::from(cuckoo.bucket_size);
+        let size = u64::from(fields.bucket_size);
         let mut sizes = Vec::new();
         sizes
             .try_reserve_exact(usize::from(filters))
             .map_err(|_| CreateError::OutOfMemory)?;
         let mut total = 40 + 16 * u64::from(filters);
         for index in 0..usize::from(filters) {
-            let buckets = cuckoo.buckets_of(index).ok_or(CreateError::Invalid)?;
+            let buckets = buckets_at(first, fields.expansion, index).ok_or(CreateError::Invalid)?;
             let bytes = buckets.checked_mul(size).ok_or(CreateError::Invalid)?;
             total = total.saturating_add(bytes);
             sizes.push(bytes);
@@ -94,17 +91,15 @@ impl Cuckoo {
         if cap.is_some_and(|cap| total > cap) {
             return Err(CreateError::OverLimit);
         }
-        cuckoo
-            .filters
-            .try_reserve_exact(sizes.len())
-            .map_err(|_| CreateError::OutOfMemory)?;
+        let mut gathered = Gathered::with_room(sizes.len()).ok_or(CreateError::OutOfMemory)?;
         for (index, bytes) in sizes.into_iter().enumerate() {
             let buckets = bytes / size;
-            debug_assert_eq!(Some(buckets), cuckoo.buckets_of(index));
+            debug_assert_eq!(Some(buckets), buckets_at(first, fields.expansion, index));
             let table =
-                Table::zeroed(buckets, cuckoo.bucket_size).ok_or(CreateError::OutOfMemory)?;
-            cuckoo.filters.push(SubFilter { table });
+                Table::zeroed(buckets, fields.bucket_size).ok_or(CreateError::OutOfMemory)?;
+            gathered.push(table);
         }
+        let cuckoo = Cuckoo::assemble(u64_at(0), u64_at(16), fields, gathered);
         if cap.is_some_and(|cap| cuckoo.memory_bytes() > cap) {
             return Err(CreateError::OverLimit);
         }
@@ -115,14 +110,14 @@ impl Cuckoo {
     /// end to end and the offset inside it; past the end, RedisBloom's walk
     /// ends on the last sub-filter with what is left of the offset.
     fn piece_at(&self, mut offset: u64) -> (usize, u64, bool) {
-        for (index, sub) in self.filters.iter().enumerate() {
+        for (index, sub) in self.filters().iter().enumerate() {
             let bytes = sub.table.len();
             if offset < bytes {
                 return (index, offset, true);
             }
             offset -= bytes;
         }
-        (self.filters.len().saturating_sub(1), offset, false)
+        (self.filters().len().saturating_sub(1), offset, false)
     }
 
     /// The reply to `CF.SCANDUMP key iterator` (an iterator of 0 or more);
@@ -144,7 +139,7 @@ impl Cuckoo {
         if !inside {
             return None;
         }
-        let size = self.filters[index].table.len();
+        let size = self.filters()[index].table.len();
         Some(if size <= PIECE_BYTES {
             (index, 0, size)
         } else {
@@ -164,15 +159,15 @@ impl Cuckoo {
             return Scanned::NoMemory;
         }
         out.resize(length as usize, 0);
-        self.filters[index].table.read(from, out);
+        self.filters()[index].table.read(from, out);
         Scanned::Piece(iterator.saturating_add(length as i64))
     }
 
     /// The piece at `iterator` (1 or more) as it lies in its sub-filter,
-    /// not copied (the AOF rewrite's walk, which owns the value).
-    pub(crate) fn piece_in_place(&mut self, iterator: i64) -> Option<(i64, &[u8])> {
+    /// not copied (the AOF rewrite's walk).
+    pub(crate) fn piece_in_place(&self, iterator: i64) -> Option<(i64, &[u8])> {
         let (index, from, length) = self.piece_range(iterator)?;
-        let bytes = self.filters[index].table.bytes();
+        let bytes = self.filters()[index].table.bytes();
         Some((
             iterator.saturating_add(length as i64),
             &bytes[from as usize..(from + length) as usize],

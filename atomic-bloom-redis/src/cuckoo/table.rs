@@ -11,16 +11,17 @@
 //! bucket, and those slots are read and written one by one as RedisBloom
 //! does ([`At::Slots`], clipped to the table where RedisBloom would read
 //! past its end). Commands run one at a time on the server's main thread:
-//! the tables are the core's exclusive ones (no version stripes, the slots'
-//! cache lines alone) and every write is the core's single-threaded form
-//! (`insert_free_mut`, `remove_mut`, `kick_out`, `set_slot`: plain stores
-//! under `&mut self`).
+//! each table is the core's single-owner [`ByteTable`] (RedisBloom's own
+//! layout: the slots and 16 bytes beside them, read with plain loads and
+//! written with plain stores under `&mut self`; no version stripes, fences
+//! or compare-and-swap), and `RDB`, `CF.SCANDUMP` and `CF.LOADCHUNK` read
+//! and write its bytes in place.
 
-use atomic_bloom::cuckoo_core::{Probe, RedisBloom, Shape, Table as Core};
+use atomic_bloom::cuckoo_core::{ByteTable, Probe, RedisBloom};
 
 /// A sub-filter's slots.
 pub(crate) struct Table {
-    core: Core,
+    core: ByteTable,
 }
 
 /// Where RedisBloom looks for an index's bucket.
@@ -38,9 +39,9 @@ impl Table {
     /// written); `None` when the allocator has no memory for them or the
     /// shape is past the core's.
     pub(crate) fn zeroed(buckets: u64, size: u16) -> Option<Table> {
-        let shape = Shape::new(8, u32::from(size), usize::try_from(buckets).ok()?).ok()?;
+        let buckets = usize::try_from(buckets).ok()?;
         Some(Table {
-            core: Core::new_exclusive(shape).ok()?,
+            core: ByteTable::new(u32::from(size), buckets).ok()?,
         })
     }
 
@@ -50,60 +51,55 @@ impl Table {
         if slots.len() as u64 != table.len() {
             return None;
         }
-        table.core.bytes_mut().copy_from_slice(slots);
+        table.core.as_bytes_mut().copy_from_slice(slots);
         Some(table)
     }
 
     /// Its buckets.
     pub(crate) fn buckets(&self) -> u64 {
-        self.core.shape().buckets() as u64
+        self.core.buckets() as u64
     }
 
     /// Slots a bucket.
     fn size(&self) -> u64 {
-        u64::from(self.core.shape().bucket_slots())
+        u64::from(self.core.bucket_slots())
     }
 
     /// The number of slots (bytes).
     pub(crate) fn len(&self) -> u64 {
-        self.core.shape().slots() as u64
+        self.core.slots() as u64
     }
 
-    /// Bytes the table takes (the core's words and what it keeps beside
-    /// them).
+    /// Bytes the table takes beside itself: its slots.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.core.memory_bytes()
     }
 
     /// Copies the slots from `offset` into `out`.
     pub(crate) fn read(&self, offset: u64, out: &mut [u8]) {
-        self.core.read_bytes(offset as usize, out);
+        let offset = offset as usize;
+        out.copy_from_slice(&self.core.as_bytes()[offset..offset + out.len()]);
     }
 
     /// Writes `data` into the slots from `offset`.
     pub(crate) fn write(&mut self, offset: u64, data: &[u8]) {
         let offset = offset as usize;
-        self.core.bytes_mut()[offset..offset + data.len()].copy_from_slice(data);
+        self.core.as_bytes_mut()[offset..offset + data.len()].copy_from_slice(data);
     }
 
     /// The slots as bytes, in place (an RDB string saved without a copy).
-    pub(crate) fn bytes(&mut self) -> &[u8] {
-        self.core.bytes()
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.core.as_bytes()
     }
 
     /// The fingerprint in slot `at`.
     pub(crate) fn get(&self, at: u64) -> u8 {
-        self.core
-            .slot((at / self.size()) as usize, (at % self.size()) as u32) as u8
+        self.core.as_bytes()[at as usize]
     }
 
     /// Writes `fingerprint` into slot `at`.
     pub(crate) fn set(&mut self, at: u64, fingerprint: u8) {
-        self.core.set_slot(
-            (at / self.size()) as usize,
-            (at % self.size()) as u32,
-            u64::from(fingerprint),
-        );
+        self.core.as_bytes_mut()[at as usize] = fingerprint;
     }
 
     /// The slots of `at`, as indexes of the table (clipped to it).
@@ -118,9 +114,9 @@ impl Table {
     /// The first slot of `at` holding `value` (0: an empty slot).
     pub(crate) fn find(&self, at: At, value: u8) -> Option<u64> {
         match at {
-            At::Bucket(bucket) if value == 0 => self
+            At::Bucket(bucket) => self
                 .core
-                .find_free(bucket)
+                .find(bucket, value)
                 .map(|index| bucket as u64 * self.size() + u64::from(index)),
             _ => self.slots(at).find(|&slot| self.get(slot) == value),
         }
@@ -129,7 +125,7 @@ impl Table {
     /// Copies of `fingerprint` in `at`.
     pub(crate) fn count(&self, at: At, fingerprint: u8) -> u64 {
         match at {
-            At::Bucket(bucket) => self.core.count_in(bucket, u64::from(fingerprint)) as u64,
+            At::Bucket(bucket) => self.core.count_in(bucket, fingerprint) as u64,
             At::Slots(_) => {
                 let slots = self.slots(at);
                 slots.filter(|&slot| self.get(slot) == fingerprint).count() as u64
@@ -138,13 +134,10 @@ impl Table {
     }
 
     /// Whether `fingerprint` is in `first` or `second`.
+    #[inline]
     pub(crate) fn contains(&self, first: At, second: At, fingerprint: u8) -> bool {
         match (first, second) {
-            (At::Bucket(first), At::Bucket(second)) => self.core.contains(&Probe {
-                fingerprint: u64::from(fingerprint),
-                first,
-                second,
-            }),
+            (At::Bucket(first), At::Bucket(second)) => self.core.holds(first, second, fingerprint),
             _ => [first, second]
                 .iter()
                 .any(|&at| self.find(at, fingerprint).is_some()),
@@ -153,13 +146,10 @@ impl Table {
 
     /// Puts `fingerprint` in the first empty slot of `first`, else of
     /// `second`; false if both are full.
+    #[inline]
     pub(crate) fn insert_free(&mut self, first: At, second: At, fingerprint: u8) -> bool {
         if let (At::Bucket(first), At::Bucket(second)) = (first, second) {
-            return self.core.insert_free_mut(&Probe {
-                fingerprint: u64::from(fingerprint),
-                first,
-                second,
-            });
+            return self.core.put(first, second, fingerprint);
         }
         match [first, second].iter().find_map(|&at| self.find(at, 0)) {
             Some(slot) => {
@@ -174,7 +164,7 @@ impl Table {
     /// false if neither holds one.
     pub(crate) fn remove(&mut self, first: At, second: At, fingerprint: u8) -> bool {
         if let (At::Bucket(first), At::Bucket(second)) = (first, second) {
-            return self.core.remove_mut(&Probe {
+            return self.core.remove(&Probe {
                 fingerprint: u64::from(fingerprint),
                 first,
                 second,
@@ -204,19 +194,62 @@ impl Table {
         self.core.kick_out(&RedisBloom, &probe, u32::from(moves))
     }
 
+    /// [`Table::kick_out`] slot by slot, each slot it writes noted in
+    /// `undo` (room for `2 · moves + 1` taken by the caller) with what it
+    /// held before: in a table of other than a power of two of buckets the
+    /// alternate index is no involution, RedisBloom's undoing of a failed
+    /// relocation does not put the slots back, and the caller may.
+    pub(crate) fn kick_out_noted(
+        &mut self,
+        first: u64,
+        fingerprint: u8,
+        moves: u16,
+        undo: &mut Vec<(u64, u8)>,
+    ) -> bool {
+        let size = self.size();
+        let buckets = self.buckets();
+        let mut write = |table: &mut Table, at: u64, value: u8| {
+            undo.push((at, table.get(at)));
+            table.set(at, value);
+        };
+        let mut in_hand = fingerprint;
+        let mut victim = 0;
+        let mut bucket = first;
+        for _ in 0..moves {
+            let at = bucket * size + victim;
+            let evicted = self.get(at);
+            write(self, at, in_hand);
+            in_hand = evicted;
+            bucket = super::alternate(in_hand, bucket) % buckets;
+            if let Some(free) = self.find(At::Bucket(bucket as usize), 0) {
+                write(self, free, in_hand);
+                return true;
+            }
+            victim = (victim + 1) % size;
+        }
+        for _ in 0..moves {
+            victim = (victim + size - 1) % size;
+            bucket = super::alternate(in_hand, bucket) % buckets;
+            let at = bucket * size + victim;
+            let evicted = self.get(at);
+            write(self, at, in_hand);
+            in_hand = evicted;
+        }
+        false
+    }
+
+    /// Puts back the slots [`Table::kick_out_noted`] wrote, last first.
+    pub(crate) fn put_back(&mut self, undo: &[(u64, u8)]) {
+        for &(at, value) in undo.iter().rev() {
+            self.set(at, value);
+        }
+    }
+
     /// A copy (its slots from the allocator's zeroed path, then copied);
     /// `None` without memory.
     pub(crate) fn try_clone(&self) -> Option<Table> {
-        let shape = self.core.shape();
-        let mut copy = Table::zeroed(shape.buckets() as u64, self.size() as u16)?;
-        let mut piece = vec![0u8; (1 << 20).min(self.len() as usize)];
-        let mut offset = 0;
-        while offset < self.len() {
-            let length = (self.len() - offset).min(piece.len() as u64) as usize;
-            self.read(offset, &mut piece[..length]);
-            copy.write(offset, &piece[..length]);
-            offset += length as u64;
-        }
-        Some(copy)
+        Some(Table {
+            core: self.core.try_clone().ok()?,
+        })
     }
 }

@@ -41,6 +41,11 @@ pub(crate) enum Request {
 #[derive(Debug)]
 pub(crate) enum Answer {
     Pushed(Result<bool, Error>),
+    /// A push whose URL was not taken: the error, and the URL held until
+    /// the caller takes the error. Dropped untaken (its caller left, or
+    /// its round was dropped and the push told its URL is on its way), it
+    /// buffers the URL, as a dropped push does.
+    Refused(Error, PushLeft),
     Popped(Result<Option<Leased>, Error>),
     Flushed(Result<(), Error>),
     Finished(Result<bool, Error>),
@@ -50,6 +55,11 @@ impl Answer {
     pub(crate) fn pushed(self) -> Result<bool, Error> {
         match self {
             Answer::Pushed(answer) => answer,
+            Answer::Refused(error, mut left) => {
+                // Taken by its caller, who pushes the URL again.
+                left.url = None;
+                Err(error)
+            }
             other => unreachable!("a push answered {other:?}"),
         }
     }
@@ -183,7 +193,9 @@ impl FrontierCore {
     /// sending the shards that are full, once for all of them; answers the
     /// pushes that are done, and lists in `waiting` those whose shard is
     /// due to send. A push whose mark or room cannot be had is answered
-    /// the error, its URL not taken (its caller pushes it again).
+    /// the error, its URL not taken (its caller pushes it again; a caller
+    /// that left, or a round dropped, leaves it buffered: see
+    /// [`Answer::Refused`]).
     async fn buffer_pushes(
         &self,
         wire: &mut Wire,
@@ -233,8 +245,12 @@ impl FrontierCore {
                     continue;
                 };
                 if let Some(error) = failed.get(&self.client.shard_of(url)) {
-                    left.url = None;
-                    answers[*at] = Some(Answer::Pushed(Err(error.clone())));
+                    let refused = PushLeft {
+                        core: Arc::clone(&left.core),
+                        url: left.url.take(),
+                        due: None,
+                    };
+                    answers[*at] = Some(Answer::Refused(error.clone(), refused));
                 }
             }
         }
