@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks that each published crate's declared MSRV (`rust-version` in its
-Cargo.toml: the library's 1.80, the fleet client's 1.88, the `redis`
+Cargo.toml: the library's 1.85, the fleet client's 1.88, the `redis`
 crate's minimum) is at least the `rust-version` of every crate it depends
 on with every feature, normal dependencies only (dev-dependencies are not a
 user's concern). Language and std usage newer than the MSRV is checked by

@@ -21,7 +21,7 @@ pub(crate) type CounterBlock = Line<AtomicU8, BLOCK_BYTES>;
 pub(crate) type CounterArray = Blocks<CounterBlock>;
 
 /// The counters of a probe's slots, lowest slot first.
-fn slots(probe: &WordProbe) -> impl Iterator<Item = usize> {
+fn slots(probe: &WordProbe) -> impl Iterator<Item = usize> + use<> {
     let mut remaining = probe.mask;
     std::iter::from_fn(move || {
         (remaining != 0).then(|| {
@@ -73,7 +73,7 @@ impl CounterArray {
     }
 
     /// The current values of the probe's counters, lowest slot first.
-    fn loads<'a>(&'a self, probe: &WordProbe) -> impl Iterator<Item = u8> + 'a {
+    fn loads<'a>(&'a self, probe: &WordProbe) -> impl Iterator<Item = u8> + 'a + use<'a> {
         let counters = self.counters(probe);
         slots(probe)
             // Relaxed: a counter made non-zero by an insert that happens-before

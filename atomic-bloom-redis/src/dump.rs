@@ -433,7 +433,7 @@ impl Pending {
     ) -> Option<Pending> {
         let envelope = Envelope::decode(&received).ok()?;
         let agrees = envelope.record_bytes() == total && (received.len() as u64) < total;
-        let within = !filter_cap.is_some_and(|cap| envelope.filter_bytes > cap as u64);
+        let within = filter_cap.is_none_or(|cap| envelope.filter_bytes <= cap as u64);
         (agrees && within).then(|| Pending {
             total,
             received_bytes: received.len() as u64,

@@ -112,9 +112,8 @@ impl Options {
     /// are its own affair), or cannot be sized. The size formulas decide,
     /// not the capacity: both grow with it alike.
     pub(crate) fn redisbloom_is_leaner(&self, redisbloom_bits_per_item: f64) -> bool {
-        self.compact_bits_per_item().map_or(true, |ours| {
-            ours > MOST_OVER_REDISBLOOM * redisbloom_bits_per_item
-        })
+        self.compact_bits_per_item()
+            .is_none_or(|ours| ours > MOST_OVER_REDISBLOOM * redisbloom_bits_per_item)
     }
 }
 

@@ -77,7 +77,7 @@ pub(crate) fn read_geometry<R: Read>(
     let blocks = to_usize(stored_blocks, "block count")?;
     if blocks
         .checked_mul(crate::block::BLOCK_BYTES)
-        .map_or(true, |bytes| bytes > isize::MAX as usize)
+        .is_none_or(|bytes| bytes > isize::MAX as usize)
     {
         return Err(Error::LengthOverflow {
             field: "block count",

@@ -207,7 +207,7 @@ impl<T: ?Sized, S> ScalableBloomFilter<T, S> {
 
     /// The current stage list, loaded once per call.
     #[inline(always)]
-    fn list(&self) -> impl Deref<Target = Arc<StageList<T>>> {
+    fn list(&self) -> impl Deref<Target = Arc<StageList<T>>> + use<T, S> {
         // SeqCst inside arc-swap (a lock under loom): sees every list published
         // by a compare-and-swap that happened-before this call.
         self.stages.load()

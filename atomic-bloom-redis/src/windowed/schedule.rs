@@ -134,7 +134,7 @@ pub(crate) fn flushed(db: Option<i32>) {
         let gone: Vec<Key> = schedule
             .at
             .keys()
-            .filter(|(at, _)| db.map_or(true, |db| *at == db))
+            .filter(|(at, _)| db.is_none_or(|db| *at == db))
             .cloned()
             .collect();
         for key in &gone {

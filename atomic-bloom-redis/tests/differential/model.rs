@@ -132,7 +132,7 @@ pub fn check_info(
         let number = value.as_int();
         match name.as_str() {
             "Size" => {
-                if !number.is_some_and(|size| size > 0) {
+                if number.is_none_or(|size| size <= 0) {
                     return Err(format!("{who}: Size {value}"));
                 }
                 *value = BY_DESIGN_VALUE;
