@@ -6,8 +6,10 @@
 //! client is cut off past its lease, each by a schedule drawn from the
 //! seed. Per seed three in-process clients crawl the small web, each
 //! through its own proxy; every page is crawled, twice only if the client
-//! cut off had crawled it, every client finishes on its own and holds
-//! nothing at the end, and a client with other settings never joins.
+//! cut off had crawled it (or the server was out of every client's reach
+//! long enough for a lease to lapse: a restart slowed by a loaded machine),
+//! every client finishes on its own and holds nothing at the end, and a
+//! client with other settings never joins.
 //! (Processes SIGKILLed mid-crawl are `fleet_faults.rs`'s; the same
 //! schedules against a cluster, `fleet_cluster_schedules.rs`'s.)
 //!
@@ -16,7 +18,8 @@
 //! driver, odd ones the tokio driver (`FLEET_DRIVER=blocking` or `tokio`
 //! runs every seed on one). A failing seed names itself; the threads'
 //! timing is not seeded, so a replay draws the same faults in a similar,
-//! not identical, order.
+//! not identical, order. `FLEET_RESTART_PAUSE_MS=n` keeps the server down
+//! n ms longer at each restart (as a loaded machine does).
 
 use test_servers as common;
 mod crawling;
@@ -42,12 +45,36 @@ const DELAY: Duration = Duration::from_millis(300);
 /// The clients' lease: a client cut off for longer loses its takes.
 const LEASE: Duration = Duration::from_secs(6);
 
+/// How long the server must be out of the clients' reach before a lease
+/// may lapse: a lease is renewed every third of it, so the last renewal
+/// before an outage may be that old, and a beat that fails is tried again
+/// a timeout later.
+const LAPSE: Duration =
+    Duration::from_millis((LEASE.as_millis() * 2 / 3 - 2 * TIMEOUT.as_millis()) as u64);
+
+/// The longest span of `outages` (from, to), overlapping ones joined.
+fn longest_outage(mut outages: Vec<(Duration, Duration)>) -> Duration {
+    outages.sort();
+    let mut joined: Vec<(Duration, Duration)> = Vec::new();
+    for (from, to) in outages {
+        match joined.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(to),
+            _ => joined.push((from, to)),
+        }
+    }
+    (joined.iter().map(|(from, to)| to.saturating_sub(*from)))
+        .max()
+        .unwrap_or_default()
+}
+
 /// Every page of `expected` crawled; a page crawled twice only if the
-/// client `stalled` (cut off past its lease) crawled it, and at most twice.
+/// client `stalled` (cut off past its lease) crawled it, or any page if
+/// the server was out of every client's reach long enough for leases to
+/// lapse (`lapsed`), and at most twice.
 fn only_the_stalled_repeat(
     tallies: &[crawling::fleet::FleetTally],
     expected: &HashSet<String>,
-    stalled: usize,
+    (stalled, lapsed): (Option<usize>, bool),
     what: &str,
 ) {
     let mut count: HashMap<&String, usize> = HashMap::new();
@@ -62,15 +89,22 @@ fn only_the_stalled_repeat(
         .count();
     assert_eq!(missing, 0, "{what}: {missing} pages never crawled");
     assert_eq!(count.len(), expected.len(), "{what}: pages not of the web");
-    let stalled_pages: HashSet<&String> = tallies[stalled].crawled.iter().collect();
+    let stalled_pages: HashSet<&String> = (stalled.iter())
+        .flat_map(|&stalled| &tallies[stalled].crawled)
+        .collect();
     let twice = count.values().filter(|&&times| times > 1).count();
     for (page, &times) in &count {
         assert!(
-            times == 1 || (times == 2 && stalled_pages.contains(page)),
+            times == 1 || (times == 2 && (lapsed || stalled_pages.contains(page))),
             "{what}: {page} crawled {times} times"
         );
     }
-    eprintln!("{what}: {twice} pages crawled twice, all the stalled client's");
+    let whose = if lapsed {
+        "leases lapsed while the server was out of reach"
+    } else {
+        "all the stalled client's"
+    };
+    eprintln!("{what}: {twice} pages crawled twice, {whose}");
 }
 
 fn config(url: &str, prefix: &str) -> FleetConfig {
@@ -106,6 +140,14 @@ fn run_seed(server: &mut Server, seed: u64) -> (u64, bool) {
     let stalled = plan.chance(200).then(|| (plan.next() % 3) as usize);
     let stall_at = blackhole_at + blackhole_for + Duration::from_millis(plan.next() % 500);
     let fetch = crawling::fetch_slowly(&web, Duration::from_micros(200));
+    let restart_pause = std::env::var("FLEET_RESTART_PAUSE_MS").map_or(0, |ms| {
+        ms.parse()
+            .expect("FLEET_RESTART_PAUSE_MS is a number of milliseconds")
+    });
+    // When the server was out of every client's reach (the blackhole, a
+    // restart), as the events ran: they run one after the other, and a
+    // restart on a loaded machine can take seconds.
+    let mut outages = Vec::new();
     let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
         let started = Instant::now();
         let mut events = vec![(blackhole_at, 0), (restart_at, 1), (stall_at, 2)];
@@ -113,9 +155,11 @@ fn run_seed(server: &mut Server, seed: u64) -> (u64, bool) {
         for (at, event) in events {
             thread::sleep(at.saturating_sub(started.elapsed()));
             match event {
-                0 => proxies
-                    .iter()
-                    .for_each(|proxy| proxy.blackhole(blackhole_for)),
+                0 => {
+                    let from = started.elapsed();
+                    (proxies.iter()).for_each(|proxy| proxy.blackhole(blackhole_for));
+                    outages.push((from, from + blackhole_for));
+                }
                 2 => {
                     if let Some(victim) = stalled {
                         // Once it holds work (or 3 s on).
@@ -129,10 +173,13 @@ fn run_seed(server: &mut Server, seed: u64) -> (u64, bool) {
                     }
                 }
                 1 if restart => {
+                    let from = started.elapsed();
                     server.kill();
+                    thread::sleep(Duration::from_millis(restart_pause));
                     server
                         .launch()
                         .expect("the server starts again from its AOF");
+                    outages.push((from, started.elapsed()));
                 }
                 _ => {}
             }
@@ -148,15 +195,17 @@ fn run_seed(server: &mut Server, seed: u64) -> (u64, bool) {
             }
         }
     });
+    let outage = longest_outage(outages);
+    let lapsed = outage >= LAPSE;
     let what = format!(
         "seed {seed} ({} driver, {per_mille}/1000 faults of each kind, blackhole {blackhole_for:?} at \
          {blackhole_at:?}, restart {restart} at {restart_at:?}, client {stalled:?} cut off \
-         past its lease at {stall_at:?})",
+         past its lease at {stall_at:?}, server out of reach {outage:?} at most)",
         driver.name()
     );
-    match stalled {
-        None => crawling::each_page_once(&tallies, &expected, &what),
-        Some(victim) => only_the_stalled_repeat(&tallies, &expected, victim, &what),
+    match (stalled, lapsed) {
+        (None, false) => crawling::each_page_once(&tallies, &expected, &what),
+        (stalled, lapsed) => only_the_stalled_repeat(&tallies, &expected, (stalled, lapsed), &what),
     }
     for frontier in &frontiers {
         assert_eq!(

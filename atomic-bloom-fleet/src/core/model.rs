@@ -38,12 +38,41 @@ pub(super) struct Model {
     pub(super) refuse_offers: bool,
     /// Offers to this filter are refused (its node out of memory).
     pub(super) refuse_filter: Option<String>,
+    /// Commands the server runs before it loses its scripts (a restart or
+    /// a failover, part-way through a pipeline, if it falls there).
+    pub(super) lose_scripts_in: Option<usize>,
+    /// The scripts are lost: `EVALSHA` answers `NOSCRIPT`, running
+    /// nothing, until a `SCRIPT LOAD`.
+    pub(super) scripts_lost: bool,
+    /// `NOSCRIPT` replies so far.
+    pub(super) noscripts: usize,
 }
 
 impl Model {
     /// Runs `command` as the server would, and answers it.
     pub(super) fn run(&mut self, command: &[String]) -> Value {
         self.ran.push(command.to_vec());
+        match self.lose_scripts_in {
+            Some(0) => {
+                self.scripts_lost = true;
+                self.lose_scripts_in = None;
+            }
+            Some(left) => self.lose_scripts_in = Some(left - 1),
+            None => {}
+        }
+        match command[0].as_str() {
+            "SCRIPT" => self.scripts_lost = false,
+            "EVALSHA" if self.scripts_lost => {
+                self.noscripts += 1;
+                return Value::ServerError(
+                    match redis::parse_redis_value(b"-NOSCRIPT No matching script.\r\n") {
+                        Ok(Value::ServerError(error)) => error,
+                        other => panic!("{other:?}"),
+                    },
+                );
+            }
+            _ => {}
+        }
         if let Some(reply) = standalone(command).or_else(|| waits(command)) {
             return reply;
         }

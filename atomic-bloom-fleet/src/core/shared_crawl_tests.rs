@@ -2,7 +2,8 @@
 //! server, their calls sharing rounds (the group commit): pushes, pops and
 //! checks of several tasks in one round, while the seed's schedule cancels
 //! calls (queued, or while their round is under way), drops rounds with
-//! their server, and loses or cuts replies. `FLEET_MODEL_SEEDS=N` runs N
+//! their server, loses or cuts replies, and loses the scripts part-way
+//! through a pipeline (NOSCRIPT). `FLEET_MODEL_SEEDS=N` runs N
 //! seeds (40 by default).
 
 use std::collections::VecDeque;
@@ -82,15 +83,19 @@ fn seeded_tasks_sharing_rounds_crawl_each_page_once() {
         .ok()
         .and_then(|seeds| seeds.parse().ok())
         .unwrap_or(40u64);
-    let mut shared = 0;
+    let (mut shared, mut noscripts) = (0, 0);
     for seed in 0..seeds {
-        shared += shared_crawl(seed);
+        let (rounds, lost) = shared_crawl(seed);
+        shared += rounds;
+        noscripts += lost;
     }
     assert!(seeds < 10 || shared > 0, "no round carried two calls");
+    assert!(seeds < 10 || noscripts > 0, "no EVALSHA met lost scripts");
 }
 
-/// One seed's crawl; the rounds that carried calls of two tasks or more.
-fn shared_crawl(seed: u64) -> usize {
+/// One seed's crawl; the rounds that carried calls of two tasks or more,
+/// and the `NOSCRIPT` replies the server gave.
+fn shared_crawl(seed: u64) -> (usize, usize) {
     let mut rng = super::Rng::new(seed ^ 0x6372_6177);
     let faults = Faults {
         drop_before: rng.draw() % 40,
@@ -110,7 +115,16 @@ fn shared_crawl(seed: u64) -> usize {
         config = config.wait_for_replicas(1, Duration::from_millis(50));
     }
     let tasks = 2 + (rng.draw() % 5) as usize;
-    let what = format!("seed {seed} ({faults:?}, cancel {cancel}/1000, {tasks} tasks)");
+    // The server loses its scripts (a restart, a failover) now and then,
+    // part-way through a shared pipeline: its EVALSHAs from there on answer
+    // NOSCRIPT, running nothing, until the scripts are loaded again. A
+    // generator of its own keeps the other draws of each seed as they were.
+    let mut restarts = super::Rng::new(seed ^ 0x6e6f_7363);
+    let restart = restarts.draw() % 80;
+    let what = format!(
+        "seed {seed} ({faults:?}, cancel {cancel}/1000, {tasks} tasks, scripts lost \
+         {restart}/1000 rounds)"
+    );
     let mut fake = Fake::new();
     let mut model = Model::default();
     let (core, mut wire) = frontier(&config, &mut fake, &mut model);
@@ -210,6 +224,9 @@ fn shared_crawl(seed: u64) -> usize {
                         .for_each(|pipeline| drop(model.answer(pipeline)));
                     break None;
                 }
+                if roll(&mut restarts, restart) {
+                    model.lose_scripts_in = Some((restarts.draw() % 8) as usize);
+                }
                 call.answer(disturbed(&mut model, &mut rng, faults, &pipelines));
             }
         };
@@ -244,7 +261,7 @@ fn shared_crawl(seed: u64) -> usize {
         missed.is_empty() && twice.is_empty(),
         "{what}: never crawled {missed:?}, crawled twice {twice:?}"
     );
-    shared
+    (shared, model.noscripts)
 }
 
 /// The next thing a task with no call under way does: push a link of its
