@@ -102,19 +102,6 @@ impl<B: Block> Blocks<B> {
         })
     }
 
-    /// The blocks as bytes, in memory order (`&mut self`: nobody else
-    /// reads or writes them meanwhile). Outside the loom cfg only: the
-    /// blocks are `std` atomic integers, whose bytes are their values'.
-    #[cfg(not(atomic_bloom_loom))]
-    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
-        let blocks = self.blocks.as_mut_slice();
-        let len = std::mem::size_of_val(blocks);
-        // Safety: the blocks are `len` initialized bytes (std atomic
-        // integers have the layout of their integers, every bit pattern
-        // valid), borrowed mutably for the slice's life.
-        unsafe { std::slice::from_raw_parts_mut(blocks.as_mut_ptr().cast::<u8>(), len) }
-    }
-
     /// Bytes an array of `count` blocks takes, before allocating it.
     pub(crate) fn memory_bytes_for(count: usize) -> usize {
         count.saturating_mul(BLOCK_BYTES)

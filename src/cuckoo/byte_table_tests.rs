@@ -80,6 +80,9 @@ fn every_bucket_search_finds_the_lowest_match_up_to_the_table_s_last_byte() {
                     let lowest = slots.iter().position(|&s| s == value).map(|i| i as u32);
                     let what = format!("{bucket_size}x{buckets} bucket {bucket} value {value}");
                     assert_eq!(table.find(bucket, value), lowest, "{what}");
+                    if value == 0 {
+                        assert_eq!(table.find_free(bucket), lowest, "{what}");
+                    }
                     let count = slots.iter().filter(|&&s| s == value).count();
                     assert_eq!(table.count_in(bucket, value), count, "{what}");
                 }

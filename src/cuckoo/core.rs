@@ -1,6 +1,8 @@
 //! The cuckoo core: a table of fingerprint slots packed in `AtomicU64`
-//! words, which [`CuckooFilter`](crate::CuckooFilter) stands on and which
-//! the Valkey/Redis module uses for RedisBloom's `CF.*` scheme.
+//! words, shared by threads, which [`CuckooFilter`](crate::CuckooFilter)
+//! stands on; and [`ByteTable`], a single owner's table of plain bytes in
+//! RedisBloom's sub-filter layout, which the Valkey/Redis module uses for
+//! RedisBloom's `CF.*` scheme.
 //!
 //! # The table
 //!
@@ -10,9 +12,8 @@
 //! (slot `s` of bucket `b` is slot `b · bucket_slots + s` of the table).
 //! Buckets of whole words start on a word; other buckets (only for slot
 //! widths that divide 64: 8, 16, 32) run across words as the slots fall,
-//! so with 8-bit slots byte `i` of RedisBloom's `data` array is byte `i`
-//! of the little-endian words ([`Table::read_bytes`],
-//! [`Table::write_bytes`]). The words come in 64-byte-aligned lines, so a
+//! so with 8-bit slots slot `i` of the table is byte `i` of the
+//! little-endian words. The words come in 64-byte-aligned lines, so a
 //! bucket of one or two words (at an even word) sits in one cache line.
 //! A slot holds 0 (empty) or a fingerprint.
 //!
@@ -29,25 +30,23 @@
 //! | operation | what it does | RedisBloom's |
 //! |---|---|---|
 //! | [`Table::new`] | an empty table of a shape | `CuckooFilter_Grow`'s calloc |
-//! | [`Table::new_exclusive`] | the same for a single-threaded owner: the slots' memory alone, no version loop | |
 //! | [`Table::insert_free`] | one CAS into the lowest free slot of `first`, else of `second` | `Filter_FindAvailable` + store |
 //! | [`Table::contains`] | the fingerprint in either bucket | `Filter_Find` |
 //! | [`Table::count`] | its copies in both buckets (one bucket once) | none |
-//! | [`Table::count_in`] | its copies in one bucket | `subFilterCount` adds both, even when they are one |
 //! | [`Table::remove`] | one CAS clearing the lowest copy in `first`, else in `second` | `Filter_Delete` |
-//! | [`Table::insert_free_mut`], [`Table::remove_mut`] | the same slots, plain stores under `&mut self` | |
 //! | [`Table::relocate`] | concurrent relocation: a breadth-first path search, then moves from the free end backwards (see below); [`Native`]-like schemes only | none |
-//! | [`Table::kick_out`] | RedisBloom's single-threaded, deterministic relocation, with its roll-back | `Filter_KOInsert` |
-//! | [`Table::slot`], [`Table::set_slot`], [`Table::find_free`] | slot by slot, for compaction | `relocateSlot` |
-//! | [`Table::read_bytes`], [`Table::write_bytes`] | the slots as bytes (8-bit shapes: RedisBloom's `data`), a word at a time | RDB, `SCANDUMP`, `LOADCHUNK` |
-//! | [`Table::bytes`], [`Table::bytes_mut`] | the same bytes in place, under `&mut self` (little-endian targets) | one RDB string, no copy |
+//! | [`Table::slot`] | one slot's value | none |
 //!
-//! A RedisBloom sub-filter is one table of shape `Shape::new(8,
-//! bucketSize, numBuckets)`; RedisBloom's search over sub-filters (insert
-//! into the newest with room, delete from the newest first, kick out in the
-//! newest only, grow by `expansion`) is the caller's, table by table.
-//! `kick_out` takes `&mut self`: a module command runs alone, and what it
-//! does is the same on a replica that replays it.
+//! RedisBloom's single-owner operations (its sub-filters, which module
+//! commands change one at a time: `Filter_KOInsert`'s deterministic
+//! relocation with its roll-back, slot-by-slot compaction, the sub-filter's
+//! bytes in place for RDB, `SCANDUMP` and `LOADCHUNK`, `subFilterCount`'s
+//! per-bucket count) are [`ByteTable`]'s: plain bytes, no atomics, no
+//! version stripes. A RedisBloom sub-filter is one `ByteTable` of
+//! `ByteTable::new(bucketSize, numBuckets)`; RedisBloom's search over
+//! sub-filters (insert into the newest with room, delete from the newest
+//! first, kick out in the newest only, grow by `expansion`) is the
+//! caller's, table by table.
 //!
 //! # The concurrent protocol
 //!
@@ -198,9 +197,6 @@ pub struct Table {
     pub(super) lanes: Lanes,
     pub(super) versions: Versions,
     relocation: Mutex<()>,
-    /// Made by [`new_exclusive`](Self::new_exclusive): one stripe, lookups
-    /// without the version loop, memory of the slots alone.
-    exclusive: bool,
 }
 
 impl Table {
@@ -221,26 +217,7 @@ impl Table {
             lanes: Lanes::new(shape.slot_bits),
             versions: Versions::for_words(shape.words()),
             relocation: Mutex::new(()),
-            exclusive: false,
         }
-    }
-
-    /// An empty table for a single-threaded owner (the module's RedisBloom
-    /// sub-filters, whose commands run one at a time and relocate with
-    /// [`kick_out`](Self::kick_out)): one version stripe instead of up to
-    /// 1,024, so [`memory_bytes`](Self::memory_bytes) is the slots' whole
-    /// 64-byte lines alone, and lookups and removes skip the version loop.
-    /// Never call [`relocate`](Self::relocate) on it while other threads
-    /// look up: they would not retry a miss.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::AllocationFailed`] when the allocator refuses.
-    pub fn new_exclusive(shape: Shape) -> Result<Self, Error> {
-        let mut table = Self::new(shape)?;
-        table.versions = Versions::new(1);
-        table.exclusive = true;
-        Ok(table)
     }
 
     pub(crate) fn words(&self) -> &BitArray {
@@ -255,9 +232,6 @@ impl Table {
     /// Bytes allocated: the words (whole cache lines) and the version
     /// stripes.
     pub fn memory_bytes(&self) -> usize {
-        if self.exclusive {
-            return self.words.memory_bytes();
-        }
         self.words.memory_bytes() + self.versions.memory_bytes()
     }
 
@@ -329,10 +303,8 @@ impl Table {
     }
 
     /// Copies of `value` in `bucket`, read once, unguarded by the version
-    /// stripes (single-threaded use: RedisBloom's count is
-    /// `count_in(first) + count_in(second)`, both even where they are the
-    /// same bucket).
-    pub fn count_in(&self, bucket: usize, value: u64) -> usize {
+    /// stripes ([`count`](Self::count) guards it).
+    pub(super) fn count_in(&self, bucket: usize, value: u64) -> usize {
         let span = self.span(bucket);
         let broadcast = self.lanes.broadcast(value);
         (0..span.count)
@@ -351,10 +323,6 @@ impl Table {
     /// [`relocate`](Self::relocate) moves it.
     #[inline]
     pub fn contains(&self, probe: &Probe) -> bool {
-        if self.exclusive {
-            return self.find(probe.first, probe.fingerprint).is_some()
-                || self.find(probe.second, probe.fingerprint).is_some();
-        }
         let mut round = 0;
         loop {
             let before = self.versions.read_for(round, probe.first, probe.second);
@@ -382,7 +350,7 @@ impl Table {
             if probe.second != probe.first {
                 copies += self.count_in(probe.second, probe.fingerprint);
             }
-            if self.exclusive || self.versions.unchanged(probe.first, probe.second, before) {
+            if self.versions.unchanged(probe.first, probe.second, before) {
                 return copies;
             }
             crate::sync::wait_round(round);
@@ -484,7 +452,7 @@ impl Table {
                     }
                 }
             }
-            if self.exclusive || self.versions.unchanged(probe.first, probe.second, before) {
+            if self.versions.unchanged(probe.first, probe.second, before) {
                 return false;
             }
             crate::sync::wait_round(round);
@@ -537,7 +505,6 @@ impl Table {
             lanes: self.lanes,
             versions: self.versions.snapshot(),
             relocation: Mutex::new(()),
-            exclusive: self.exclusive,
         }
     }
 
@@ -576,11 +543,6 @@ impl Table {
                 ));
             }
         }
-    }
-
-    /// The lowest slot of `bucket` holding `value`.
-    pub(super) fn find_value(&self, bucket: usize, value: u64) -> Option<SlotRef> {
-        self.find(bucket, value)
     }
 
     /// A free slot of `bucket`, for the relocation's search.

@@ -8,8 +8,9 @@
 //!   target taken, its fingerprint removed) ends the attempt and the
 //!   search starts again; a search that finds no chain leaves the table
 //!   exactly as it was.
-//! * [`Table::kick_out`]: RedisBloom's `Filter_KOInsert`, single-threaded
-//!   and deterministic, with its roll-back.
+//!
+//! RedisBloom's single-threaded relocation (`Filter_KOInsert`) is
+//! [`ByteTable::kick_out`](super::byte_table::ByteTable::kick_out).
 
 use super::core::{SlotRef, Table};
 use super::scheme::{Probe, Scheme};
@@ -186,41 +187,5 @@ impl Table {
         } else {
             Attempt::Raced
         }
-    }
-
-    /// RedisBloom's relocation (`Filter_KOInsert`): from the probe's first
-    /// bucket, swap the fingerprint in hand with the slot `victim` (0 at
-    /// first, then one more each step, modulo the bucket size), go to the
-    /// evicted fingerprint's other bucket, and place it in the lowest free
-    /// slot there if any; after `max_iterations` steps without one, undo
-    /// every swap in reverse and return false, the table as it was.
-    ///
-    /// Deterministic, single-threaded (`&mut self`): a replica replaying
-    /// the same commands ends with the same bytes.
-    pub fn kick_out<S: Scheme>(&mut self, scheme: &S, probe: &Probe, max_iterations: u32) -> bool {
-        let buckets = self.shape().buckets();
-        let bucket_slots = self.shape().bucket_slots();
-        let mut in_hand = probe.fingerprint;
-        let mut victim = 0u32;
-        let mut bucket = probe.first;
-        for _ in 0..max_iterations {
-            let evicted = self.slot(bucket, victim);
-            self.set_slot(bucket, victim, in_hand);
-            in_hand = evicted;
-            bucket = scheme.alternate(bucket, in_hand, buckets);
-            if let Some(free) = self.find_free(bucket) {
-                self.set_slot(bucket, free, in_hand);
-                return true;
-            }
-            victim = (victim + 1) % bucket_slots;
-        }
-        for _ in 0..max_iterations {
-            victim = (victim + bucket_slots - 1) % bucket_slots;
-            bucket = scheme.alternate(bucket, in_hand, buckets);
-            let evicted = self.slot(bucket, victim);
-            self.set_slot(bucket, victim, in_hand);
-            in_hand = evicted;
-        }
-        false
     }
 }

@@ -117,8 +117,8 @@ impl Scheme for Native {
 /// `h % n`; for other bucket counts the two differ, so load only powers of
 /// two. All 255 fingerprint values are in use: the concurrent
 /// [`Table::relocate`](super::core::Table::relocate) does not serve this scheme;
-/// [`Table::kick_out`](super::core::Table::kick_out) (RedisBloom's own
-/// single-threaded relocation) does.
+/// [`ByteTable::kick_out`](super::core::ByteTable::kick_out) (RedisBloom's
+/// own single-threaded relocation) does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RedisBloom;
 
