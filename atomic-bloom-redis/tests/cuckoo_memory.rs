@@ -26,6 +26,18 @@ use common::{Kind, Server};
 use resp::{Conn, Reply};
 use serde_json::Value as Json;
 
+/// What `MEMORY USAGE` may differ by with the module's own count equal:
+/// the server's part (its object for the key, which embeds the key's name)
+/// is `malloc_usable_size` of a block (Valkey here is built with libc
+/// malloc), and glibc hands out a free chunk up to 16 bytes larger than
+/// asked when the rest would be too small to split off, so the same
+/// `RESTORE` measured 65,712 bytes in one CI run and 65,696 (RedisBloom's
+/// figure) in the next four here. The module's part (its 40 bytes, 16 a
+/// sub-filter, one a slot) is exact; 16 bytes is one step of the server's
+/// allocator, less than a sub-filter's entry or any slot row RedisBloom
+/// could be ahead by.
+const SERVER_ALLOCATOR_SLACK: i64 = 16;
+
 /// What a key measured after a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Measured {
@@ -125,7 +137,7 @@ fn memory_usage_is_at_most_redisbloom_s_for_filters_of_every_shape() {
             }
             if here.filters != expected.filters
                 || here.size != expected.size
-                || here.memory_usage > expected.memory_usage
+                || here.memory_usage > expected.memory_usage + SERVER_ALLOCATOR_SLACK
             {
                 failures.push(format!(
                     "{key} after {step}: here {here:?}, RedisBloom {expected:?}"
@@ -173,7 +185,7 @@ fn memory_usage_of_redisbloom_s_own_filters_is_at_most_its_own() {
                 .as_i64()
                 .unwrap();
             let theirs = expected["memory_usage"].as_i64().unwrap();
-            if ours > theirs {
+            if ours > theirs + SERVER_ALLOCATOR_SLACK {
                 let filters = &expected["info"][5];
                 over.push(format!(
                     "{stage} {name}: {ours} here, {theirs} in RedisBloom, {filters} sub-filters"
