@@ -260,7 +260,15 @@ fn crawl_through_failovers(kind: Kind, prefix: &str, waits: &[Duration], driver:
     let config =
         config(&cluster.nodes[0].url(), prefix, 4).wait_for_replicas(1, Duration::from_millis(300));
     let frontiers = three(&config, driver);
-    let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400));
+    // A page takes 400 us per worker of a client, so that the crawl lasts
+    // as long as it did with one worker a client (about 400 ms of fetches
+    // and the WAITs beside): with 4 workers at 400 us a Redis 7.0 crawl
+    // could end before the failover at 400 ms, which then went unnoticed.
+    let workers = match driver {
+        Driver::Blocking => crawling::BLOCKING_WORKERS,
+        Driver::Tokio => crawling::TOKIO_WORKERS,
+    };
+    let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400) * workers as u32);
     let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
         let mut to = replica;
         for &wait in waits {
