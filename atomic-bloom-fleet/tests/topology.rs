@@ -220,6 +220,21 @@ fn a_node_that_dies_stops_only_its_own_shards() {
     frontier.complete(held);
 }
 
+/// How long a page's fetch takes in the crawls that move slots or fail
+/// over mid-way: 400 us per worker of a client, so that a crawl lasts as
+/// long as it did with one worker a client (about 400 ms of fetches, and
+/// the round trips beside). At 400 us with 4 workers a client a crawl
+/// could end before the slot moved or the primary failed over (once each
+/// here: "index out of bounds" for a queue key already gone, "the
+/// failovers went unnoticed").
+fn page_time(driver: Driver) -> Duration {
+    let workers = match driver {
+        Driver::Blocking => crawling::BLOCKING_WORKERS,
+        Driver::Tokio => crawling::TOKIO_WORKERS,
+    };
+    Duration::from_micros(400) * workers as u32
+}
+
 #[test]
 fn a_slot_migrated_mid_crawl_loses_and_repeats_nothing() {
     let web = small_web();
@@ -228,7 +243,7 @@ fn a_slot_migrated_mid_crawl_loses_and_repeats_nothing() {
         let cluster = Cluster::start(kind, 3);
         let config = config(&cluster.nodes[1].url(), "moving", 3);
         let frontiers = three(&config, Driver::Blocking);
-        let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400));
+        let fetch = crawling::fetch_slowly(&web, page_time(Driver::Blocking));
         let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
             std::thread::sleep(Duration::from_millis(300));
             // Shard 0's slot moves from the first node to the second, a
@@ -260,15 +275,7 @@ fn crawl_through_failovers(kind: Kind, prefix: &str, waits: &[Duration], driver:
     let config =
         config(&cluster.nodes[0].url(), prefix, 4).wait_for_replicas(1, Duration::from_millis(300));
     let frontiers = three(&config, driver);
-    // A page takes 400 us per worker of a client, so that the crawl lasts
-    // as long as it did with one worker a client (about 400 ms of fetches
-    // and the WAITs beside): with 4 workers at 400 us a Redis 7.0 crawl
-    // could end before the failover at 400 ms, which then went unnoticed.
-    let workers = match driver {
-        Driver::Blocking => crawling::BLOCKING_WORKERS,
-        Driver::Tokio => crawling::TOKIO_WORKERS,
-    };
-    let fetch = crawling::fetch_slowly(&web, Duration::from_micros(400) * workers as u32);
+    let fetch = crawling::fetch_slowly(&web, page_time(driver));
     let tallies = crawling::crawl_with(&frontiers, &web, &fetch, || {
         let mut to = replica;
         for &wait in waits {
