@@ -184,7 +184,7 @@ fn model_crawl(seed: u64) {
 
 /// A task's waker: counts its wakes.
 #[derive(Default)]
-struct Woken(AtomicU64);
+pub(super) struct Woken(AtomicU64);
 
 impl Wake for Woken {
     fn wake(self: Arc<Self>) {
@@ -194,10 +194,16 @@ impl Wake for Woken {
 }
 
 impl Woken {
-    /// Whether it was woken since the last look.
-    fn take(&self) -> bool {
+    /// Whether it was woken since the last look, which this one ends.
+    pub(super) fn take(&self) -> bool {
         // Relaxed: as above.
         self.0.swap(0, Ordering::Relaxed) > 0
+    }
+
+    /// Whether it was woken since the last [`take`](Self::take).
+    pub(super) fn is_woken(&self) -> bool {
+        // Relaxed: as above.
+        self.0.load(Ordering::Relaxed) > 0
     }
 }
 
@@ -306,7 +312,7 @@ fn shared_rounds(seed: u64, tally: &mut Tally) {
         // waiting for good.
         for (task, state) in states.iter().enumerate() {
             if let Task::Waiting { offer, .. } = state {
-                let woken = wakers[task].0.load(Ordering::Relaxed) > 0;
+                let woken = wakers[task].is_woken();
                 assert!(woken, "{what}: task {task} waits (offer {offer}) unwoken");
             }
         }

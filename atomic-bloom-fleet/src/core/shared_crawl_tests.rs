@@ -14,8 +14,9 @@ use super::call::{Io, Step};
 use super::frontier::{Answer, FrontierCore, Leased, Push, Request};
 use super::group::{Serve, Ticket, Turn};
 use super::model::{disturbed, drive, drive_faulty, frontier, roll, Faults, Model};
+use super::seeded_tests::Woken;
 use super::tests::{config, script, Fake};
-use crate::sync::{Arc, AtomicU64, Ordering};
+use crate::sync::Arc;
 
 const PAGES: usize = 80;
 
@@ -36,17 +37,6 @@ fn page_of(url: &str) -> usize {
         .next()
         .and_then(|page| page.parse().ok())
         .expect("a page's URL")
-}
-
-/// A task's waker: counts its wakes.
-#[derive(Default)]
-struct Woken(AtomicU64);
-
-impl Wake for Woken {
-    fn wake(self: Arc<Self>) {
-        // Relaxed: the model runs on one thread; the count orders nothing.
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 /// A call under way: what it asked, and its ticket.
@@ -143,7 +133,7 @@ fn shared_crawl(seed: u64) -> (usize, usize) {
             break;
         }
         for (task, crawler) in crawlers.iter().enumerate() {
-            let woken = wakers[task].0.load(Ordering::Relaxed) > 0;
+            let woken = wakers[task].is_woken();
             assert!(
                 crawler.call.is_none() || woken,
                 "{what}: task {task} waits unwoken"
@@ -177,7 +167,7 @@ fn shared_crawl(seed: u64) -> (usize, usize) {
             cancelled(&mut crawlers[task], kind, ticket);
             continue;
         }
-        wakers[task].0.store(0, Ordering::Relaxed);
+        wakers[task].take();
         let waker = Waker::from(Arc::clone(&wakers[task]));
         let mut round = match ticket.poll_turn(&mut Context::from_waker(&waker)) {
             Poll::Pending => {
