@@ -143,6 +143,16 @@ impl SubFilter {
     }
 }
 
+// What `MEMORY USAGE` counts of a key's own (`memory_bytes`): RedisBloom's
+// 40 bytes a filter and 16 a sub-filter, exactly. The server's part of the
+// figure moves by its allocator's 16-byte steps (tests/cuckoo_memory.rs
+// allows one), so this is where a field added to either is caught.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(
+    std::mem::size_of::<Cuckoo>() == 40 && std::mem::size_of::<SubFilter>() == 16,
+    "a cuckoo filter's own bytes are RedisBloom's: 40, and 16 a sub-filter"
+);
+
 /// A RedisBloom cuckoo filter: its `CuckooFilter`, in as many bytes (40:
 /// the first sub-filter's buckets are its own, not a field) and its list
 /// of sub-filters exactly as long as their number (16 bytes each), so that
